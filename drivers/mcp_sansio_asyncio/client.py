@@ -1,0 +1,331 @@
+"""The async client API shared by the asyncio and anyio drivers.
+
+It turns each call into a core request and awaits the event that ends it; it owns no
+I/O and imports no event loop, so both drivers subclass it and supply the primitives
+(clock, waiter, task spawning, flushing the core's output).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol, TypeVar, cast
+
+import msgspec
+
+from mcp_sansio import jsonrpc
+from mcp_sansio.errors import McpSansioError, RequestError
+from mcp_sansio.events import (
+    ConnectionTerminated,
+    Event,
+    InitializeCompleted,
+    InitializeFailed,
+    MessageDiscarded,
+    NotificationReceived,
+    PeerErrorReceived,
+    ProgressReceived,
+    RequestFailed,
+    RequestId,
+    ResponseReceived,
+    ServerRequestReceived,
+)
+from mcp_sansio.handlers import coerce_result, roots_result
+from mcp_sansio.session import ClientSession
+from mcp_sansio.types import (
+    CallToolResult,
+    CompleteResult,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    GetPromptResult,
+    Implementation,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    Prompt,
+    PromptReference,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ResourceTemplateReference,
+    Root,
+    ServerCapabilities,
+    Tool,
+)
+
+__all__ = [
+    "AsyncClient",
+    "ElicitationHandler",
+    "NotificationHandler",
+    "ProgressCallback",
+    "SamplingHandler",
+]
+
+log = logging.getLogger("mcp_sansio.client")
+
+T = TypeVar("T")
+SamplingHandler = Callable[
+    [CreateMessageRequestParams], Awaitable[CreateMessageResult | Mapping[str, object]]
+]
+ElicitationHandler = Callable[[ElicitRequestParams], Awaitable[ElicitResult | Mapping[str, object]]]
+NotificationHandler = Callable[[NotificationReceived], Awaitable[None]]
+ProgressCallback = Callable[[float, float | None, str | None], object]
+RootsArg = Sequence[Root | Mapping[str, object]]
+
+
+class Waiter(Protocol):
+    """What a driver's future must offer (``asyncio.Future`` does)."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: msgspec.Struct, /) -> None: ...
+    def set_exception(self, exc: BaseException, /) -> None: ...
+
+
+class AsyncClient:
+    """A connected MCP client; every method sends one request and awaits its answer.
+
+    Subclasses implement :meth:`_now`, :meth:`_wait`, :meth:`_spawn`, :meth:`_flush`
+    and :meth:`_failure`, and call :meth:`_deliver_events` after every input.
+    """
+
+    def __init__(
+        self,
+        core: ClientSession,
+        *,
+        on_sampling: SamplingHandler | None = None,
+        on_elicitation: ElicitationHandler | None = None,
+        roots: RootsArg | None = None,
+        on_notification: NotificationHandler | None = None,
+    ) -> None:
+        self._core = core
+        self._on_sampling = on_sampling
+        self._on_elicitation = on_elicitation
+        self._roots = list(roots) if roots is not None else None
+        self._on_notification = on_notification
+        self._waiters: dict[RequestId, Waiter] = {}
+        self._progress: dict[RequestId, ProgressCallback] = {}
+        self._init_waiter: Waiter | None = None
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def server_info(self) -> Implementation:
+        """``serverInfo`` of the server (``.name``, ``.version``, ``.title``)."""
+        return cast(Implementation, self._core.server_info)
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol revision."""
+        return cast(str, self._core.protocol_version)
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        """What the server declared."""
+        return cast(ServerCapabilities, self._core.server_capabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if any."""
+        return self._core.instructions
+
+    # ------------------------------------------------------------- requests
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
+        """Every tool, following pagination."""
+        rid = self._core.list_tools(now=self._now(), timeout=timeout)
+        return cast(ListToolsResult, await self._wait(rid)).tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, object] | None = None, *,
+        timeout: float | None = None, on_progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
+        rid = self._core.call_tool(name, arguments, now=self._now(), timeout=timeout)
+        return cast(CallToolResult, await self._wait(rid, on_progress))
+
+    async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
+        """Every resource, following pagination."""
+        rid = self._core.list_resources(now=self._now(), timeout=timeout)
+        return cast(ListResourcesResult, await self._wait(rid)).resources
+
+    async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
+        """Every resource template, following pagination."""
+        rid = self._core.list_resource_templates(now=self._now(), timeout=timeout)
+        return cast(ListResourceTemplatesResult, await self._wait(rid)).resource_templates
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """The contents of one resource."""
+        rid = self._core.read_resource(uri, now=self._now(), timeout=timeout)
+        return cast(ReadResourceResult, await self._wait(rid))
+
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri``."""
+        await self._wait(self._core.subscribe_resource(uri, now=self._now(), timeout=timeout))
+
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Stop the updates about ``uri``."""
+        await self._wait(self._core.unsubscribe_resource(uri, now=self._now(), timeout=timeout))
+
+    async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
+        """Every prompt, following pagination."""
+        rid = self._core.list_prompts(now=self._now(), timeout=timeout)
+        return cast(ListPromptsResult, await self._wait(rid)).prompts
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
+        """A prompt rendered with ``arguments``."""
+        rid = self._core.get_prompt(name, arguments, now=self._now(), timeout=timeout)
+        return cast(GetPromptResult, await self._wait(rid))
+
+    async def complete(
+        self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
+        argument_name: str, value: str, *, context_arguments: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> CompleteResult:
+        """Completion candidates for one argument of a prompt or resource template."""
+        rid = self._core.complete(ref, argument_name, value, now=self._now(),
+                                  context_arguments=context_arguments, timeout=timeout)
+        return cast(CompleteResult, await self._wait(rid))
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Ask the server to send log messages at ``level`` and above."""
+        await self._wait(self._core.set_logging_level(level, now=self._now(), timeout=timeout))
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Round-trip a ``ping``."""
+        await self._wait(self._core.ping(now=self._now(), timeout=timeout))
+
+    async def request(
+        self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
+        timeout: float | None = None,
+    ) -> msgspec.Struct:
+        """Any request by method name; the result is typed when the method is known."""
+        return await self._wait(self._core.request(method, params, now=self._now(), timeout=timeout))
+
+    async def set_roots(self, roots: RootsArg) -> None:
+        """Replace the roots offered to the server and tell it they changed."""
+        roots_result(roots)  # validate before changing anything
+        self._roots = list(roots)
+        self._core.notify("notifications/roots/list_changed")
+        self._flush()
+
+    # ------------------------------------------------------- driver contract
+
+    def _now(self) -> float:
+        raise NotImplementedError
+
+    async def _wait(
+        self, request_id: RequestId, on_progress: ProgressCallback | None = None
+    ) -> msgspec.Struct:
+        """Flush the request out and wait for its answer (cancelling it if cancelled)."""
+        raise NotImplementedError
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        raise NotImplementedError
+
+    def _flush(self) -> None:
+        """Write what the core queued, perform its actions, re-arm the timer."""
+        raise NotImplementedError
+
+    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
+        """The exception for a failed request (drivers add exit status and stderr)."""
+        return event.to_exception()
+
+    # ----------------------------------------------------------- event loop
+
+    def _deliver_events(self) -> None:
+        """Hand every queued core event to whoever waits for it."""
+        core = self._core
+        event = core.next_event()
+        while event is not None:
+            kind = type(event)
+            if kind is ResponseReceived:
+                self._resolve(cast(ResponseReceived, event))
+            elif kind is RequestFailed:
+                self._reject(cast(RequestFailed, event))
+            elif kind is ProgressReceived:
+                self._report_progress(cast(ProgressReceived, event))
+            else:
+                self._deliver_other(event)
+            event = core.next_event()
+
+    def _resolve(self, event: ResponseReceived) -> None:
+        rid = event.request_id
+        waiter = self._waiters.pop(rid, None)
+        self._progress.pop(rid, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(event.result)
+
+    def _reject(self, event: RequestFailed) -> None:
+        rid = event.request_id
+        waiter = self._waiters.pop(rid, None)
+        self._progress.pop(rid, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(self._failure(event))
+
+    def _report_progress(self, event: ProgressReceived) -> None:
+        callback = self._progress.get(event.request_id)
+        if callback is None:
+            return
+        outcome = callback(event.progress, event.total, event.message)
+        if inspect.isawaitable(outcome):
+            awaitable = outcome
+
+            async def run() -> None:
+                await awaitable
+
+            self._spawn(run)
+
+    def _deliver_other(self, event: Event) -> None:
+        if isinstance(event, ServerRequestReceived):
+            self._spawn(lambda: self._answer(event))
+        elif isinstance(event, NotificationReceived):
+            handler = self._on_notification
+            if handler is not None:
+                self._spawn(lambda: handler(event))
+        elif isinstance(event, InitializeCompleted | InitializeFailed):
+            waiter, self._init_waiter = self._init_waiter, None
+            if waiter is not None and not waiter.done():
+                if isinstance(event, InitializeFailed):
+                    waiter.set_exception(self._failure(event))
+                else:
+                    waiter.set_result(event)
+        elif isinstance(event, MessageDiscarded):
+            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
+        elif isinstance(event, PeerErrorReceived):
+            log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
+        elif isinstance(event, ConnectionTerminated):
+            log.debug("connection terminated: %s", event.message)
+
+    async def _answer(self, event: ServerRequestReceived) -> None:
+        """Run the application's handler for a server request and send its answer."""
+        rid, method = event.request_id, event.method
+        try:
+            if method == "roots/list" and self._roots is not None:
+                result: msgspec.Struct | Mapping[str, object] = roots_result(self._roots)
+            elif method == "sampling/createMessage" and self._on_sampling is not None:
+                sampled = await self._on_sampling(cast(CreateMessageRequestParams, event.params))
+                result = coerce_result(method, sampled)
+            elif method == "elicitation/create" and self._on_elicitation is not None:
+                elicited = await self._on_elicitation(cast(ElicitRequestParams, event.params))
+                result = coerce_result(method, elicited)
+            else:
+                self._core.respond_error(rid, jsonrpc.METHOD_NOT_FOUND, f"no handler for {method}")
+                self._flush()
+                return
+        except RequestError as exc:
+            self._core.respond_error(rid, exc.code, exc.message, exc.data)
+        except McpSansioError as exc:
+            self._core.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(exc))
+        except Exception as exc:  # an application bug must still answer the server
+            log.exception("the %s handler raised", method)
+            # Only the type goes back: the message may hold data the server must not see.
+            self._core.respond_error(rid, jsonrpc.INTERNAL_ERROR,
+                                     f"the client's {method} handler failed ({type(exc).__name__})")
+        else:
+            self._core.respond(rid, result)
+        self._flush()

@@ -1,0 +1,319 @@
+"""asyncio driver for stdio servers: a subprocess, one timer, and the core's pump.
+
+The subprocess is read through a ``SubprocessProtocol`` (no stream readers), the core
+decides everything, and the driver performs what it is told (STYLE.md section 8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Final
+
+import msgspec
+
+from mcp_sansio import (
+    Action,
+    ClientConfig,
+    CloseInput,
+    InterruptProcess,
+    KillProcess,
+    RequestFailed,
+    StderrTail,
+    StdioClient,
+    TerminateProcess,
+)
+from mcp_sansio.errors import ConnectionClosed, McpSansioError
+from mcp_sansio.events import InitializeCompleted, InitializeFailed, RequestId
+from mcp_sansio.handlers import client_capabilities
+
+from .client import (
+    AsyncClient,
+    ElicitationHandler,
+    NotificationHandler,
+    ProgressCallback,
+    RootsArg,
+    SamplingHandler,
+)
+
+__all__ = ["StdioConnection", "connect_stdio"]
+
+_SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
+                   KillProcess: signal.SIGKILL}
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    def __init__(self, owner: StdioConnection) -> None:
+        self._owner = owner
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self._owner._stdout(data)
+        else:
+            self._owner._stderr(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self._owner._stdout(b"")
+        elif fd == 2:
+            self._owner._stderr_closed()
+
+    def process_exited(self) -> None:
+        self._owner._exited()
+
+
+class StdioConnection(AsyncClient):
+    """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike[str] | None,
+        config: ClientConfig,
+        on_sampling: SamplingHandler | None,
+        on_elicitation: ElicitationHandler | None,
+        roots: RootsArg | None,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        caps = client_capabilities(sampling=on_sampling is not None,
+                                   elicitation=on_elicitation is not None, roots=roots is not None)
+        self._client = StdioClient(config, caps)
+        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
+                         roots=roots, on_notification=on_notification)
+        self._command = command
+        self._args = list(args)
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._exit = self._loop.create_future()
+        self._stderr_done = self._loop.create_future()
+        self._stderr_tail = StderrTail(config.stderr_limit_bytes)
+        self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
+        self._returncode: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id."""
+        return self._transport.get_pid() if self._transport else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """What the server last wrote to stderr (bounded by ``stderr_limit_bytes``)."""
+        return self._stderr_tail.text()
+
+    # ----------------------------------------------------------- lifecycle
+
+    async def _start(self) -> None:
+        env = None if self._env is None else {**os.environ, **self._env}
+        try:
+            transport, _ = await self._loop.subprocess_exec(
+                lambda: _Protocol(self), self._command, *self._args,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, start_new_session=True,
+            )
+        except OSError as exc:
+            raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+        self._transport = transport
+        self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]  # PIPE stdin is a WriteTransport
+        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
+        self._init_waiter = waiter
+        self._client.initialize(now=self._loop.time())
+        self._flush()
+        try:
+            event = await waiter
+        except BaseException:
+            await self.aclose()
+            raise
+        assert isinstance(event, InitializeCompleted)
+
+    async def aclose(self) -> None:
+        """Close: pending calls fail, then stdin closes and the shutdown ladder runs until
+        the process has exited; no child, task or pipe is left behind."""
+        if self._transport is None:
+            return
+        self._client.close(now=self._loop.time())
+        self._pump()
+        try:
+            await asyncio.shield(self._exit)
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+            self._reap_group()
+            self._transport.close()
+            self._transport = None
+
+    # ------------------------------------------------------- AsyncClient API
+
+    def _now(self) -> float:
+        return self._loop.time()
+
+    async def _wait(
+        self, request_id: RequestId, on_progress: ProgressCallback | None = None
+    ) -> msgspec.Struct:
+        fut: asyncio.Future[msgspec.Struct] = self._loop.create_future()
+        self._waiters[request_id] = fut
+        if on_progress is not None:
+            self._progress[request_id] = on_progress
+        self._flush()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if not fut.done():
+                self._waiters.pop(request_id, None)
+                self._progress.pop(request_id, None)
+                # Already finished or the connection is gone: then there is nothing to cancel.
+                with contextlib.suppress(McpSansioError):
+                    self._client.cancel(request_id, now=self._loop.time(), reason="cancelled by the caller")
+                self._pump()
+            raise
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        task = self._loop.create_task(_run(fn))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
+        return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
+
+    def _flush(self) -> None:
+        self._pump()
+
+    # ------------------------------------------------------------- the pump
+
+    def _pump(self) -> None:
+        client = self._client
+        self._deliver_events()
+        action = client.next_action()
+        while action is not None:
+            self._perform(action)
+            action = client.next_action()
+        data = client.data_to_send()
+        if data and self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.write(data)
+        deadline = client.next_deadline()
+        if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = deadline
+            self._timer = self._loop.call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        at = self._timer_at
+        self._timer = self._timer_at = None
+        self._client.handle_timeout(max(at or 0.0, self._loop.time()))
+        self._pump()
+
+    def _perform(self, action: Action) -> None:
+        if isinstance(action, CloseInput):
+            if self._stdin is not None:
+                self._stdin.close()
+            return
+        sig = _SIGNALS[type(action)]
+        if self._transport is not None and self._returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+                os.killpg(self._transport.get_pid(), sig)
+
+    def _reap_group(self) -> None:
+        """Kill anything the server left running in its process group."""
+        if self._transport is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._transport.get_pid(), signal.SIGKILL)
+
+    # ----------------------------------------------------- protocol callbacks
+
+    def _stdout(self, data: bytes) -> None:
+        self._client.receive_data(data, self._loop.time())
+        self._pump()
+
+    def _stderr(self, data: bytes) -> None:
+        logger = self._stderr_log
+        lines = self._stderr_tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO))
+        for line in lines:
+            logger.info("%s", line)
+
+    def _stderr_closed(self) -> None:
+        for line in self._stderr_tail.flush():
+            self._stderr_log.info("%s", line)
+        if not self._stderr_done.done():
+            self._stderr_done.set_result(None)
+
+    def _exited(self) -> None:
+        assert self._transport is not None
+        self._returncode = self._transport.get_returncode()
+        self._loop.create_task(self._finish_exit())
+
+    async def _finish_exit(self) -> None:
+        # Let stderr drain (bounded) so the failure carries the server's last words.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_done), 0.5)
+        self._client.process_exited(self._returncode, self._loop.time())
+        self._pump()
+        if not self._exit.done():
+            self._exit.set_result(None)
+
+
+async def _run(fn: Callable[[], Awaitable[None]]) -> None:
+    await fn()
+
+
+class _Connect:
+    """``async with connect_stdio(...) as client`` (also awaitable for manual closing)."""
+
+    def __init__(self, factory: Callable[[], StdioConnection]) -> None:
+        self._factory = factory
+        self._conn: StdioConnection | None = None
+
+    async def __aenter__(self) -> StdioConnection:
+        conn = self._factory()
+        await conn._start()
+        self._conn = conn
+        return conn
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self._conn is not None:
+            await self._conn.aclose()
+
+
+def connect_stdio(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    config: ClientConfig | None = None,
+    on_sampling: SamplingHandler | None = None,
+    on_elicitation: ElicitationHandler | None = None,
+    roots: RootsArg | None = None,
+    on_notification: NotificationHandler | None = None,
+) -> _Connect:
+    """Start ``command args`` and speak MCP to it over stdio.
+
+    ``env`` entries are added to the current environment. Handlers answer the server's
+    requests; without one, that capability is not declared.
+
+    Raises (on entering):
+        ConnectionClosed: the server could not start or exited during the handshake.
+        UnsupportedProtocolVersion: it speaks no revision we support.
+        RequestTimeout: it did not answer ``initialize`` within ``initialize_timeout``.
+    """
+    cfg = config or ClientConfig()
+    return _Connect(lambda: StdioConnection(
+        command, args, env=env, cwd=cwd, config=cfg, on_sampling=on_sampling,
+        on_elicitation=on_elicitation, roots=roots, on_notification=on_notification,
+    ))

@@ -1,0 +1,92 @@
+"""mcp-sansio: the Model Context Protocol as pure state machines (no I/O, no clock).
+
+Bytes and messages go in, events and bytes to send come out, time is an argument.
+Drivers for asyncio, anyio and blocking code live in their own packages.
+"""
+
+from .config import ClientConfig
+from .errors import (
+    ConnectionClosed,
+    LocalProtocolError,
+    McpSansioError,
+    MessageTooLarge,
+    PaginationError,
+    RemoteProtocolError,
+    RequestCancelled,
+    RequestError,
+    RequestTimeout,
+    SessionExpired,
+    UnsupportedProtocolVersion,
+)
+from .events import (
+    Action,
+    CloseInput,
+    ConnectionTerminated,
+    DiscardReason,
+    ErrorData,
+    Event,
+    FailureReason,
+    InitializeCompleted,
+    InitializeFailed,
+    InterruptProcess,
+    KillProcess,
+    MessageDiscarded,
+    NotificationReceived,
+    PeerErrorReceived,
+    ProgressReceived,
+    RequestFailed,
+    RequestId,
+    ResponseReceived,
+    ServerRequestReceived,
+    TerminateProcess,
+)
+from .server import ClientRequestReceived, ServerSession
+from .session import ClientSession, Phase
+from .stderr import StderrTail
+from .stdio import StdioClient
+from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LATEST_VERSION",
+    "SUPPORTED_VERSIONS",
+    "Action",
+    "ClientConfig",
+    "ClientRequestReceived",
+    "ClientSession",
+    "CloseInput",
+    "ConnectionClosed",
+    "ConnectionTerminated",
+    "DiscardReason",
+    "ErrorData",
+    "Event",
+    "FailureReason",
+    "InitializeCompleted",
+    "InitializeFailed",
+    "InterruptProcess",
+    "KillProcess",
+    "LocalProtocolError",
+    "McpSansioError",
+    "MessageDiscarded",
+    "MessageTooLarge",
+    "NotificationReceived",
+    "PaginationError",
+    "PeerErrorReceived",
+    "Phase",
+    "ProgressReceived",
+    "RemoteProtocolError",
+    "RequestCancelled",
+    "RequestError",
+    "RequestFailed",
+    "RequestId",
+    "RequestTimeout",
+    "ResponseReceived",
+    "ServerRequestReceived",
+    "ServerSession",
+    "SessionExpired",
+    "StderrTail",
+    "StdioClient",
+    "TerminateProcess",
+    "UnsupportedProtocolVersion",
+]

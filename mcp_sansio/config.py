@@ -1,0 +1,78 @@
+"""Every limit and knob of a client, in one frozen :class:`ClientConfig` (STYLE.md section 5).
+
+Durations are float seconds (``*_timeout``, ``*_delay``), sizes are bytes (``*_bytes``).
+The core reads nothing from the environment; drivers may build a config from it.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import LocalProtocolError
+from .versions import SUPPORTED_VERSIONS
+
+__all__ = ["ClientConfig"]
+
+_MIB = 1024 * 1024
+
+
+class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Limits, timeouts and identity of one client connection.
+
+    Attributes:
+        client_name: ``clientInfo.name`` sent in ``initialize``.
+        client_version: ``clientInfo.version``.
+        client_title: optional human-readable ``clientInfo.title``.
+        protocol_versions: revisions we accept, the preferred (offered) one first.
+        request_timeout: default deadline of a request, from when it is sent.
+        max_request_timeout: absolute bound on a request even when progress keeps
+            resetting its deadline; ``None`` means no bound beyond ``request_timeout``
+            resets.
+        reset_timeout_on_progress: a ``notifications/progress`` for a request moves its
+            deadline to ``now + timeout``.
+        initialize_timeout: deadline of the handshake (the connect timeout).
+        max_line_bytes: longest stdio line accepted; longer is a protocol error.
+        skip_non_json_lines: report stdio lines that are not JSON as
+            ``MessageDiscarded`` and go on (servers that print banners), rather than
+            failing the connection.
+        stderr_limit_bytes: how much of a subprocess's stderr the driver keeps (the tail).
+        max_list_pages: bound on pages followed by a "list everything" call.
+        shutdown_close_delay: after closing the server's stdin, how long to wait for it
+            to exit before interrupting it (SIGINT).
+        shutdown_interrupt_delay: after SIGINT, how long before SIGTERM.
+        shutdown_terminate_delay: after SIGTERM, how long before SIGKILL.
+    """
+
+    client_name: str = "mcp-sansio"
+    client_version: str = "0.1.0"
+    client_title: str | None = None
+    protocol_versions: tuple[str, ...] = SUPPORTED_VERSIONS
+    request_timeout: float = 60.0
+    max_request_timeout: float | None = None
+    reset_timeout_on_progress: bool = True
+    initialize_timeout: float = 30.0
+    max_line_bytes: int = 32 * _MIB
+    skip_non_json_lines: bool = True
+    stderr_limit_bytes: int = 1 * _MIB
+    max_list_pages: int = 1000
+    shutdown_close_delay: float = 1.0
+    shutdown_interrupt_delay: float = 0.5
+    shutdown_terminate_delay: float = 0.5
+
+    def __post_init__(self) -> None:
+        unknown = [v for v in self.protocol_versions if v not in SUPPORTED_VERSIONS]
+        if not self.protocol_versions or unknown:
+            raise LocalProtocolError(
+                f"protocol_versions must be a non-empty subset of {SUPPORTED_VERSIONS}"
+            )
+        for name in (
+            "request_timeout",
+            "initialize_timeout",
+            "shutdown_close_delay",
+            "shutdown_interrupt_delay",
+            "shutdown_terminate_delay",
+        ):
+            if getattr(self, name) < 0:
+                raise LocalProtocolError(f"{name} must not be negative")
+        if self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0:
+            raise LocalProtocolError("size and page limits must be positive")

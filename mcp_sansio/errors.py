@@ -1,0 +1,105 @@
+"""Every exception mcp-sansio raises on purpose, rooted at :class:`McpSansioError`.
+
+The core raises :class:`LocalProtocolError` for misuse and :class:`RemoteProtocolError`
+for a peer no conforming implementation would be; the drivers turn failure *events*
+into the other types for the caller that was waiting (STYLE.md section 4).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConnectionClosed",
+    "LocalProtocolError",
+    "McpSansioError",
+    "MessageTooLarge",
+    "PaginationError",
+    "RemoteProtocolError",
+    "RequestCancelled",
+    "RequestError",
+    "RequestTimeout",
+    "SessionExpired",
+    "UnsupportedProtocolVersion",
+]
+
+
+class McpSansioError(Exception):
+    """Base of every exception mcp-sansio raises on purpose. Catch it; never raise it."""
+
+
+class LocalProtocolError(McpSansioError):
+    """The caller asked for something the protocol or the current phase forbids."""
+
+
+class RemoteProtocolError(McpSansioError):
+    """The peer sent something no conforming peer sends."""
+
+
+class MessageTooLarge(RemoteProtocolError):
+    """A message (a stdio line, an HTTP body, an SSE event) exceeded its configured bound."""
+
+    def __init__(self, message: str, *, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class PaginationError(RemoteProtocolError):
+    """A paginated list did not terminate: a cursor repeated or the page bound was hit."""
+
+
+class RequestError(McpSansioError):
+    """The peer answered a request with a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(f"{message} (JSON-RPC error {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class RequestTimeout(McpSansioError, TimeoutError):
+    """A request's deadline passed; ``notifications/cancelled`` was sent for it."""
+
+
+class RequestCancelled(McpSansioError):
+    """The request was cancelled locally before an answer arrived."""
+
+
+class ConnectionClosed(McpSansioError):
+    """The server went away; every request still pending fails with this.
+
+    Attributes:
+        returncode: the subprocess exit status, when there was a subprocess that exited.
+        stderr_tail: the last bytes the server wrote to stderr, decoded leniently.
+    """
+
+    def __init__(
+        self, message: str, *, returncode: int | None = None, stderr_tail: str = ""
+    ) -> None:
+        detail = message
+        if returncode is not None:
+            detail += f" (exit status {returncode})"
+        if stderr_tail:
+            last = stderr_tail.strip().splitlines()[-1:] or [""]
+            detail += f"; stderr: {last[0][:300]}"
+        super().__init__(detail)
+        self.reason = message
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+class SessionExpired(McpSansioError):
+    """The server no longer knows our session and it could not be re-created."""
+
+
+class UnsupportedProtocolVersion(McpSansioError):
+    """The peer speaks no protocol revision we support.
+
+    Attributes:
+        offered: what we asked for.
+        received: what the peer answered or listed as supported.
+    """
+
+    def __init__(self, message: str, *, offered: str, received: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.offered = offered
+        self.received = received

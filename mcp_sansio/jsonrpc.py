@@ -1,0 +1,143 @@
+"""JSON-RPC 2.0 envelopes on msgspec, decoded in two stages.
+
+Stage one decodes only the envelope, keeping ``params`` / ``result`` as ``msgspec.Raw``;
+the session decodes the payload by method (stage two). Encoding goes straight from
+Structs to bytes. See https://www.jsonrpc.org/specification and the MCP "Base Protocol".
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "Envelope",
+    "Kind",
+    "classify",
+    "decode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+]
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+
+class ErrorObject(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The ``error`` member of a response."""
+
+    code: int
+    message: str = ""
+    data: object = None
+
+
+class Envelope(msgspec.Struct, kw_only=True):
+    """Any JSON-RPC message; which members are set tells its kind (see :func:`classify`)."""
+
+    jsonrpc: str | UnsetType = UNSET
+    id: int | str | UnsetType | None = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: ErrorObject | UnsetType = UNSET
+
+
+class Kind(enum.Enum):
+    """The four shapes a JSON-RPC message can take, plus "none of them"."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESULT = "result"
+    ERROR = "error"
+    INVALID = "invalid"
+
+
+_decoder: Final = msgspec.json.Decoder(Envelope | list[Envelope])
+_encoder: Final = msgspec.json.Encoder()
+
+
+def decode(data: bytes | memoryview) -> Envelope | list[Envelope]:
+    """Decode one JSON text into an envelope, or a list of them for a batch.
+
+    Raises:
+        msgspec.DecodeError: the text is not JSON or not JSON-RPC shaped; the caller
+            turns this into an event.
+    """
+    return _decoder.decode(data)
+
+
+def classify(env: Envelope) -> Kind:
+    """Which kind of message ``env`` is; ``INVALID`` for shapes JSON-RPC does not allow."""
+    if env.jsonrpc != "2.0":
+        return Kind.INVALID
+    if env.method is not UNSET:
+        if env.result is not UNSET or env.error is not UNSET:
+            return Kind.INVALID
+        if env.id is UNSET:
+            return Kind.NOTIFICATION
+        return Kind.INVALID if env.id is None else Kind.REQUEST
+    if env.error is not UNSET:
+        return Kind.INVALID if env.result is not UNSET else Kind.ERROR
+    if env.result is not UNSET and env.id is not UNSET and env.id is not None:
+        return Kind.RESULT
+    return Kind.INVALID
+
+
+class _Request(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    id: int | str
+    method: str
+    params: object = None
+
+
+class _Notification(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    method: str
+    params: object = None
+
+
+class _Result(msgspec.Struct):
+    jsonrpc: str
+    id: int | str
+    result: object
+
+
+class _Error(msgspec.Struct):
+    jsonrpc: str
+    id: int | str | None
+    error: ErrorObject
+
+
+def encode_request(request_id: int | str, method: str, params: object) -> bytes:
+    """A request; ``params`` is a Struct, a mapping, or ``None`` to omit it."""
+    return _encoder.encode(_Request("2.0", request_id, method, params))
+
+
+def encode_notification(method: str, params: object) -> bytes:
+    """A notification; ``params`` is a Struct, a mapping, or ``None`` to omit it."""
+    return _encoder.encode(_Notification("2.0", method, params))
+
+
+def encode_result(request_id: int | str, result: object) -> bytes:
+    """A successful response."""
+    return _encoder.encode(_Result("2.0", request_id, result))
+
+
+def encode_error(
+    request_id: int | str | None, code: int, message: str, data: object = None
+) -> bytes:
+    """An error response; ``request_id`` is ``None`` when the request's id is unknown."""
+    return _encoder.encode(_Error("2.0", request_id, ErrorObject(code=code, message=message, data=data)))

@@ -1,0 +1,826 @@
+"""The client side of an MCP session: lifecycle, request table, deadlines. No transport.
+
+Messages go in as JSON texts (``receive_message``) and come out as encoded JSON texts
+that a transport layer frames (stdio) or posts (HTTP). Implements the MCP "Lifecycle",
+"Cancellation", "Progress" and "Pagination" sections of revisions 2024-11-05..2025-11-25.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import logging
+from collections import deque
+from collections.abc import Mapping
+from typing import Final
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from . import jsonrpc
+from .config import ClientConfig
+from .errors import LocalProtocolError
+from .events import (
+    ConnectionTerminated,
+    DiscardReason,
+    ErrorData,
+    Event,
+    FailureReason,
+    InitializeCompleted,
+    InitializeFailed,
+    MessageDiscarded,
+    NotificationReceived,
+    PeerErrorReceived,
+    ProgressReceived,
+    RequestFailed,
+    RequestId,
+    ResponseReceived,
+    ServerRequestReceived,
+)
+from .jsonrpc import Envelope, Kind
+from .types import (
+    NOTIFICATION_PARAMS,
+    REQUEST_PARAMS,
+    RESULT_TYPES,
+    CallToolRequestParams,
+    ClientCapabilities,
+    CompleteRequestParams,
+    CompletionArgument,
+    CompletionContext,
+    GetPromptRequestParams,
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    PaginatedRequestParams,
+    PromptReference,
+    ReadResourceRequestParams,
+    ResourceTemplateReference,
+    ServerCapabilities,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
+from .versions import VersionRules, rules_for
+
+__all__ = ["ClientSession", "Phase", "Trigger"]
+
+log = logging.getLogger(__name__)
+
+Params = msgspec.Struct | Mapping[str, object] | None
+
+
+class Phase(enum.Enum):
+    """Where the session is in its lifecycle."""
+
+    NEW = "new"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+class Trigger(enum.Enum):
+    """What moves the session between phases; ``RECV_*`` come from the peer."""
+
+    SEND_INITIALIZE = "send-initialize"
+    RECV_INITIALIZE_RESULT = "recv-initialize-result"
+    RECV_INITIALIZE_FAILURE = "recv-initialize-failure"
+    CONNECTION_LOST = "connection-lost"
+
+
+_TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
+    (Phase.NEW, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
+    # A retry with another version after the server listed what it supports.
+    (Phase.INITIALIZING, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
+    (Phase.INITIALIZING, Trigger.RECV_INITIALIZE_RESULT): Phase.READY,
+    (Phase.INITIALIZING, Trigger.RECV_INITIALIZE_FAILURE): Phase.FAILED,
+    **{(p, Trigger.CONNECTION_LOST): Phase.CLOSED for p in Phase},
+}
+
+# Which server capability a request needs: (capability, sub-flag or "").
+_REQUIRES: Final[Mapping[str, tuple[str, str]]] = {
+    "tools/list": ("tools", ""),
+    "tools/call": ("tools", ""),
+    "resources/list": ("resources", ""),
+    "resources/templates/list": ("resources", ""),
+    "resources/read": ("resources", ""),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts", ""),
+    "prompts/get": ("prompts", ""),
+    "completion/complete": ("completions", ""),
+    "logging/setLevel": ("logging", ""),
+}
+
+# Server -> client requests and the client capability each needs ("" = always allowed).
+_SERVER_REQUESTS: Final[Mapping[str, str]] = {
+    "ping": "",
+    "roots/list": "roots",
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+}
+
+# List methods that "list everything" can follow, and the field holding the items.
+_LIST_FIELDS: Final[Mapping[str, str]] = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resource_templates",
+    "prompts/list": "prompts",
+}
+
+_RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
+    method: msgspec.json.Decoder(tp) for method, tp in RESULT_TYPES.items()
+}
+_PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
+    method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
+}
+_INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
+_EMPTY: Final[dict[str, object]] = {}
+_EXCERPT: Final = 200
+
+
+class _Pending:
+    """One request awaiting its answer."""
+
+    __slots__ = ("deadline", "id", "items", "limit_at", "method", "origin", "pages", "seen", "timeout")
+
+    def __init__(
+        self, request_id: int, method: str, timeout: float | None, deadline: float | None,
+        limit_at: float | None, origin: int,
+    ) -> None:
+        self.id = request_id
+        self.method = method
+        self.timeout = timeout
+        self.deadline = deadline
+        self.limit_at = limit_at
+        self.origin = origin
+        # Set only for "list everything" operations.
+        self.pages = 0
+        self.items: list[object] | None = None
+        self.seen: set[str] | None = None
+
+
+class ClientSession:
+    """Transport-agnostic MCP client state machine.
+
+    Subclasses provide the transport by overriding :meth:`_send` (one encoded JSON-RPC
+    message) and by calling :meth:`receive_message` with each incoming JSON text.
+    Every local call returns at once; answers arrive as events from :meth:`next_event`.
+    """
+
+    def __init__(self, config: ClientConfig, capabilities: ClientCapabilities) -> None:
+        self.config = config
+        self.capabilities = capabilities
+        self._phase = Phase.NEW
+        self._next_id = 0
+        self._pending: dict[int, _Pending] = {}
+        self._aliases: dict[int, int] = {}  # origin id of a paged list -> current page id
+        self._heap: list[tuple[float, int]] = []
+        self._events: deque[Event] = deque()
+        self._outgoing: list[bytes] = []
+        self._inbound: set[RequestId] = set()  # server requests awaiting our answer
+        self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
+        self._init_id: int | None = None
+        self._init_deadline: float | None = None
+        self._tried_versions: list[str] = []
+        self._result: InitializeResult | None = None
+        self._rules: VersionRules | None = None
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def phase(self) -> Phase:
+        """The lifecycle phase."""
+        return self._phase
+
+    @property
+    def rules(self) -> VersionRules | None:
+        """The negotiated revision's row, once the handshake is done."""
+        return self._rules
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated revision."""
+        return self._result.protocol_version if self._result else None
+
+    @property
+    def server_info(self) -> Implementation | None:
+        """``serverInfo`` from the handshake."""
+        return self._result.server_info if self._result else None
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities | None:
+        """What the server declared in the handshake."""
+        return self._result.capabilities if self._result else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions``, if any."""
+        return self._result.instructions if self._result else None
+
+    def next_event(self) -> Event | None:
+        """The oldest queued event, or ``None``."""
+        return self._events.popleft() if self._events else None
+
+    def next_deadline(self) -> float | None:
+        """The earliest armed deadline (it may be one that no longer matters: waking
+        early is harmless, :meth:`handle_timeout` then does nothing)."""
+        head = self._heap[0][0] if self._heap else None
+        init = self._init_deadline
+        if init is None:
+            return head
+        return init if head is None or init < head else head
+
+    def pending_requests(self) -> list[RequestId]:
+        """Ids the caller is still waiting on (origin ids for paged lists)."""
+        return [p.origin for p in self._pending.values()]
+
+    # ----------------------------------------------------------- the handshake
+
+    def initialize(self, *, now: float) -> None:
+        """Send ``initialize`` offering the preferred revision.
+
+        Raises:
+            LocalProtocolError: the session is past its start.
+        Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
+        """
+        self._send_initialize(self.config.protocol_versions[0], now)
+
+    def _send_initialize(self, version: str, now: float) -> None:
+        self._advance(Trigger.SEND_INITIALIZE)
+        self._tried_versions.append(version)
+        cfg = self.config
+        params = InitializeRequestParams(
+            protocol_version=version,
+            capabilities=self.capabilities,
+            client_info=Implementation(
+                name=cfg.client_name, version=cfg.client_version, title=cfg.client_title
+            ),
+        )
+        rid = self._allocate_id()
+        self._init_id = rid
+        self._init_deadline = now + cfg.initialize_timeout
+        self._send(jsonrpc.encode_request(rid, "initialize", params))
+
+    def _initialize_answered(self, env: Envelope, now: float) -> None:
+        self._init_id = None
+        self._init_deadline = None
+        offered = self._tried_versions[-1]
+        if env.error is not UNSET:
+            err = env.error
+            data = err.data
+            supported = data.get("supported") if isinstance(data, dict) else None
+            if err.code == jsonrpc.INVALID_PARAMS and isinstance(supported, list):
+                listed = tuple(str(v) for v in supported)
+                retry = next(
+                    (v for v in self.config.protocol_versions
+                     if v in listed and v not in self._tried_versions),
+                    None,
+                )
+                if retry is not None:
+                    self._send_initialize(retry, now)
+                    return
+                self._initialize_failed(
+                    FailureReason.UNSUPPORTED_VERSION,
+                    f"the server supports only {', '.join(listed)}",
+                    offered=offered, received=listed,
+                )
+                return
+            self._initialize_failed(
+                FailureReason.ERROR_RESPONSE,
+                f"initialize failed: {err.message} (JSON-RPC error {err.code})",
+                error=ErrorData(code=err.code, message=err.message, data=err.data),
+            )
+            return
+        try:
+            result = _INIT_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
+        except msgspec.DecodeError as exc:
+            self._initialize_failed(FailureReason.INVALID_RESULT, f"invalid initialize result: {exc}")
+            return
+        rules = rules_for(result.protocol_version)
+        if rules is None or result.protocol_version not in self.config.protocol_versions:
+            self._initialize_failed(
+                FailureReason.UNSUPPORTED_VERSION,
+                f"the server answered with protocol version {result.protocol_version!r},"
+                f" which this client does not support",
+                offered=offered, received=(result.protocol_version,),
+            )
+            return
+        self._advance(Trigger.RECV_INITIALIZE_RESULT)
+        self._result = result
+        self._rules = rules
+        self._send(jsonrpc.encode_notification("notifications/initialized", None))
+        self._events.append(InitializeCompleted(
+            protocol_version=result.protocol_version,
+            server_info=result.server_info,
+            capabilities=result.capabilities,
+            instructions=result.instructions,
+            result=result,
+        ))
+
+    def _initialize_failed(
+        self, reason: FailureReason, message: str, *, error: ErrorData | None = None,
+        offered: str = "", received: tuple[str, ...] = (),
+    ) -> None:
+        self._init_id = None
+        self._init_deadline = None
+        self._advance(Trigger.RECV_INITIALIZE_FAILURE)
+        self._events.append(InitializeFailed(
+            reason=reason, message=message, error=error, offered=offered, received=received
+        ))
+
+    # ------------------------------------------------------------ local calls
+
+    def request(
+        self, method: str, params: Params = None, *, now: float, timeout: float | None = None,
+        all_pages: bool = False,
+    ) -> int:
+        """Send any request; the typed helpers below are thin wrappers over this.
+
+        Args:
+            method: the JSON-RPC method.
+            params: a params Struct or a wire-shape mapping; a progress token is added.
+            now: the driver's clock.
+            timeout: seconds until the request fails with TIMEOUT (default from config;
+                ``None`` in the config means no deadline).
+            all_pages: for list methods, follow ``nextCursor`` and answer once with
+                every page merged.
+
+        Returns:
+            The request id; its answer arrives as ``ResponseReceived`` or ``RequestFailed``.
+
+        Raises:
+            LocalProtocolError: not ready, or the server did not declare the capability
+                the method needs, or ``all_pages`` for a method that has no pages.
+        """
+        if self._phase is not Phase.READY:
+            raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
+        need = _REQUIRES.get(method)
+        if need is not None:
+            self._check_capability(method, *need)
+        if all_pages and method not in _LIST_FIELDS:
+            raise LocalProtocolError(f"{method} is not a paginated list")
+        rid = self._allocate_id()
+        if timeout is None:
+            timeout = self.config.request_timeout
+        limit = self.config.max_request_timeout
+        limit_at = now + limit if limit is not None else None
+        deadline = now + timeout
+        if limit_at is not None and limit_at < deadline:
+            deadline = limit_at
+        pending = _Pending(rid, method, timeout, deadline, limit_at, rid)
+        if all_pages:
+            pending.items = []
+            pending.seen = set()
+        self._pending[rid] = pending
+        heapq.heappush(self._heap, (deadline, rid))
+        self._send(jsonrpc.encode_request(rid, method, _with_progress_token(params, rid)))
+        return rid
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, object] | None = None, *, now: float,
+        timeout: float | None = None,
+    ) -> int:
+        """``tools/call``. See :meth:`request` for the rest."""
+        args = arguments if arguments is None or isinstance(arguments, dict) else dict(arguments)
+        return self.request(
+            "tools/call", CallToolRequestParams(name=name, arguments=args), now=now, timeout=timeout
+        )
+
+    def list_tools(self, *, now: float, cursor: str | None = None, all_pages: bool = True,
+                   timeout: float | None = None) -> int:
+        """``tools/list``, every page by default."""
+        return self._list("tools/list", cursor, all_pages, now, timeout)
+
+    def list_resources(self, *, now: float, cursor: str | None = None, all_pages: bool = True,
+                       timeout: float | None = None) -> int:
+        """``resources/list``, every page by default."""
+        return self._list("resources/list", cursor, all_pages, now, timeout)
+
+    def list_resource_templates(self, *, now: float, cursor: str | None = None,
+                                all_pages: bool = True, timeout: float | None = None) -> int:
+        """``resources/templates/list``, every page by default."""
+        return self._list("resources/templates/list", cursor, all_pages, now, timeout)
+
+    def list_prompts(self, *, now: float, cursor: str | None = None, all_pages: bool = True,
+                     timeout: float | None = None) -> int:
+        """``prompts/list``, every page by default."""
+        return self._list("prompts/list", cursor, all_pages, now, timeout)
+
+    def read_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
+        """``resources/read``."""
+        return self.request("resources/read", ReadResourceRequestParams(uri=uri), now=now, timeout=timeout)
+
+    def subscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
+        """``resources/subscribe``; updates arrive as ``NotificationReceived``."""
+        return self.request("resources/subscribe", SubscribeRequestParams(uri=uri), now=now, timeout=timeout)
+
+    def unsubscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
+        """``resources/unsubscribe``."""
+        return self.request(
+            "resources/unsubscribe", UnsubscribeRequestParams(uri=uri), now=now, timeout=timeout
+        )
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, now: float,
+                   timeout: float | None = None) -> int:
+        """``prompts/get``."""
+        params = GetPromptRequestParams(name=name, arguments=dict(arguments) if arguments else None)
+        return self.request("prompts/get", params, now=now, timeout=timeout)
+
+    def complete(
+        self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
+        argument_name: str, value: str, *, now: float,
+        context_arguments: Mapping[str, str] | None = None, timeout: float | None = None,
+    ) -> int:
+        """``completion/complete`` for one argument of a prompt or resource template.
+
+        Raises:
+            LocalProtocolError: ``ref`` is not a prompt or resource-template reference.
+        """
+        if isinstance(ref, Mapping):
+            try:
+                ref = msgspec.convert(ref, PromptReference | ResourceTemplateReference)
+            except msgspec.ValidationError as exc:
+                raise LocalProtocolError(f"invalid completion ref: {exc}") from exc
+        params = CompleteRequestParams(
+            ref=ref,
+            argument=CompletionArgument(name=argument_name, value=value),
+            context=CompletionContext(arguments=dict(context_arguments)) if context_arguments else None,
+        )
+        return self.request("completion/complete", params, now=now, timeout=timeout)
+
+    def set_logging_level(self, level: str, *, now: float, timeout: float | None = None) -> int:
+        """``logging/setLevel``."""
+        return self.request("logging/setLevel", SetLevelRequestParams(level=level), now=now,  # type: ignore[arg-type]  # validated by the server; a Literal in the wire type
+                            timeout=timeout)
+
+    def ping(self, *, now: float, timeout: float | None = None) -> int:
+        """``ping``."""
+        return self.request("ping", None, now=now, timeout=timeout)
+
+    def notify(self, method: str, params: Params = None) -> None:
+        """Send a notification, e.g. ``notifications/roots/list_changed``.
+
+        Raises:
+            LocalProtocolError: the session is not ready.
+        """
+        if self._phase is not Phase.READY:
+            raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
+        self._send(jsonrpc.encode_notification(method, params))
+
+    def cancel(self, request_id: RequestId, *, now: float, reason: str | None = None) -> None:
+        """Give up on a request: ``notifications/cancelled`` goes out, the request fails.
+
+        Raises:
+            LocalProtocolError: ``request_id`` is ``initialize`` (never cancelled) or
+                is not pending.
+        Events: ``RequestFailed(reason=CANCELLED)``.
+        """
+        if request_id == self._init_id:
+            raise LocalProtocolError("initialize cannot be cancelled")
+        pending = None
+        if isinstance(request_id, int):  # str ids are never ours
+            pending = self._pending.get(self._aliases.get(request_id, request_id))
+        if pending is None:
+            raise LocalProtocolError(f"request {request_id!r} is not pending")
+        self._fail(pending, FailureReason.CANCELLED, reason or "cancelled by the client")
+        self._send_cancelled(pending.id, reason or "cancelled by the client")
+
+    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object]) -> None:
+        """Answer the server's request ``request_id`` (from ``ServerRequestReceived``).
+
+        A request the server has since cancelled is silently not answered.
+
+        Raises:
+            LocalProtocolError: no such request is awaiting an answer.
+        """
+        if self._take_inbound(request_id):
+            self._send(jsonrpc.encode_result(request_id, result))
+
+    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
+        """Answer the server's request ``request_id`` with a JSON-RPC error.
+
+        Raises:
+            LocalProtocolError: no such request is awaiting an answer.
+        """
+        if self._take_inbound(request_id):
+            self._send(jsonrpc.encode_error(request_id, code, message, data))
+
+    def connection_lost(self, message: str, *, returncode: int | None = None,
+                        reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
+        """The transport ended (or the client closed it): fail everything pending.
+
+        A no-op once closed.
+
+        Events: ``RequestFailed`` for each pending request, ``InitializeFailed`` during
+        the handshake, then ``ConnectionTerminated``.
+        """
+        if self._phase is Phase.CLOSED:
+            return
+        was_initializing = self._phase is Phase.INITIALIZING
+        self._init_id = None
+        self._init_deadline = None
+        self._advance(Trigger.CONNECTION_LOST)
+        if was_initializing:
+            self._events.append(InitializeFailed(reason=reason, message=message))
+        for pending in list(self._pending.values()):
+            self._fail(pending, reason, message)
+        self._cancelled.update(self._inbound)
+        self._inbound.clear()
+        self._heap.clear()
+        self._events.append(ConnectionTerminated(reason=reason, message=message, returncode=returncode))
+
+    # ----------------------------------------------------------------- timers
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire every deadline at or before ``now``; a no-op when called early.
+
+        Events: ``RequestFailed(reason=TIMEOUT)`` (with ``notifications/cancelled`` sent),
+        ``InitializeFailed(reason=TIMEOUT)``.
+        """
+        if self._init_deadline is not None and self._init_deadline <= now:
+            self._initialize_failed(
+                FailureReason.TIMEOUT,
+                f"the server did not answer initialize within {self.config.initialize_timeout:g} s",
+            )
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            deadline, rid = heapq.heappop(heap)
+            pending = self._pending.get(rid)
+            if pending is None or pending.deadline != deadline:
+                continue  # answered already, or the deadline moved on progress
+            self._fail(pending, FailureReason.TIMEOUT,
+                       f"{pending.method} got no answer within {pending.timeout:g} s")
+            self._send_cancelled(rid, "request timed out")
+
+    # --------------------------------------------------------------- receiving
+
+    def receive_message(self, data: bytes | memoryview, now: float) -> None:
+        """Process one JSON text from the peer (a stdio line, an HTTP body, SSE data).
+
+        Events: any of those in :mod:`mcp_sansio.events`; garbage becomes
+        ``MessageDiscarded``, never an exception.
+        """
+        try:
+            decoded = jsonrpc.decode(data)
+        except msgspec.DecodeError as exc:
+            self._discard_undecodable(bytes(data), exc)
+            return
+        if isinstance(decoded, list):
+            if not decoded or self._rules is None or not self._rules.batches:
+                self._discard(DiscardReason.BATCH_NOT_ALLOWED,
+                              "JSON-RPC batches are not allowed in this protocol revision", data)
+                return
+            for env in decoded:
+                self._dispatch(env, data, now)
+        else:
+            self._dispatch(decoded, data, now)
+
+    def _dispatch(self, env: Envelope, data: bytes | memoryview, now: float) -> None:
+        kind = jsonrpc.classify(env)
+        if kind is Kind.RESULT or kind is Kind.ERROR:
+            self._on_response(env, kind, data, now)
+        elif kind is Kind.NOTIFICATION:
+            self._on_notification(env, now)
+        elif kind is Kind.REQUEST:
+            self._on_request(env)
+        else:
+            self._discard(DiscardReason.NOT_JSON_RPC, "not a JSON-RPC 2.0 message", data)
+
+    def _on_response(self, env: Envelope, kind: Kind, data: bytes | memoryview, now: float) -> None:
+        rid = env.id
+        if kind is Kind.ERROR and rid is None:
+            err = env.error
+            assert not isinstance(err, msgspec.UnsetType)  # classify() guarantees it
+            self._events.append(PeerErrorReceived(
+                error=ErrorData(code=err.code, message=err.message, data=err.data)
+            ))
+            return
+        if rid == self._init_id and rid is not None:
+            self._initialize_answered(env, now)
+            return
+        pending = self._pending.get(rid) if isinstance(rid, int) else None
+        if pending is None:
+            if isinstance(rid, int) and 0 < rid <= self._next_id:
+                log.debug("ignoring a late answer to request %s", rid)
+            else:
+                self._discard(DiscardReason.UNKNOWN_ID, f"response to unknown request id {rid!r}", data)
+            return
+        if kind is Kind.ERROR:
+            err = env.error
+            assert not isinstance(err, msgspec.UnsetType)  # classify() guarantees it
+            self._fail(pending, FailureReason.ERROR_RESPONSE, err.message,
+                       ErrorData(code=err.code, message=err.message, data=err.data))
+            return
+        raw = env.result
+        assert isinstance(raw, Raw)  # classify() guarantees it
+        decoder = _RESULT_DECODERS.get(pending.method)
+        try:
+            result = decoder.decode(raw) if decoder is not None else msgspec.json.decode(raw, type=_Opaque)
+        except msgspec.DecodeError as exc:
+            self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
+            return
+        if pending.items is not None:
+            self._on_page(pending, result, raw, now)
+            return
+        self._complete(pending)
+        self._events.append(ResponseReceived(
+            request_id=pending.origin, method=pending.method, result=result, raw=raw
+        ))
+
+    def _on_page(self, pending: _Pending, result: msgspec.Struct, raw: Raw, now: float) -> None:
+        field = _LIST_FIELDS[pending.method]
+        items = pending.items
+        seen = pending.seen
+        assert items is not None and seen is not None  # set together in request()
+        items.extend(getattr(result, field))
+        pending.pages += 1
+        cursor: str | None = getattr(result, "next_cursor", None)
+        if not cursor:
+            self._complete(pending)
+            merged = msgspec.structs.replace(result, **{field: items, "next_cursor": None})
+            self._events.append(ResponseReceived(
+                request_id=pending.origin, method=pending.method, result=merged, raw=raw
+            ))
+            return
+        if cursor in seen:
+            self._fail(pending, FailureReason.PAGINATION,
+                       f"{pending.method}: the server repeated cursor {cursor[:80]!r}")
+            return
+        if pending.pages >= self.config.max_list_pages:
+            self._fail(pending, FailureReason.PAGINATION,
+                       f"{pending.method}: gave up after {pending.pages} pages")
+            return
+        seen.add(cursor)
+        # Next page: a new wire id, same origin, a fresh per-page deadline.
+        self._complete(pending)
+        rid = self._allocate_id()
+        timeout = pending.timeout if pending.timeout is not None else self.config.request_timeout
+        deadline = now + timeout
+        if pending.limit_at is not None and pending.limit_at < deadline:
+            deadline = pending.limit_at
+        page = _Pending(rid, pending.method, timeout, deadline, pending.limit_at, pending.origin)
+        page.items, page.seen, page.pages = items, seen, pending.pages
+        self._pending[rid] = page
+        self._aliases[pending.origin] = rid
+        heapq.heappush(self._heap, (deadline, rid))
+        self._send(jsonrpc.encode_request(
+            rid, pending.method, PaginatedRequestParams(cursor=cursor, meta={"progressToken": rid})
+        ))
+
+    def _on_notification(self, env: Envelope, now: float) -> None:
+        method = env.method
+        assert isinstance(method, str)  # classify() guarantees it
+        decoder = _PARAMS_DECODERS.get(method)
+        raw = env.params if isinstance(env.params, Raw) else None
+        params: object = raw
+        if decoder is not None:
+            try:
+                params = decoder.decode(raw if raw is not None else b"{}")
+            except msgspec.DecodeError as exc:
+                self._discard(DiscardReason.INVALID_PARAMS, f"invalid {method} params: {exc}",
+                              raw if raw is not None else b"")
+                return
+        if method == "notifications/progress":
+            self._on_progress(params, now)
+            return
+        if method == "notifications/cancelled":
+            cancelled = params.request_id  # type: ignore[attr-defined]
+            if cancelled in self._inbound:
+                self._inbound.discard(cancelled)
+                self._cancelled.add(cancelled)
+        self._events.append(NotificationReceived(method=method, params=params))
+
+    def _on_progress(self, params: object, now: float) -> None:
+        token = params.progress_token  # type: ignore[attr-defined]
+        pending = self._pending.get(token) if type(token) is int else None
+        if pending is None:
+            return  # progress for something already finished: harmless
+        if self.config.reset_timeout_on_progress and pending.timeout is not None:
+            deadline = now + pending.timeout
+            if pending.limit_at is not None and pending.limit_at < deadline:
+                deadline = pending.limit_at
+            if deadline != pending.deadline:
+                pending.deadline = deadline
+                heapq.heappush(self._heap, (deadline, pending.id))
+        self._events.append(ProgressReceived(
+            request_id=pending.origin, progress=params.progress,  # type: ignore[attr-defined]
+            total=params.total, message=params.message,  # type: ignore[attr-defined]
+        ))
+
+    def _on_request(self, env: Envelope) -> None:
+        method = env.method
+        rid = env.id
+        assert isinstance(method, str) and isinstance(rid, int | str)  # classify() guarantees it
+        need = _SERVER_REQUESTS.get(method)
+        if need is None or (need and getattr(self.capabilities, need, None) is None):
+            self._send(jsonrpc.encode_error(rid, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
+            return
+        if method == "ping":
+            self._send(jsonrpc.encode_result(rid, _EMPTY))
+            return
+        raw = env.params if isinstance(env.params, Raw) else b"{}"
+        try:
+            params = _PARAMS_DECODERS[method].decode(raw)
+        except msgspec.DecodeError as exc:
+            self._send(jsonrpc.encode_error(rid, jsonrpc.INVALID_PARAMS, f"invalid params: {exc}"))
+            return
+        self._inbound.add(rid)
+        self._events.append(ServerRequestReceived(request_id=rid, method=method, params=params))
+
+    # ---------------------------------------------------------------- helpers
+
+    def _send(self, message: bytes) -> None:
+        """Queue one encoded message; transports override this to frame or post it."""
+        self._outgoing.append(message)
+
+    def messages_to_send(self) -> list[bytes]:
+        """Drain the encoded messages queued by the base implementation of ``_send``."""
+        out, self._outgoing = self._outgoing, []
+        return out
+
+    def _allocate_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _advance(self, trigger: Trigger) -> None:
+        new = _TRANSITIONS.get((self._phase, trigger))
+        if new is None:
+            raise LocalProtocolError(f"{trigger.value} is not allowed while {self._phase.value}")
+        self._phase = new
+
+    def _check_capability(self, method: str, capability: str, flag: str) -> None:
+        caps = self.server_capabilities
+        declared = getattr(caps, capability, None) if caps is not None else None
+        if declared is None or (flag and not getattr(declared, flag, None)):
+            what = f"{capability}.{flag}" if flag else capability
+            raise LocalProtocolError(f"the server did not declare the {what!r} capability needed by {method}")
+
+    def _take_inbound(self, request_id: RequestId) -> bool:
+        if request_id in self._inbound:
+            self._inbound.discard(request_id)
+            return self._phase is not Phase.CLOSED
+        if request_id in self._cancelled:
+            self._cancelled.discard(request_id)
+            return False
+        raise LocalProtocolError(f"no server request {request_id!r} is awaiting an answer")
+
+    def _complete(self, pending: _Pending) -> None:
+        del self._pending[pending.id]
+        if pending.origin != pending.id or pending.origin in self._aliases:
+            self._aliases.pop(pending.origin, None)
+        heap = self._heap
+        # Drop answered heads so the heap tracks live requests in the common FIFO case.
+        while heap and heap[0][1] not in self._pending:
+            heapq.heappop(heap)
+        if len(heap) > 64 and len(heap) > 4 * len(self._pending):
+            self._heap = [(p.deadline, p.id) for p in self._pending.values() if p.deadline is not None]
+            heapq.heapify(self._heap)
+
+    def _fail(self, pending: _Pending, reason: FailureReason, message: str,
+              error: ErrorData | None = None) -> None:
+        self._complete(pending)
+        self._events.append(RequestFailed(
+            request_id=pending.origin, method=pending.method, reason=reason, message=message, error=error
+        ))
+
+    def _send_cancelled(self, request_id: int, reason: str) -> None:
+        if self._phase is Phase.READY:
+            self._send(jsonrpc.encode_notification(
+                "notifications/cancelled", {"requestId": request_id, "reason": reason}
+            ))
+
+    def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
+        self._events.append(MessageDiscarded(reason=reason, detail=detail, excerpt=bytes(data[:_EXCERPT])))
+
+    def _discard_undecodable(self, data: bytes, exc: msgspec.DecodeError) -> None:
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            self._discard(DiscardReason.INVALID_UTF8, "the message is not valid UTF-8", data)
+            return
+        self._discard(DiscardReason.NOT_JSON, f"not JSON-RPC: {exc}", data)
+
+    def _list(self, method: str, cursor: str | None, all_pages: bool, now: float,
+              timeout: float | None) -> int:
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        return self.request(method, params, now=now, timeout=timeout, all_pages=all_pages)
+
+
+class _Opaque(msgspec.Struct):
+    """Result of a method the types do not know; the event's ``raw`` has the JSON."""
+
+
+def _with_progress_token(params: Params, rid: int) -> object:
+    """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress")."""
+    if params is None:
+        return {"_meta": {"progressToken": rid}}
+    if isinstance(params, msgspec.Struct):
+        meta = getattr(params, "meta", UNSET)
+        if meta is UNSET:
+            return params
+        merged = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
+        return msgspec.structs.replace(params, meta=merged)
+    meta = params.get("_meta")
+    merged = {**meta, "progressToken": rid} if isinstance(meta, Mapping) else {"progressToken": rid}
+    return {**params, "_meta": merged}

@@ -1,0 +1,173 @@
+"""The stdio transport: framing + session, plus the subprocess shutdown ladder as actions.
+
+MCP "Transports / stdio": the client launches the server, writes messages to its stdin
+and reads them from its stdout, one per line. Shutting down closes stdin, then escalates
+to SIGINT, SIGTERM and SIGKILL on deadlines; the driver performs each step it is given.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import Final
+
+from .config import ClientConfig
+from .events import (
+    Action,
+    CloseInput,
+    DiscardReason,
+    FailureReason,
+    InterruptProcess,
+    KillProcess,
+    TerminateProcess,
+)
+from .framing import LineBuffer
+from .session import ClientSession, Phase
+from .types import ClientCapabilities
+
+__all__ = ["StdioClient"]
+
+# How long after SIGKILL we stop waiting for the driver to report the exit.
+_KILL_WAIT: Final = 1.0
+
+
+class _Ladder(enum.Enum):
+    IDLE = "idle"
+    CLOSED_INPUT = "closed-input"
+    INTERRUPTED = "interrupted"
+    TERMINATED = "terminated"
+    KILLED = "killed"
+    DONE = "done"
+
+
+class StdioClient(ClientSession):
+    """An MCP client speaking to a subprocess over its stdin/stdout.
+
+    Feed stdout bytes to :meth:`receive_data` (``b""`` at EOF) and report the exit with
+    :meth:`process_exited`; write :meth:`data_to_send` to stdin; perform each
+    :meth:`next_action`. Pending requests fail when the process has exited (so the
+    failure carries its exit status), or at the latest when the ladder gives up.
+    """
+
+    def __init__(
+        self, config: ClientConfig | None = None, capabilities: ClientCapabilities | None = None
+    ) -> None:
+        cfg = config or ClientConfig()
+        super().__init__(cfg, capabilities or ClientCapabilities())
+        self._lines = LineBuffer(cfg.max_line_bytes)
+        self._out = bytearray()
+        self._actions: deque[Action] = deque()
+        self._ladder = _Ladder.IDLE
+        self._ladder_at: float | None = None
+        self._now = 0.0  # the clock at the latest input, for deadlines armed mid-receive
+
+    # ------------------------------------------------------------ driver side
+
+    def receive_data(self, data: bytes, now: float) -> None:
+        """Bytes the server wrote to stdout; ``b""`` means EOF.
+
+        Events: whatever the messages cause; a line over ``max_line_bytes`` fails the
+        connection (pending requests fail with MESSAGE_TOO_LARGE) and starts shutdown.
+        """
+        if self._ladder is not _Ladder.IDLE:
+            return  # shutting down: whatever else arrives no longer matters
+        self._now = now
+        if not data:
+            for line in self._lines.close():
+                self.receive_message(line, now)
+            self._begin_shutdown(now)
+            return
+        for line in self._lines.feed(data):
+            self.receive_message(line, now)
+        size = self._lines.overflow
+        if size is not None:
+            limit = self.config.max_line_bytes
+            self.connection_lost(
+                f"the server sent a line longer than max_line_bytes ({limit}); {size} bytes seen",
+                reason=FailureReason.MESSAGE_TOO_LARGE,
+            )
+            self._begin_shutdown(now)
+
+    def process_exited(self, returncode: int | None, now: float) -> None:
+        """The server process is gone (reaped); requests still pending fail now.
+
+        Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each, ``ConnectionTerminated``.
+        """
+        self._ladder = _Ladder.DONE
+        self._ladder_at = None
+        self.connection_lost("the server process exited", returncode=returncode)
+
+    def close(self, *, now: float, message: str = "the client closed the connection") -> None:
+        """Close the connection: pending requests fail, then the shutdown ladder runs.
+
+        Actions: ``CloseInput`` now; ``InterruptProcess``, ``TerminateProcess`` and
+        ``KillProcess`` from :meth:`handle_timeout` while the process has not exited.
+        """
+        self.connection_lost(message)
+        self._begin_shutdown(now)
+
+    def data_to_send(self) -> bytes:
+        """Bytes to write to the server's stdin (empty when there are none)."""
+        if not self._out:
+            return b""
+        data = bytes(self._out)
+        self._out.clear()
+        return data
+
+    def next_action(self) -> Action | None:
+        """The next I/O step the driver must perform, or ``None``."""
+        return self._actions.popleft() if self._actions else None
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of the session and of the shutdown ladder."""
+        base = super().next_deadline()
+        at = self._ladder_at
+        if at is None:
+            return base
+        return at if base is None or at < base else base
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire request deadlines and the next ladder step when due."""
+        super().handle_timeout(now)
+        at = self._ladder_at
+        if at is None or at > now:
+            return
+        cfg = self.config
+        step = self._ladder
+        if step is _Ladder.CLOSED_INPUT:
+            self._step(InterruptProcess(), _Ladder.INTERRUPTED, now + cfg.shutdown_interrupt_delay)
+        elif step is _Ladder.INTERRUPTED:
+            self._step(TerminateProcess(), _Ladder.TERMINATED, now + cfg.shutdown_terminate_delay)
+        elif step is _Ladder.TERMINATED:
+            self._step(KillProcess(), _Ladder.KILLED, now + _KILL_WAIT)
+        else:  # KILLED, and the exit was never reported: stop waiting for it.
+            self._ladder = _Ladder.DONE
+            self._ladder_at = None
+            self.connection_lost("the server closed its stdout and did not exit after SIGKILL")
+
+    # ---------------------------------------------------------------- internals
+
+    def _send(self, message: bytes) -> None:
+        out = self._out
+        out += message
+        out += b"\n"
+
+    def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
+        if self.config.skip_non_json_lines or reason not in _GARBAGE or self.phase is Phase.CLOSED:
+            super()._discard(reason, detail, data)
+            return
+        self.connection_lost(f"the server wrote a line that is not JSON-RPC: {detail}",
+                             reason=FailureReason.PROTOCOL_ERROR)
+        self._begin_shutdown(self._now)
+
+    def _begin_shutdown(self, now: float) -> None:
+        if self._ladder is _Ladder.IDLE:
+            self._step(CloseInput(), _Ladder.CLOSED_INPUT, now + self.config.shutdown_close_delay)
+
+    def _step(self, action: Action, state: _Ladder, next_at: float) -> None:
+        self._actions.append(action)
+        self._ladder = state
+        self._ladder_at = next_at
+
+
+_GARBAGE: Final = frozenset({DiscardReason.NOT_JSON, DiscardReason.INVALID_UTF8})

@@ -1,0 +1,70 @@
+"""Differences between MCP revisions, as data rows looked up by the negotiated version.
+
+Code asks a row (``rules_for(version).batches``) instead of comparing version strings
+(STYLE.md section 6). A new revision is a new row; a new *era* (the stateless 2026-07-28
+protocol) adds rows whose ``handshake`` is false, plus the module that speaks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import msgspec
+
+__all__ = ["LATEST_VERSION", "SUPPORTED_VERSIONS", "VersionRules", "rules_for"]
+
+
+class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
+    """What one protocol revision allows and requires.
+
+    Attributes:
+        version: the revision's date string.
+        handshake: ``initialize`` / ``notifications/initialized`` open the session.
+        batches: JSON-RPC batches (arrays) may be received.
+        streamable_http: the Streamable HTTP transport exists (else only HTTP+SSE).
+        protocol_version_header: HTTP requests carry ``MCP-Protocol-Version``.
+        resumable_streams: SSE streams may be resumed with ``Last-Event-ID``.
+        elicitation: the client may declare ``elicitation``.
+        url_elicitation: elicitation has the URL mode.
+        sampling_tools: sampling requests may carry tools.
+        tasks: task-augmented requests exist.
+    """
+
+    version: str
+    handshake: bool = True
+    batches: bool = False
+    streamable_http: bool = True
+    protocol_version_header: bool = True
+    resumable_streams: bool = True
+    elicitation: bool = True
+    url_elicitation: bool = False
+    sampling_tools: bool = False
+    tasks: bool = False
+
+
+_ROWS: Final[tuple[VersionRules, ...]] = (
+    VersionRules(
+        version="2025-11-25", url_elicitation=True, sampling_tools=True, tasks=True
+    ),
+    VersionRules(version="2025-06-18"),
+    VersionRules(
+        version="2025-03-26", batches=True, protocol_version_header=False, elicitation=False
+    ),
+    VersionRules(
+        version="2024-11-05",
+        streamable_http=False,
+        protocol_version_header=False,
+        resumable_streams=False,
+        elicitation=False,
+    ),
+)
+
+VERSIONS: Final[Mapping[str, VersionRules]] = {row.version: row for row in _ROWS}
+SUPPORTED_VERSIONS: Final[tuple[str, ...]] = tuple(row.version for row in _ROWS)
+LATEST_VERSION: Final[str] = SUPPORTED_VERSIONS[0]
+
+
+def rules_for(version: str) -> VersionRules | None:
+    """The row of ``version``, or ``None`` for a revision we do not speak."""
+    return VERSIONS.get(version)
