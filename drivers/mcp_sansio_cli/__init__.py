@@ -1,0 +1,1 @@
+"""The ``mcp-sansio`` command line and the bundled demo server."""

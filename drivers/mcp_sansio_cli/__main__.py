@@ -1,0 +1,5 @@
+"""``python -m mcp_sansio_cli`` is ``mcp-sansio``."""
+
+from .main import main
+
+main()
