@@ -98,9 +98,10 @@ class DemoServer:
                     self.session.respond_error(event.request_id, -32601, f"not supported: {event.method}")
                 else:
                     handler(event, now)
-            elif isinstance(event, NotificationReceived):
-                if isinstance(event.params, CancelledNotificationParams):
-                    self._cancelled.add(event.params.request_id)
+            elif isinstance(event, NotificationReceived) and isinstance(
+                event.params, CancelledNotificationParams
+            ):
+                self._cancelled.add(event.params.request_id)
 
     def run_due_jobs(self, now: float) -> float | None:
         """Step every job whose time has come; return the next job's time."""
