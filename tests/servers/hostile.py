@@ -1,0 +1,214 @@
+"""A hand-written stdio MCP server that misbehaves on purpose, one way per mode.
+
+It speaks newline-delimited JSON-RPC without the SDK, answers ``initialize``
+correctly (protocol ``2025-11-25``, capabilities ``{"tools": {}}``), lists one
+tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``:
+
+- ``banner``: non-JSON lines at start-up and before every message it sends.
+- ``bad-utf8``: a line of invalid UTF-8 before the answer.
+- ``long-line``: the answer is one line of over 40 MiB.
+- ``unknown-id``: a response to an id never used (999999999), then the answer.
+- ``die-mid-response``: half the answer line, ``fatal: boom`` on stderr, exit 3.
+- ``stall``: never answers.
+- ``ignore-sigterm``: ignores SIGTERM and SIGINT and keeps running after stdin EOF.
+- ``flood-stderr``: starts writing 200 MiB to stderr (64 KiB writes, in a thread),
+  then answers; it never waits for the flood, so a client that does not drain
+  stderr still gets its answer.
+- ``slow-start SECONDS``: sleeps that long before answering ``initialize``.
+- ``crash-after N``: answers N requests (``initialize`` included); the next
+  request makes it exit with status 1, unanswered.
+
+In every mode each ``notifications/cancelled`` received is logged to stderr
+and appended as a JSON line to the file named by ``HOSTILE_LOG``, if set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+PROTOCOL_VERSION = "2025-11-25"
+UNKNOWN_ID = 999_999_999
+LONG_LINE_BYTES = 40 * 2**20
+FLOOD_BYTES = 200 * 2**20
+FLOOD_CHUNK_BYTES = 64 * 2**10
+METHOD_NOT_FOUND = -32601
+
+Message = dict[str, object]
+
+
+def write(data: bytes) -> None:
+    """Write ``data`` to stdout at once."""
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def encode(message: Message) -> bytes:
+    """Frame ``message`` as one JSON line."""
+    return json.dumps(message).encode() + b"\n"
+
+
+def text_result(text: str) -> Message:
+    """A ``CallToolResult`` holding one text block."""
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def flood_stderr() -> None:
+    """Write ``FLOOD_BYTES`` to fd 2 with raw writes (no Python lock held while blocked)."""
+    chunk = b"e" * (FLOOD_CHUNK_BYTES - 1) + b"\n"
+    for _ in range(FLOOD_BYTES // FLOOD_CHUNK_BYTES):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(2, view) :]
+
+
+class HostileServer:
+    """Answers requests from stdin, misbehaving as ``mode`` says."""
+
+    def __init__(self, mode: str, seconds: float = 0.0, requests: int = 0) -> None:
+        self.mode = mode
+        self.seconds = seconds
+        self.max_requests = requests
+        self.requests_seen = 0
+
+    def run(self) -> None:
+        """Serve until stdin reaches EOF (or forever, in ``ignore-sigterm``)."""
+        if self.mode == "banner":
+            write(b"hostile MCP server 1.0 starting\n*** this line is not JSON ***\n")
+        if self.mode == "ignore-sigterm":
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for line in sys.stdin.buffer:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                print(f"hostile: ignoring a non-JSON line {line[:80]!r}", file=sys.stderr)
+                continue
+            if isinstance(message, dict):
+                self.handle(message)
+        while self.mode == "ignore-sigterm":
+            time.sleep(3600)
+
+    def handle(self, message: Message) -> None:
+        """Dispatch one message from the client."""
+        method = message.get("method")
+        if not isinstance(method, str):
+            return  # a response to something we never sent: ignore it
+        if "id" not in message:
+            if method == "notifications/cancelled":
+                self.log_cancellation(message)
+            return
+        request_id = message["id"]
+        self.requests_seen += 1
+        if self.mode == "crash-after" and self.requests_seen > self.max_requests:
+            print(f"hostile: crashing after {self.max_requests} requests", file=sys.stderr)
+            sys.exit(1)
+        if method == "initialize":
+            if self.mode == "slow-start":
+                time.sleep(self.seconds)
+            self.reply(
+                request_id,
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "1.0"},
+                },
+            )
+        elif method == "tools/list":
+            tool = {
+                "name": "poke",
+                "description": "Provoke the server",
+                "inputSchema": {"type": "object"},
+            }
+            self.reply(request_id, {"tools": [tool]})
+        elif method == "tools/call":
+            self.call_tool(request_id)
+        elif method == "ping":
+            self.reply(request_id, {})
+        else:
+            error = {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}
+            self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def call_tool(self, request_id: object) -> None:
+        """Answer ``tools/call``, misbehaving as the mode says."""
+        match self.mode:
+            case "stall":
+                return
+            case "bad-utf8":
+                write(b"\xff\xfe not UTF-8 \xc3\x28\n")
+            case "unknown-id":
+                self.reply(UNKNOWN_ID, text_result("nobody asked"))
+            case "long-line":
+                self.reply(request_id, text_result("x" * LONG_LINE_BYTES))
+                return
+            case "die-mid-response":
+                line = encode({"jsonrpc": "2.0", "id": request_id, "result": text_result("ok")})
+                write(line[: len(line) // 2])
+                print("fatal: boom", file=sys.stderr, flush=True)
+                sys.exit(3)
+            case "flood-stderr":
+                threading.Thread(target=flood_stderr, daemon=True).start()
+        self.reply(request_id, text_result("ok"))
+
+    def reply(self, request_id: object, result: Message) -> None:
+        """Send a success response."""
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def send(self, message: Message) -> None:
+        """Send one message, after a banner line in ``banner`` mode."""
+        if self.mode == "banner":
+            write(b"[hostile] about to answer\n")
+        write(encode(message))
+
+    def log_cancellation(self, message: Message) -> None:
+        """Record a ``notifications/cancelled`` on stderr and in ``$HOSTILE_LOG``."""
+        record = json.dumps(message.get("params"))
+        print(f"hostile: cancelled {record}", file=sys.stderr, flush=True)
+        if log_path := os.environ.get("HOSTILE_LOG"):
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(record + "\n")
+
+
+def parse_args(argv: list[str]) -> HostileServer:
+    """Build the server the command line asks for."""
+    parser = argparse.ArgumentParser(description="A stdio MCP server that misbehaves on purpose.")
+    modes = parser.add_subparsers(dest="mode", required=True)
+    for mode in (
+        "banner",
+        "bad-utf8",
+        "long-line",
+        "unknown-id",
+        "die-mid-response",
+        "stall",
+        "ignore-sigterm",
+        "flood-stderr",
+    ):
+        modes.add_parser(mode)
+    modes.add_parser("slow-start").add_argument("seconds", type=float)
+    modes.add_parser("crash-after").add_argument("requests", type=int)
+    options = parser.parse_args(argv)
+    return HostileServer(
+        options.mode,
+        seconds=getattr(options, "seconds", 0.0),
+        requests=getattr(options, "requests", 0),
+    )
+
+
+def main() -> None:
+    """Run the server; exit quietly if the client hangs up while we write."""
+    server = parse_args(sys.argv[1:])
+    try:
+        server.run()
+    except BrokenPipeError:
+        # Python would complain again when flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
