@@ -98,9 +98,9 @@ class DemoServer:
                     self.session.respond_error(event.request_id, -32601, f"not supported: {event.method}")
                 else:
                     handler(event, now)
-            elif isinstance(event, NotificationReceived) and isinstance(
-                event.params, CancelledNotificationParams
-            ):
+            elif (isinstance(event, NotificationReceived)
+                  and isinstance(event.params, CancelledNotificationParams)
+                  and event.params.request_id is not None):
                 self._cancelled.add(event.params.request_id)
 
     def run_due_jobs(self, now: float) -> float | None:
