@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from .errors import LocalProtocolError
+from .retry import RetryPolicy
 from .versions import SUPPORTED_VERSIONS
 
 __all__ = ["ClientConfig"]
@@ -41,6 +42,17 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             to exit before interrupting it (SIGINT).
         shutdown_interrupt_delay: after SIGINT, how long before SIGTERM.
         shutdown_terminate_delay: after SIGTERM, how long before SIGKILL.
+        max_connections: HTTP/1.1 connections open at once (one exchange each).
+        max_response_bytes: largest JSON response body or SSE event accepted over HTTP.
+        max_redirects: 307/308 redirects followed for one request.
+        retry: reconnection policy for dropped SSE streams and refused connections.
+        reinitialize_on_expiry: when the server forgets the session (HTTP 404), open a
+            new one and re-send the requests that were in flight, once.
+        max_session_restarts: new sessions opened in a row without a request succeeding
+            in between, before giving up with ``SessionExpired``.
+        open_get_stream: open the optional GET stream for server-initiated messages.
+        close_timeout: how long closing an HTTP session (its DELETE) may take.
+        user_agent: the HTTP ``User-Agent``.
     """
 
     client_name: str = "mcp-sansio"
@@ -58,6 +70,15 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     shutdown_close_delay: float = 1.0
     shutdown_interrupt_delay: float = 0.5
     shutdown_terminate_delay: float = 0.5
+    max_connections: int = 8
+    max_response_bytes: int = 32 * _MIB
+    max_redirects: int = 5
+    retry: RetryPolicy = RetryPolicy()
+    reinitialize_on_expiry: bool = True
+    max_session_restarts: int = 3
+    open_get_stream: bool = True
+    close_timeout: float = 2.0
+    user_agent: str = "mcp-sansio/0.1.0"
 
     def __post_init__(self) -> None:
         unknown = [v for v in self.protocol_versions if v not in SUPPORTED_VERSIONS]
@@ -74,5 +95,6 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
         ):
             if getattr(self, name) < 0:
                 raise LocalProtocolError(f"{name} must not be negative")
-        if self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0:
+        if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
+                or self.max_connections < 1 or self.max_response_bytes < 1):
             raise LocalProtocolError("size and page limits must be positive")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConnectionClosed",
+    "HttpError",
     "LocalProtocolError",
     "McpSansioError",
     "MessageTooLarge",
@@ -18,6 +19,7 @@ __all__ = [
     "RequestError",
     "RequestTimeout",
     "SessionExpired",
+    "Unauthorized",
     "UnsupportedProtocolVersion",
 ]
 
@@ -103,3 +105,32 @@ class UnsupportedProtocolVersion(McpSansioError):
         super().__init__(message)
         self.offered = offered
         self.received = received
+
+
+class HttpError(McpSansioError):
+    """The HTTP server answered with a status that is not part of the MCP exchange.
+
+    Attributes:
+        status: the HTTP status code.
+        body_excerpt: the start of the body, decoded leniently (for diagnostics).
+    """
+
+    def __init__(self, message: str, *, status: int, body_excerpt: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body_excerpt = body_excerpt
+
+
+class Unauthorized(McpSansioError):
+    """The server wants authorization (HTTP 401 or 403); OAuth is the host's next step.
+
+    Attributes:
+        status: 401 or 403.
+        params: the ``WWW-Authenticate`` challenge parameters (``resource_metadata``,
+            ``scope``, ``error``, ...), lower-case names.
+    """
+
+    def __init__(self, message: str, *, status: int, params: dict[str, str]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.params = params

@@ -7,11 +7,15 @@ nouns. Both are frozen, keyword-only msgspec Structs (STYLE.md section 5).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Mapping
+from typing import Final
 
 import msgspec
 
+from .errors import SessionExpired as SessionExpiredError
 from .errors import (
     ConnectionClosed,
+    HttpError,
     McpSansioError,
     MessageTooLarge,
     PaginationError,
@@ -19,13 +23,14 @@ from .errors import (
     RequestCancelled,
     RequestError,
     RequestTimeout,
-    SessionExpired,
+    Unauthorized,
     UnsupportedProtocolVersion,
 )
 from .types import Implementation, InitializeResult, ServerCapabilities
 
 __all__ = [
     "Action",
+    "AuthorizationRequired",
     "CloseInput",
     "ConnectionTerminated",
     "DiscardReason",
@@ -44,6 +49,7 @@ __all__ = [
     "RequestId",
     "ResponseReceived",
     "ServerRequestReceived",
+    "SessionExpired",
     "TerminateProcess",
 ]
 
@@ -64,6 +70,8 @@ class FailureReason(enum.Enum):
     INVALID_RESULT = "invalid-result"
     PAGINATION = "pagination"
     UNSUPPORTED_VERSION = "unsupported-version"
+    HTTP_ERROR = "http-error"
+    AUTHORIZATION_REQUIRED = "authorization-required"
 
 
 class DiscardReason(enum.Enum):
@@ -107,6 +115,8 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
     error: ErrorData | None = None
     offered: str = ""
     received: tuple[str, ...] = ()
+    status: int | None = None
+    detail: dict[str, str] | None = None
 
     def to_exception(
         self, *, returncode: int | None = None, stderr_tail: str = ""
@@ -116,9 +126,7 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
             return UnsupportedProtocolVersion(
                 self.message, offered=self.offered, received=self.received
             )
-        if self.reason is FailureReason.CONNECTION_LOST:
-            return ConnectionClosed(self.message, returncode=returncode, stderr_tail=stderr_tail)
-        return _exception_for(self.reason, self.message, self.error)
+        return _exception_for(self, returncode, stderr_tail)
 
 
 class ResponseReceived(Event, frozen=True, kw_only=True):
@@ -142,14 +150,14 @@ class RequestFailed(Event, frozen=True, kw_only=True):
     reason: FailureReason
     message: str
     error: ErrorData | None = None
+    status: int | None = None
+    detail: dict[str, str] | None = None
 
     def to_exception(
         self, *, returncode: int | None = None, stderr_tail: str = ""
     ) -> McpSansioError:
         """The exception a driver raises for this failure (same type in every driver)."""
-        if self.reason is FailureReason.CONNECTION_LOST:
-            return ConnectionClosed(self.message, returncode=returncode, stderr_tail=stderr_tail)
-        return _exception_for(self.reason, self.message, self.error)
+        return _exception_for(self, returncode, stderr_tail)
 
 
 class ProgressReceived(Event, frozen=True, kw_only=True):
@@ -198,6 +206,25 @@ class ConnectionTerminated(Event, frozen=True, kw_only=True):
     returncode: int | None = None
 
 
+class SessionExpired(Event, frozen=True, kw_only=True):
+    """The HTTP server no longer knows our session (``Mcp-Session-Id``).
+
+    ``reinitializing`` tells whether a new session is being opened (pending requests are
+    re-sent once it is ready) or the client gave up (they fail with SESSION_EXPIRED).
+    """
+
+    status: int
+    reinitializing: bool
+
+
+class AuthorizationRequired(Event, frozen=True, kw_only=True):
+    """The server answered 401 or 403; ``params`` are the ``WWW-Authenticate`` parameters."""
+
+    status: int
+    scheme: str
+    params: dict[str, str]
+
+
 class Action(msgspec.Struct, frozen=True, kw_only=True):
     """Base of everything ``next_action()`` returns: I/O the driver must perform."""
 
@@ -219,21 +246,27 @@ class KillProcess(Action, frozen=True, kw_only=True):
 
 
 def _exception_for(
-    reason: FailureReason, message: str, error: ErrorData | None
+    event: RequestFailed | InitializeFailed, returncode: int | None, stderr_tail: str
 ) -> McpSansioError:
+    reason, message, error = event.reason, event.message, event.error
     if error is not None and reason is FailureReason.ERROR_RESPONSE:
         return RequestError(error.code, error.message, error.data)
-    if reason is FailureReason.TIMEOUT:
-        return RequestTimeout(message)
-    if reason is FailureReason.CANCELLED:
-        return RequestCancelled(message)
-    if reason is FailureReason.SESSION_EXPIRED:
-        return SessionExpired(message)
-    if reason is FailureReason.MESSAGE_TOO_LARGE:
-        return MessageTooLarge(message)
-    if reason is FailureReason.PAGINATION:
-        return PaginationError(message)
+    simple = _SIMPLE.get(reason)
+    if simple is not None:
+        return simple(message)
     if reason is FailureReason.CONNECTION_LOST:
-        return ConnectionClosed(message)
+        return ConnectionClosed(message, returncode=returncode, stderr_tail=stderr_tail)
+    if reason is FailureReason.HTTP_ERROR:
+        return HttpError(message, status=event.status or 0, body_excerpt=(event.detail or {}).get("body", ""))
+    if reason is FailureReason.AUTHORIZATION_REQUIRED:
+        return Unauthorized(message, status=event.status or 0, params=dict(event.detail or {}))
     return RemoteProtocolError(message)
 
+
+_SIMPLE: Final[Mapping[FailureReason, Callable[[str], McpSansioError]]] = {
+    FailureReason.TIMEOUT: RequestTimeout,
+    FailureReason.CANCELLED: RequestCancelled,
+    FailureReason.SESSION_EXPIRED: SessionExpiredError,
+    FailureReason.MESSAGE_TOO_LARGE: MessageTooLarge,
+    FailureReason.PAGINATION: PaginationError,
+}

@@ -47,6 +47,7 @@ from .types import (
     CompleteRequestParams,
     CompletionArgument,
     CompletionContext,
+    EmptyResult,
     GetPromptRequestParams,
     Implementation,
     InitializeRequestParams,
@@ -75,6 +76,7 @@ class Phase(enum.Enum):
     NEW = "new"
     INITIALIZING = "initializing"
     READY = "ready"
+    EXPIRED = "expired"
     FAILED = "failed"
     CLOSED = "closed"
 
@@ -83,17 +85,22 @@ class Trigger(enum.Enum):
     """What moves the session between phases; ``RECV_*`` come from the peer."""
 
     SEND_INITIALIZE = "send-initialize"
+    RETRY_INITIALIZE = "retry-initialize"
     RECV_INITIALIZE_RESULT = "recv-initialize-result"
     RECV_INITIALIZE_FAILURE = "recv-initialize-failure"
+    RECV_SESSION_EXPIRED = "recv-session-expired"
     CONNECTION_LOST = "connection-lost"
 
 
 _TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
     (Phase.NEW, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
     # A retry with another version after the server listed what it supports.
-    (Phase.INITIALIZING, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
+    (Phase.INITIALIZING, Trigger.RETRY_INITIALIZE): Phase.INITIALIZING,
     (Phase.INITIALIZING, Trigger.RECV_INITIALIZE_RESULT): Phase.READY,
     (Phase.INITIALIZING, Trigger.RECV_INITIALIZE_FAILURE): Phase.FAILED,
+    # The server forgot the session (HTTP): a new handshake, pending requests kept.
+    (Phase.READY, Trigger.RECV_SESSION_EXPIRED): Phase.EXPIRED,
+    (Phase.EXPIRED, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
     **{(p, Trigger.CONNECTION_LOST): Phase.CLOSED for p in Phase},
 }
 
@@ -135,6 +142,8 @@ _PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
 }
 _INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
+# Result of a method the types do not know: only ``_meta``; the event's ``raw`` has the JSON.
+_OPAQUE_DECODER: Final[msgspec.json.Decoder[msgspec.Struct]] = msgspec.json.Decoder(EmptyResult)
 _EMPTY: Final[dict[str, object]] = {}
 _EXCERPT: Final = 200
 
@@ -142,10 +151,12 @@ _EXCERPT: Final = 200
 class _Pending:
     """One request awaiting its answer."""
 
-    __slots__ = ("deadline", "id", "items", "limit_at", "method", "origin", "pages", "seen", "timeout")
+    __slots__ = (
+        "deadline", "id", "items", "limit_at", "method", "origin", "pages", "seen", "timeout", "wire",
+    )
 
     def __init__(
-        self, request_id: int, method: str, timeout: float | None, deadline: float | None,
+        self, request_id: int, method: str, timeout: float, deadline: float,
         limit_at: float | None, origin: int,
     ) -> None:
         self.id = request_id
@@ -158,6 +169,7 @@ class _Pending:
         self.pages = 0
         self.items: list[object] | None = None
         self.seen: set[str] | None = None
+        self.wire = b""  # the encoded request, for a transport that must re-send it
 
 
 class ClientSession:
@@ -246,8 +258,10 @@ class ClientSession:
         """
         self._send_initialize(self.config.protocol_versions[0], now)
 
-    def _send_initialize(self, version: str, now: float) -> None:
-        self._advance(Trigger.SEND_INITIALIZE)
+    def _send_initialize(
+        self, version: str, now: float, trigger: Trigger = Trigger.SEND_INITIALIZE
+    ) -> None:
+        self._advance(trigger)
         self._tried_versions.append(version)
         cfg = self.config
         params = InitializeRequestParams(
@@ -260,7 +274,7 @@ class ClientSession:
         rid = self._allocate_id()
         self._init_id = rid
         self._init_deadline = now + cfg.initialize_timeout
-        self._send(jsonrpc.encode_request(rid, "initialize", params))
+        self._send_request(rid, jsonrpc.encode_request(rid, "initialize", params))
 
     def _initialize_answered(self, env: Envelope, now: float) -> None:
         self._init_id = None
@@ -272,13 +286,14 @@ class ClientSession:
             supported = data.get("supported") if isinstance(data, dict) else None
             if err.code == jsonrpc.INVALID_PARAMS and isinstance(supported, list):
                 listed = tuple(str(v) for v in supported)
-                retry = next(
+                # Retried once: a server that rejects a version it listed gets no second try.
+                retry = None if len(self._tried_versions) > 1 else next(
                     (v for v in self.config.protocol_versions
                      if v in listed and v not in self._tried_versions),
                     None,
                 )
                 if retry is not None:
-                    self._send_initialize(retry, now)
+                    self._send_initialize(retry, now, Trigger.RETRY_INITIALIZE)
                     return
                 self._initialize_failed(
                     FailureReason.UNSUPPORTED_VERSION,
@@ -294,7 +309,7 @@ class ClientSession:
             return
         try:
             result = _INIT_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._initialize_failed(FailureReason.INVALID_RESULT, f"invalid initialize result: {exc}")
             return
         rules = rules_for(result.protocol_version)
@@ -310,6 +325,7 @@ class ClientSession:
         self._result = result
         self._rules = rules
         self._send(jsonrpc.encode_notification("notifications/initialized", None))
+        self._session_ready()
         self._events.append(InitializeCompleted(
             protocol_version=result.protocol_version,
             server_info=result.server_info,
@@ -320,13 +336,18 @@ class ClientSession:
 
     def _initialize_failed(
         self, reason: FailureReason, message: str, *, error: ErrorData | None = None,
-        offered: str = "", received: tuple[str, ...] = (),
+        offered: str = "", received: tuple[str, ...] = (), status: int | None = None,
+        detail: dict[str, str] | None = None,
     ) -> None:
         self._init_id = None
         self._init_deadline = None
         self._advance(Trigger.RECV_INITIALIZE_FAILURE)
+        for pending in list(self._pending.values()):  # only after an expiry: requests waited
+            self._fail(pending, FailureReason.SESSION_EXPIRED,
+                       f"the session expired and a new one could not be opened: {message}")
         self._events.append(InitializeFailed(
-            reason=reason, message=message, error=error, offered=offered, received=received
+            reason=reason, message=message, error=error, offered=offered, received=received,
+            status=status, detail=detail,
         ))
 
     # ------------------------------------------------------------ local calls
@@ -351,16 +372,22 @@ class ClientSession:
 
         Raises:
             LocalProtocolError: not ready, or the server did not declare the capability
-                the method needs, or ``all_pages`` for a method that has no pages.
+                the method needs, or ``all_pages`` for a method that has no pages, or
+                ``params`` hold a value JSON cannot represent.
         """
-        if self._phase is not Phase.READY:
+        if self._phase is not Phase.READY and self._result is None:
             raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
+        if self._phase is Phase.FAILED or self._phase is Phase.CLOSED:
+            raise LocalProtocolError(f"cannot send {method}: the session is {self._phase.value}")
         need = _REQUIRES.get(method)
         if need is not None:
             self._check_capability(method, *need)
         if all_pages and method not in _LIST_FIELDS:
             raise LocalProtocolError(f"{method} is not a paginated list")
-        rid = self._allocate_id()
+        rid = self._next_id + 1
+        # Encoded first, so params that JSON cannot represent fail before anything changes.
+        wire = jsonrpc.encode_request(rid, method, _with_progress_token(params, rid))
+        self._next_id = rid
         if timeout is None:
             timeout = self.config.request_timeout
         limit = self.config.max_request_timeout
@@ -374,7 +401,8 @@ class ClientSession:
             pending.seen = set()
         self._pending[rid] = pending
         heapq.heappush(self._heap, (deadline, rid))
-        self._send(jsonrpc.encode_request(rid, method, _with_progress_token(params, rid)))
+        pending.wire = wire
+        self._send_request(rid, wire)
         return rid
 
     def call_tool(
@@ -462,7 +490,8 @@ class ClientSession:
         """Send a notification, e.g. ``notifications/roots/list_changed``.
 
         Raises:
-            LocalProtocolError: the session is not ready.
+            LocalProtocolError: the session is not ready, or ``params`` hold a value JSON
+                cannot represent.
         """
         if self._phase is not Phase.READY:
             raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
@@ -492,19 +521,23 @@ class ClientSession:
         A request the server has since cancelled is silently not answered.
 
         Raises:
-            LocalProtocolError: no such request is awaiting an answer.
+            LocalProtocolError: no such request is awaiting an answer, or ``result``
+                holds a value JSON cannot represent (the request then still awaits one).
         """
+        message = jsonrpc.encode_result(request_id, result)
         if self._take_inbound(request_id):
-            self._send(jsonrpc.encode_result(request_id, result))
+            self._send(message)
 
     def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
         """Answer the server's request ``request_id`` with a JSON-RPC error.
 
         Raises:
-            LocalProtocolError: no such request is awaiting an answer.
+            LocalProtocolError: no such request is awaiting an answer, or ``data`` holds
+                a value JSON cannot represent.
         """
+        encoded = jsonrpc.encode_error(request_id, code, message, data)
         if self._take_inbound(request_id):
-            self._send(jsonrpc.encode_error(request_id, code, message, data))
+            self._send(encoded)
 
     def connection_lost(self, message: str, *, returncode: int | None = None,
                         reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
@@ -563,7 +596,7 @@ class ClientSession:
         """
         try:
             decoded = jsonrpc.decode(data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._discard_undecodable(bytes(data), exc)
             return
         if isinstance(decoded, list):
@@ -589,7 +622,7 @@ class ClientSession:
 
     def _on_response(self, env: Envelope, kind: Kind, data: bytes | memoryview, now: float) -> None:
         rid = env.id
-        if kind is Kind.ERROR and rid is None:
+        if kind is Kind.ERROR and (rid is None or rid is UNSET):  # an error about no request
             err = env.error
             assert not isinstance(err, msgspec.UnsetType)  # classify() guarantees it
             self._events.append(PeerErrorReceived(
@@ -614,10 +647,9 @@ class ClientSession:
             return
         raw = env.result
         assert isinstance(raw, Raw)  # classify() guarantees it
-        decoder = _RESULT_DECODERS.get(pending.method)
         try:
-            result = decoder.decode(raw) if decoder is not None else msgspec.json.decode(raw, type=_Opaque)
-        except msgspec.DecodeError as exc:
+            result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
             return
         if pending.items is not None:
@@ -655,7 +687,7 @@ class ClientSession:
         # Next page: a new wire id, same origin, a fresh per-page deadline.
         self._complete(pending)
         rid = self._allocate_id()
-        timeout = pending.timeout if pending.timeout is not None else self.config.request_timeout
+        timeout = pending.timeout
         deadline = now + timeout
         if pending.limit_at is not None and pending.limit_at < deadline:
             deadline = pending.limit_at
@@ -664,9 +696,10 @@ class ClientSession:
         self._pending[rid] = page
         self._aliases[pending.origin] = rid
         heapq.heappush(self._heap, (deadline, rid))
-        self._send(jsonrpc.encode_request(
+        page.wire = jsonrpc.encode_request(
             rid, pending.method, PaginatedRequestParams(cursor=cursor, meta={"progressToken": rid})
-        ))
+        )
+        self._send_request(rid, page.wire)
 
     def _on_notification(self, env: Envelope, now: float) -> None:
         method = env.method
@@ -677,7 +710,7 @@ class ClientSession:
         if decoder is not None:
             try:
                 params = decoder.decode(raw if raw is not None else b"{}")
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:
                 self._discard(DiscardReason.INVALID_PARAMS, f"invalid {method} params: {exc}",
                               raw if raw is not None else b"")
                 return
@@ -696,7 +729,7 @@ class ClientSession:
         pending = self._pending.get(token) if type(token) is int else None
         if pending is None:
             return  # progress for something already finished: harmless
-        if self.config.reset_timeout_on_progress and pending.timeout is not None:
+        if self.config.reset_timeout_on_progress:
             deadline = now + pending.timeout
             if pending.limit_at is not None and pending.limit_at < deadline:
                 deadline = pending.limit_at
@@ -722,7 +755,7 @@ class ClientSession:
         raw = env.params if isinstance(env.params, Raw) else b"{}"
         try:
             params = _PARAMS_DECODERS[method].decode(raw)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._send(jsonrpc.encode_error(rid, jsonrpc.INVALID_PARAMS, f"invalid params: {exc}"))
             return
         self._inbound.add(rid)
@@ -733,6 +766,23 @@ class ClientSession:
     def _send(self, message: bytes) -> None:
         """Queue one encoded message; transports override this to frame or post it."""
         self._outgoing.append(message)
+
+    def _session_ready(self) -> None:
+        """Hook: the handshake (first or after expiry) has just completed."""
+
+    def _restart(self, now: float) -> None:
+        """The transport learned that the server forgot the session: handshake again.
+
+        Pending requests stay pending (the transport re-sends them once the new session
+        is ready); new requests are accepted meanwhile.
+        """
+        self._advance(Trigger.RECV_SESSION_EXPIRED)
+        self._tried_versions = []
+        self._send_initialize(self.config.protocol_versions[0], now)
+
+    def _send_request(self, request_id: int, message: bytes) -> None:
+        """Queue an encoded request; transports that track requests per message override it."""
+        self._send(message)
 
     def messages_to_send(self) -> list[bytes]:
         """Drain the encoded messages queued by the base implementation of ``_send``."""
@@ -750,8 +800,7 @@ class ClientSession:
         self._phase = new
 
     def _check_capability(self, method: str, capability: str, flag: str) -> None:
-        caps = self.server_capabilities
-        declared = getattr(caps, capability, None) if caps is not None else None
+        declared = getattr(self.server_capabilities, capability, None)
         if declared is None or (flag and not getattr(declared, flag, None)):
             what = f"{capability}.{flag}" if flag else capability
             raise LocalProtocolError(f"the server did not declare the {what!r} capability needed by {method}")
@@ -767,14 +816,14 @@ class ClientSession:
 
     def _complete(self, pending: _Pending) -> None:
         del self._pending[pending.id]
-        if pending.origin != pending.id or pending.origin in self._aliases:
+        if pending.origin != pending.id:  # a later page of a "list everything"
             self._aliases.pop(pending.origin, None)
         heap = self._heap
         # Drop answered heads so the heap tracks live requests in the common FIFO case.
         while heap and heap[0][1] not in self._pending:
             heapq.heappop(heap)
         if len(heap) > 64 and len(heap) > 4 * len(self._pending):
-            self._heap = [(p.deadline, p.id) for p in self._pending.values() if p.deadline is not None]
+            self._heap = [(p.deadline, p.id) for p in self._pending.values()]
             heapq.heapify(self._heap)
 
     def _fail(self, pending: _Pending, reason: FailureReason, message: str,
@@ -793,22 +842,21 @@ class ClientSession:
     def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
         self._events.append(MessageDiscarded(reason=reason, detail=detail, excerpt=bytes(data[:_EXCERPT])))
 
-    def _discard_undecodable(self, data: bytes, exc: msgspec.DecodeError) -> None:
+    def _discard_undecodable(self, data: bytes, exc: Exception) -> None:
+        if isinstance(exc, msgspec.ValidationError | RecursionError):  # JSON, not an envelope
+            self._discard(DiscardReason.NOT_JSON_RPC, f"not JSON-RPC: {exc}", data)
+            return
         try:
             data.decode()
         except UnicodeDecodeError:
             self._discard(DiscardReason.INVALID_UTF8, "the message is not valid UTF-8", data)
             return
-        self._discard(DiscardReason.NOT_JSON, f"not JSON-RPC: {exc}", data)
+        self._discard(DiscardReason.NOT_JSON, f"not JSON: {exc}", data)
 
     def _list(self, method: str, cursor: str | None, all_pages: bool, now: float,
               timeout: float | None) -> int:
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
         return self.request(method, params, now=now, timeout=timeout, all_pages=all_pages)
-
-
-class _Opaque(msgspec.Struct):
-    """Result of a method the types do not know; the event's ``raw`` has the JSON."""
 
 
 def _with_progress_token(params: Params, rid: int) -> object:

@@ -1,0 +1,704 @@
+"""MCP over HTTP: Streamable HTTP (2025-03-26 .. 2025-11-25) and legacy HTTP+SSE (2024-11-05).
+
+``HttpClient`` is the session plus every HTTP decision: which request to make, which
+headers it carries, what each status and content type means, when a dropped stream is
+resumed (``Last-Event-ID``), when a forgotten session is re-created, and when to fall
+back to the legacy transport. Bytes move through :class:`~mcp_sansio.http11.HttpPool`;
+the driver only opens sockets and copies bytes. See the "Transports" page of each
+revision of the MCP specification.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections.abc import Mapping
+from typing import Final, Literal
+
+import msgspec
+
+from .config import ClientConfig
+from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
+from .events import (
+    Action,
+    AuthorizationRequired,
+    ErrorData,
+    FailureReason,
+    RequestFailed,
+    SessionExpired,
+)
+from .http11 import (
+    ExchangeFailed,
+    Header,
+    HttpPool,
+    HttpRequest,
+    ResponseData,
+    ResponseEnded,
+    ResponseStarted,
+)
+from .retry import GiveUp, decide
+from .session import ClientSession, Phase, _Pending
+from .sse import SseParser
+from .types import ClientCapabilities
+from .urls import Url, parse_url, resolve_url, same_origin
+from .www_authenticate import parse_www_authenticate
+
+__all__ = ["HttpClient", "TransportMode"]
+
+_ERROR_EXCERPT: Final = 2048
+_JSON: Final = "application/json"
+_SSE: Final = "text/event-stream"
+_ACCEPT_BOTH: Final = "application/json, text/event-stream"
+_FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
+# Headers that identify or authorize us; never sent to another origin after a redirect.
+_PRIVATE: Final = frozenset({"authorization", "cookie", "proxy-authorization", "mcp-session-id"})
+
+
+class TransportMode(enum.Enum):
+    """Which HTTP transport to speak; ``AUTO`` tries Streamable HTTP, then legacy SSE."""
+
+    AUTO = "auto"
+    STREAMABLE_HTTP = "streamable-http"
+    SSE = "sse"
+
+
+class _Kind(enum.Enum):
+    POST = "post"              # a message POSTed (Streamable HTTP)
+    GET_STREAM = "get-stream"  # the optional stream for server-initiated messages
+    RESUME = "resume"          # GET with Last-Event-ID, continuing a dropped POST stream
+    DELETE = "delete"          # ending the session
+    LEGACY_STREAM = "legacy-stream"
+    LEGACY_POST = "legacy-post"
+
+
+class _ExpirySign(msgspec.Struct, frozen=True):
+    """A response that means "your session id is no longer valid"."""
+
+    status: int
+    codes: frozenset[int] | None  # JSON-RPC error codes in the body; None: any body
+    needle: str  # lower-case text the error message must contain ("" = anything)
+
+
+# The spec's rule is a 404 on a request carrying the session id (TS servers add -32001
+# "Session not found", Python SDK servers -32600). Real servers also answer a stale id
+# with 400: the TS SDK says -32000 "Bad Request: No valid session ID provided".
+_EXPIRY_SIGNS: Final[tuple[_ExpirySign, ...]] = (
+    _ExpirySign(404, None, ""),
+    _ExpirySign(400, frozenset({-32000, -32001, -32600}), "session"),
+)
+
+
+class _ErrorBody(msgspec.Struct):
+    error: _ErrorObject | None = None
+
+
+class _ErrorObject(msgspec.Struct):
+    code: int = 0
+    message: str = ""
+
+
+_ERROR_BODY: Final = msgspec.json.Decoder(_ErrorBody)
+
+
+class _Exchange:
+    """One HTTP request of ours and what we know about its response."""
+
+    __slots__ = (
+        "attempt", "body", "buffer", "generation", "headers", "id", "kind", "last_event_id",
+        "method", "redirects", "request_ids", "retry", "sse", "status", "url",
+    )
+
+    def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
+                 body: bytes, request_ids: tuple[int, ...], generation: int) -> None:
+        self.id = exchange_id
+        self.kind = kind
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.request_ids = request_ids
+        self.generation = generation
+        self.redirects = 0
+        self.attempt = 0
+        self.status = 0
+        self.sse: SseParser | None = None
+        self.buffer: bytearray | None = None  # JSON body, or the start of an error body
+        self.last_event_id = ""
+        self.retry: float | None = None
+
+
+class HttpClient(ClientSession):
+    """An MCP client over HTTP, with HTTP/1.1 connections managed in the core.
+
+    Driver contract: perform each :meth:`next_action` (``OpenConnection`` /
+    ``CloseConnection``), report :meth:`connection_made` / :meth:`connection_failed`,
+    feed :meth:`receive_data` (``b""`` at EOF), write :meth:`data_to_send` for each of
+    :meth:`connections_with_data`, and call :meth:`handle_timeout` at
+    :meth:`next_deadline`. After :meth:`close`, stop once :attr:`finished` is true.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        config: ClientConfig | None = None,
+        capabilities: ClientCapabilities | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: TransportMode | Literal["auto", "streamable-http", "sse"] = TransportMode.AUTO,
+        jitter_seed: int = 0,
+    ) -> None:
+        """Create the client; nothing is sent until :meth:`connect`.
+
+        Raises:
+            LocalProtocolError: ``url`` is not an http(s) URL, or a header is malformed.
+        """
+        cfg = config or ClientConfig()
+        super().__init__(cfg, capabilities or ClientCapabilities())
+        self.url = parse_url(url)
+        self.mode = TransportMode(transport)
+        self._user_headers: tuple[Header, ...] = tuple(_checked_headers(headers or {}))
+        self._pool = HttpPool(max_connections=cfg.max_connections)
+        self._next_exchange = 0
+        self._exchanges: dict[int, _Exchange] = {}
+        self._scheduled: list[tuple[float, int, _Exchange]] = []  # (at, exchange id, exchange)
+        self._held: list[tuple[int | None, bytes]] = []  # messages waiting for the session
+        self._generation = 0
+        self._session_id: str | None = None
+        self._legacy_endpoint: Url | None = None
+        self._legacy = self.mode is TransportMode.SSE
+        self._fallback_status = 0
+        self._init_wire = b""
+        self._resent: set[int] = set()
+        self._restarts = 0
+        self._get_stream = False
+        self._auth_params: dict[int, dict[str, str]] = {}
+        self._closing_at: float | None = None
+        self._finished = False
+        self._rng = (jitter_seed * 6364136223846793005 + 1442695040888963407) & (2**64 - 1) or 1
+        self._now = 0.0
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server gave us, if any."""
+        return self._session_id
+
+    @property
+    def transport(self) -> str:
+        """``"streamable-http"`` or ``"sse"`` (legacy), as chosen so far."""
+        return "sse" if self._legacy else "streamable-http"
+
+    @property
+    def finished(self) -> bool:
+        """After :meth:`close`: everything is done and every connection is closed."""
+        return self._finished
+
+    def next_action(self) -> Action | None:
+        """The next connection to open or close."""
+        return self._pool.next_action()
+
+    def data_to_send(self, connection: int) -> bytes:
+        """Bytes to write on ``connection``."""
+        return self._pool.data_to_send(connection)
+
+    def connections_with_data(self) -> list[int]:
+        """Connections with bytes waiting to be written."""
+        return self._pool.connections_with_data()
+
+    def next_deadline(self) -> float | None:
+        """The earliest of request deadlines, retries, pool timers and the close bound."""
+        candidates = [
+            d for d in (
+                super().next_deadline(),
+                self._scheduled[0][0] if self._scheduled else None,
+                self._pool.next_deadline(),
+                self._closing_at,
+            ) if d is not None
+        ]
+        return min(candidates) if candidates else None
+
+    # ------------------------------------------------------------- driver input
+
+    def connect(self, *, now: float) -> None:
+        """Start: the ``initialize`` POST, or the legacy SSE GET.
+
+        Raises:
+            LocalProtocolError: already started.
+        """
+        self._now = now
+        if self._legacy:
+            self._open_legacy_stream(now)
+        self.initialize(now=now)
+
+    def connection_made(self, connection: int, now: float) -> None:
+        """The driver connected ``connection`` (TLS done, if any)."""
+        self._now = now
+        self._pool.connection_made(connection, now)
+        self._drain_pool(now)
+
+    def connection_failed(self, connection: int, message: str, now: float) -> None:
+        """Connecting failed, or the connection broke with an error."""
+        self._now = now
+        self._pool.connection_failed(connection, message, now)
+        self._drain_pool(now)
+
+    def receive_data(self, connection: int, data: bytes, now: float) -> None:
+        """Bytes read from ``connection``; ``b""`` at EOF."""
+        self._now = now
+        self._pool.receive_data(connection, data, now)
+        self._drain_pool(now)
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire request deadlines, due retries, pool timers and the close bound."""
+        self._now = now
+        super().handle_timeout(now)
+        self._pool.handle_timeout(now)
+        while self._scheduled and self._scheduled[0][0] <= now:
+            _, _, ex = heapq.heappop(self._scheduled)
+            if ex.generation != self._generation or self._finished or self._closing_at is not None:
+                continue
+            if ex.kind is _Kind.RESUME and not self._waiting_on(ex):
+                continue  # the requests it would resume have ended meanwhile
+            self._submit(ex, now)
+        if self._closing_at is not None and self._closing_at <= now:
+            self._finish()
+        self._drain_pool(now)
+
+    def close(self, *, now: float, message: str = "the client closed the connection") -> None:
+        """End the session: pending requests fail, a ``DELETE`` ends it on the server.
+
+        Poll :attr:`finished`; :meth:`next_deadline` bounds the wait (``close_timeout``).
+        """
+        if self._closing_at is not None or self._finished:
+            return
+        self.connection_lost(message)
+        for ex in list(self._exchanges.values()):
+            self._abandon(ex, now)
+        self._scheduled.clear()
+        if self._session_id is not None and not self._legacy:
+            self._closing_at = now + self.config.close_timeout
+            self._submit(self._exchange(_Kind.DELETE, "DELETE", self.url, b"", ()), now)
+        else:
+            self._finish()
+
+    # -------------------------------------------------------- session hooks
+
+    def _send(self, message: bytes) -> None:
+        self._post(None, message)
+
+    def _send_request(self, request_id: int, message: bytes) -> None:
+        if request_id == self._init_id:
+            self._init_wire = message
+        elif self.phase is not Phase.READY:
+            self._held.append((request_id, message))
+            return
+        self._post(request_id, message)
+
+    def _session_ready(self) -> None:
+        now = self._now
+        held, self._held = self._held, []
+        resend = [p for p in self._pending.values() if p.wire and p.id not in self._resent]
+        if self._generation > 0:
+            self._resent.update(p.id for p in resend)
+        else:
+            resend = []
+        for pending in resend:
+            self._post(pending.id, pending.wire)
+        for rid, message in held:
+            self._post(rid, message)
+        if (not self._legacy and self.config.open_get_stream and not self._get_stream
+                and self.rules is not None and self.rules.streamable_http):
+            self._open_get_stream(now)
+
+    def _complete(self, pending: _Pending) -> None:
+        super()._complete(pending)
+        if self._restarts and not self._init_id:
+            self._restarts = 0  # a request finished on the new session: it works
+        self._resent.discard(pending.id)
+
+    def _fail(self, pending: _Pending, reason: FailureReason, message: str,
+              error: ErrorData | None = None) -> None:
+        super()._fail(pending, reason, message, error)
+        # Free the connection of a request given up on (timeout, cancel) if nothing
+        # else waits on its stream.
+        for ex in list(self._exchanges.values()):
+            if pending.id in ex.request_ids and not self._waiting_on(ex):
+                self._abandon(ex, self._now)
+
+    # ------------------------------------------------------------ exchanges
+
+    def _post(self, request_id: int | None, message: bytes) -> None:
+        ids = (request_id,) if request_id is not None else ()
+        if self._legacy:
+            if self._legacy_endpoint is None:
+                self._held.append((request_id, message))  # until the endpoint event
+                return
+            self._submit(self._exchange(_Kind.LEGACY_POST, "POST", self._legacy_endpoint, message, ids),
+                         self._now)
+            return
+        if self._closing_at is not None or self._finished:
+            return
+        self._submit(self._exchange(_Kind.POST, "POST", self.url, message, ids), self._now)
+
+    def _exchange(self, kind: _Kind, method: str, url: Url, body: bytes, ids: tuple[int, ...],
+                  last_event_id: str = "") -> _Exchange:
+        self._next_exchange += 1
+        return _Exchange(self._next_exchange, kind, method, url,
+                         self._headers(kind, ids, last_event_id), body, ids, self._generation)
+
+    def _headers(self, kind: _Kind, ids: tuple[int, ...], last_event_id: str) -> tuple[Header, ...]:
+        headers: list[Header] = [("user-agent", self.config.user_agent)]
+        if kind is _Kind.POST or kind is _Kind.LEGACY_POST:
+            headers += [("accept", _ACCEPT_BOTH), ("content-type", _JSON)]
+        elif kind is not _Kind.DELETE:
+            headers.append(("accept", _SSE))
+        if last_event_id:
+            headers.append(("last-event-id", last_event_id))
+        is_init = self._init_id is not None and self._init_id in ids
+        if not self._legacy and not is_init:
+            if self._session_id is not None:
+                headers.append(("mcp-session-id", self._session_id))
+            rules = self.rules
+            if rules is not None and rules.protocol_version_header:
+                headers.append(("mcp-protocol-version", rules.version))
+        headers += self._user_headers
+        return tuple(headers)
+
+    def _submit(self, ex: _Exchange, now: float) -> None:
+        self._next_exchange += 1  # a fresh id per attempt: late pool events of an old one are ignored
+        ex.id = self._next_exchange
+        self._exchanges[ex.id] = ex
+        ex.status = 0
+        ex.sse = None
+        ex.buffer = None
+        self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=ex.headers,
+                                      body=ex.body), now)
+
+    def _abandon(self, ex: _Exchange, now: float) -> None:
+        if self._exchanges.pop(ex.id, None) is not None:
+            self._pool.cancel(ex.id, now)
+
+    def _schedule(self, ex: _Exchange, now: float, server_retry: float | None) -> bool:
+        """Retry ``ex`` later per the policy; False when the policy gives up."""
+        ex.attempt += 1
+        decision = decide(self.config.retry, ex.attempt, now, server_retry, self._jitter())
+        if isinstance(decision, GiveUp):
+            return False
+        heapq.heappush(self._scheduled, (decision.at, ex.id, ex))
+        return True
+
+    def _jitter(self) -> float:
+        # xorshift64: entropy came in once as the seed (STYLE.md section 1).
+        x = self._rng
+        x ^= (x << 13) & (2**64 - 1)
+        x ^= x >> 7
+        x ^= (x << 17) & (2**64 - 1)
+        self._rng = x
+        return (x >> 11) / float(1 << 53)
+
+    # ------------------------------------------------------------- responses
+
+    def _drain_pool(self, now: float) -> None:
+        pool = self._pool
+        while (event := pool.next_event()) is not None:
+            ex = self._exchanges.get(event.exchange)
+            if ex is None:
+                continue
+            if ex.generation != self._generation and ex.kind is not _Kind.DELETE:
+                self._abandon(ex, now)  # the old session's answers must not touch the new one
+                continue
+            if isinstance(event, ResponseData):
+                self._on_data(ex, event.data, now)
+            elif isinstance(event, ResponseStarted):
+                self._on_started(ex, event, now)
+            elif isinstance(event, ResponseEnded):
+                self._exchanges.pop(ex.id, None)
+                self._on_ended(ex, now)
+            else:
+                self._exchanges.pop(ex.id, None)
+                self._on_exchange_failed(ex, event, now)
+
+    def _on_started(self, ex: _Exchange, event: ResponseStarted, now: float) -> None:
+        status = ex.status = event.status
+        headers = dict(event.headers)
+        if status in (307, 308) and "location" in headers:
+            self._redirect(ex, headers["location"], now)
+            return
+        if self._init_id is not None and self._init_id in ex.request_ids:
+            sid = headers.get("mcp-session-id")
+            if sid is not None and 200 <= status < 300:
+                self._session_id = _visible_ascii(sid)
+        if 200 <= status < 300:
+            ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if ctype == _SSE:
+                ex.sse = SseParser(max_event_bytes=self.config.max_response_bytes)
+            elif status != 202 and ex.kind is _Kind.POST:
+                ex.buffer = bytearray()
+            return
+        if status in (401, 403):
+            self._on_unauthorized(ex, status, headers.get("www-authenticate", ""))
+        ex.buffer = bytearray()  # keep the start of the error body, for the message
+
+    def _on_data(self, ex: _Exchange, data: bytes, now: float) -> None:
+        if ex.sse is not None:
+            try:
+                events = ex.sse.feed(data)
+            except MessageTooLarge as exc:
+                self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE, str(exc), now)
+                return
+            ex.last_event_id = ex.sse.last_event_id
+            if ex.sse.retry is not None:
+                ex.retry = ex.sse.retry / 1000
+            for sse_event in events:
+                if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
+                    self._on_endpoint(ex, sse_event.data, now)
+                elif sse_event.data and sse_event.event == "message":
+                    self.receive_message(sse_event.data.encode(), now)
+            return
+        buf = ex.buffer
+        if buf is None:
+            return
+        if 200 <= ex.status < 300:
+            if len(buf) + len(data) > self.config.max_response_bytes:
+                self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE,
+                                    f"the response exceeds max_response_bytes ({self.config.max_response_bytes})",
+                                    now)
+                return
+            buf += data
+        elif len(buf) < _ERROR_EXCERPT:
+            buf += data[: _ERROR_EXCERPT - len(buf)]
+
+    def _on_ended(self, ex: _Exchange, now: float) -> None:
+        status = ex.status
+        if ex.kind is _Kind.DELETE:
+            self._finish()
+            return
+        if not 200 <= status < 300:
+            self._on_error_status(ex, now)
+            return
+        if ex.sse is not None:
+            ex.sse.close()
+            self._stream_ended(ex, now, "the SSE stream ended before the answer")
+            return
+        if ex.kind is not _Kind.POST or not ex.buffer:
+            return  # 202, or a legacy POST: answers come on a stream; deadlines bound the wait
+        self.receive_message(bytes(ex.buffer), now)
+        if self._waiting_on(ex):
+            self._fail_ids(ex, FailureReason.PROTOCOL_ERROR,
+                           f"the server's HTTP {status} response did not answer the request")
+
+    def _stream_ended(self, ex: _Exchange, now: float, why: str) -> None:
+        """An SSE stream ended or broke: resume it, reopen it, or fail who waited on it."""
+        if self.phase is Phase.CLOSED or self._closing_at is not None:
+            return
+        if ex.kind is _Kind.GET_STREAM:
+            again = self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", (),
+                                   last_event_id=ex.last_event_id)
+            again.attempt = 0 if ex.status == 200 else ex.attempt  # a stream that worked resets
+            self._get_stream = self._schedule(again, now, ex.retry)
+            return
+        if ex.kind is _Kind.LEGACY_STREAM:
+            self.connection_lost(f"the legacy SSE stream ended: {why}")
+            return
+        if not self._waiting_on(ex):
+            return
+        rules = self.rules
+        if ex.last_event_id and rules is not None and rules.resumable_streams:
+            resume = self._exchange(_Kind.RESUME, "GET", self.url, b"", self._waiting_ids(ex),
+                                    last_event_id=ex.last_event_id)
+            resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and ex.status != 200 else 0
+            if self._schedule(resume, now, ex.retry):
+                return
+        self._fail_ids(ex, FailureReason.CONNECTION_LOST, why)
+
+    def _on_exchange_failed(self, ex: _Exchange, event: ExchangeFailed, now: float) -> None:
+        if ex.kind is _Kind.DELETE:
+            self._finish()
+            return
+        if ex.sse is not None or ex.kind in (_Kind.GET_STREAM, _Kind.RESUME, _Kind.LEGACY_STREAM):
+            if not event.sent and ex.kind is not _Kind.GET_STREAM and self._schedule(ex, now, None):
+                return
+            self._stream_ended(ex, now, event.message)
+            return
+        if not event.sent and self._schedule(ex, now, None):
+            return  # nothing reached the server: safe to send again
+        self._fail_exchange(ex, FailureReason.CONNECTION_LOST, f"HTTP request failed: {event.message}", now)
+
+    def _on_error_status(self, ex: _Exchange, now: float) -> None:
+        status = ex.status
+        body = bytes(ex.buffer or b"")
+        is_init = self._init_id is not None and self._init_id in ex.request_ids
+        if ex.kind is _Kind.GET_STREAM:
+            self._get_stream = False  # 405: the server offers no such stream; others: give up too
+            return
+        if status in (401, 403):
+            self._fail_ids(ex, FailureReason.AUTHORIZATION_REQUIRED,
+                           f"the server requires authorization (HTTP {status})",
+                           status=status, detail=self._auth_params.pop(ex.id, {}))
+            return
+        if is_init and self.mode is TransportMode.AUTO and not self._legacy and status in _FALLBACK_STATUSES:
+            # The spec's backwards compatibility rule: try the 2024-11-05 HTTP+SSE transport.
+            self._fallback_status = status
+            self._legacy = True
+            if self._init_id is not None:
+                self._held.insert(0, (self._init_id, self._init_wire))
+            self._open_legacy_stream(now)
+            return
+        if ex.kind is _Kind.LEGACY_STREAM and self._fallback_status:
+            status = self._fallback_status  # report what the Streamable HTTP attempt said
+        carried_session = any(k == "mcp-session-id" for k, _ in ex.headers)
+        if carried_session and _is_expiry(status, body):
+            self._expire(status, now)
+            return
+        excerpt = body[:300].decode("utf-8", "replace").strip()
+        message = f"HTTP {status} from {ex.url}" + (f": {' '.join(excerpt.split())}" if excerpt else "")
+        if ex.kind is _Kind.LEGACY_STREAM:
+            self.connection_lost(message, reason=FailureReason.HTTP_ERROR)
+            return
+        self._fail_ids(ex, FailureReason.HTTP_ERROR, message, status=status, detail={"body": excerpt})
+
+    def _on_unauthorized(self, ex: _Exchange, status: int, header: str) -> None:
+        challenges = parse_www_authenticate(header)
+        bearer = next((c for c in challenges if c.scheme == "bearer"), challenges[0] if challenges else None)
+        params = dict(bearer.params) if bearer is not None else {}
+        self._auth_params[ex.id] = params
+        self._events.append(AuthorizationRequired(
+            status=status, scheme=bearer.scheme if bearer else "", params=params))
+
+    def _redirect(self, ex: _Exchange, location: str, now: float) -> None:
+        if ex.redirects >= self.config.max_redirects:
+            self._fail_exchange(ex, FailureReason.HTTP_ERROR,
+                                f"more than {self.config.max_redirects} redirects from {self.url}", now)
+            return
+        try:
+            target = resolve_url(ex.url, location)
+        except RemoteProtocolError as exc:
+            self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR, f"bad redirect: {exc}", now)
+            return
+        self._abandon(ex, now)
+        headers = ex.headers
+        if not same_origin(ex.url, target):
+            user = {name for name, _ in self._user_headers}
+            headers = tuple(h for h in headers if h[0] not in _PRIVATE and h[0] not in user)
+        moved = _Exchange(ex.id, ex.kind, ex.method, target, headers, ex.body, ex.request_ids, ex.generation)
+        moved.redirects = ex.redirects + 1
+        self._submit(moved, now)
+
+    def _expire(self, status: int, now: float) -> None:
+        restart = self.config.reinitialize_on_expiry and self._restarts < self.config.max_session_restarts
+        self._events.append(SessionExpired(status=status, reinitializing=restart))
+        if not restart:
+            self.connection_lost(
+                f"the server no longer knows session {self._session_id!r} (HTTP {status})",
+                reason=FailureReason.SESSION_EXPIRED)
+            return
+        self._restarts += 1
+        self._generation += 1
+        self._session_id = None
+        self._get_stream = False
+        for ex in list(self._exchanges.values()):
+            self._abandon(ex, now)
+        self._scheduled.clear()
+        for rid in [rid for rid in self._resent if rid in self._pending]:
+            pending = self._pending[rid]
+            super()._fail(pending, FailureReason.SESSION_EXPIRED,
+                          "the request was re-sent on a new session, and that session expired too")
+        self._restart(now)
+
+    # -------------------------------------------------------------- legacy SSE
+
+    def _open_legacy_stream(self, now: float) -> None:
+        self._submit(self._exchange(_Kind.LEGACY_STREAM, "GET", self.url, b"", ()), now)
+
+    def _on_endpoint(self, ex: _Exchange, data: str, now: float) -> None:
+        try:
+            endpoint = resolve_url(ex.url, data.strip())
+        except RemoteProtocolError as exc:
+            self.connection_lost(f"the SSE endpoint event is not a URL: {exc}", reason=FailureReason.PROTOCOL_ERROR)
+            return
+        if not same_origin(endpoint, ex.url):
+            self.connection_lost(f"the SSE endpoint {endpoint} is on another origin than {ex.url}",
+                                 reason=FailureReason.PROTOCOL_ERROR)
+            return
+        first = self._legacy_endpoint is None
+        self._legacy_endpoint = endpoint
+        if first:
+            held, self._held = self._held, []
+            for rid, message in held:
+                self._post(rid, message)
+
+    def _open_get_stream(self, now: float) -> None:
+        self._get_stream = True
+        self._submit(self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", ()), now)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _waiting_ids(self, ex: _Exchange) -> tuple[int, ...]:
+        return tuple(rid for rid in ex.request_ids if rid in self._pending or rid == self._init_id)
+
+    def _waiting_on(self, ex: _Exchange) -> bool:
+        return any(rid in self._pending or rid == self._init_id for rid in ex.request_ids)
+
+    def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float) -> None:
+        self._abandon(ex, now)
+        if ex.kind is _Kind.LEGACY_STREAM:
+            self.connection_lost(message, reason=reason)
+            return
+        self._fail_ids(ex, reason, message)
+
+    def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, *, status: int | None = None,
+                  detail: dict[str, str] | None = None) -> None:
+        for rid in ex.request_ids:
+            if rid == self._init_id:
+                self._initialize_failed(reason, message)
+                continue
+            pending = self._pending.get(rid)
+            if pending is None:
+                continue
+            super()._complete(pending)
+            self._events.append(RequestFailed(request_id=pending.origin, method=pending.method,
+                                              reason=reason, message=message, status=status, detail=detail))
+
+    def _finish(self) -> None:
+        self._closing_at = None
+        if not self._finished:
+            self._finished = True
+            self._pool.close()
+            self._exchanges.clear()
+
+
+def _checked_headers(headers: Mapping[str, str]) -> list[Header]:
+    out: list[Header] = []
+    for name, value in headers.items():
+        lname = name.strip().lower()
+        if not lname or any(c in lname for c in " :\r\n\t") or any(c in value for c in "\r\n\0"):
+            raise LocalProtocolError(f"invalid HTTP header {name!r}")
+        out.append((lname, value))
+    return out
+
+
+def _visible_ascii(value: str) -> str | None:
+    """A session id is visible ASCII (0x21-0x7E) per the spec; anything else is ignored."""
+    return value if value and all(0x21 <= ord(c) <= 0x7E for c in value) else None
+
+
+def _is_expiry(status: int, body: bytes) -> bool:
+    code: int | None = None
+    message = ""
+    try:
+        err = _ERROR_BODY.decode(body).error
+    except msgspec.DecodeError:
+        err = None
+    if err is not None:
+        code, message = err.code, err.message.lower()
+    for sign in _EXPIRY_SIGNS:
+        if sign.status != status:
+            continue
+        if sign.codes is not None and code not in sign.codes:
+            continue
+        if sign.needle and sign.needle not in message:
+            continue
+        return True
+    return False
+
