@@ -1,0 +1,123 @@
+"""A bounded cache of list results (tools, resources, prompts) per server, with expiry.
+
+The host keeps each server's last ``tools/list`` (and the others) here so it need not ask
+again before every model turn. Entries are keyed by server, kind and cursor (``None``
+for the whole list) and evicted least-recently-used beyond ``max_entries_per_server``.
+A ``notifications/*/list_changed`` invalidates the kinds :func:`kinds_invalidated_by`
+names; a closed connection invalidates the whole server. A TTL (such as a ``ttlMs`` hint
+converted to seconds) is checked against the ``now`` the caller passes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Final, Generic, TypeVar
+
+import msgspec
+
+from mcp_sansio.errors import LocalProtocolError
+
+__all__ = ["ListCache", "ListKey", "ListKind", "kinds_invalidated_by"]
+
+V = TypeVar("V")
+
+
+class ListKind(enum.Enum):
+    """Which list a cached result is, by the method that fetched it."""
+
+    TOOLS = "tools/list"
+    RESOURCES = "resources/list"
+    RESOURCE_TEMPLATES = "resources/templates/list"
+    PROMPTS = "prompts/list"
+
+
+_INVALIDATED_BY: Final[Mapping[str, frozenset[ListKind]]] = {
+    "notifications/tools/list_changed": frozenset({ListKind.TOOLS}),
+    "notifications/prompts/list_changed": frozenset({ListKind.PROMPTS}),
+    "notifications/resources/list_changed": frozenset({ListKind.RESOURCES, ListKind.RESOURCE_TEMPLATES}),
+}
+"""The spec announces template changes with ``resources/list_changed`` too."""
+
+
+def kinds_invalidated_by(method: str) -> frozenset[ListKind]:
+    """Return the kinds a notification makes stale (none for other methods)."""
+    return _INVALIDATED_BY.get(method, frozenset())
+
+
+class ListKey(msgspec.Struct, frozen=True, kw_only=True):
+    """Identifies one cached list (or one page of it, by ``cursor``)."""
+
+    server: str
+    kind: ListKind
+    cursor: str | None = None
+
+
+class _Entry(Generic[V]):
+    __slots__ = ("expires_at", "value")
+
+    def __init__(self, value: V, expires_at: float | None) -> None:
+        self.value = value
+        self.expires_at = expires_at
+
+
+class ListCache(Generic[V]):
+    """LRU cache of list results, bounded per server."""
+
+    def __init__(self, *, max_entries_per_server: int = 20) -> None:
+        """Create an empty cache.
+
+        Raises:
+            LocalProtocolError: ``max_entries_per_server`` is below 1.
+        """
+        if max_entries_per_server < 1:
+            raise LocalProtocolError("max_entries_per_server must be at least 1")
+        self._max = max_entries_per_server
+        self._servers: dict[str, OrderedDict[ListKey, _Entry[V]]] = {}
+
+    def put(self, key: ListKey, value: V, now: float, ttl: float | None = None) -> None:
+        """Store ``value``, evicting the server's least recently used entry if full.
+
+        Args:
+            key: what the value is.
+            value: the list result.
+            now: the current time, in seconds on the driver's clock.
+            ttl: seconds the value stays fresh, or ``None`` for until invalidated. A ``ttl``
+                that is not positive (or NaN) means "do not cache": any old entry is removed.
+        """
+        entries = self._servers.setdefault(key.server, OrderedDict())
+        entries.pop(key, None)
+        if ttl is not None and not ttl > 0:
+            return
+        entries[key] = _Entry(value, None if ttl is None else now + ttl)
+        if len(entries) > self._max:
+            entries.popitem(last=False)
+
+    def get(self, key: ListKey, now: float) -> V | None:
+        """Return the fresh value for ``key`` and mark it recently used, else ``None``.
+
+        An entry found expired (``now`` at or past its expiry) is removed.
+        """
+        entries = self._servers.get(key.server, OrderedDict())
+        entry = entries.get(key)
+        if entry is None:
+            return None
+        if entry.expires_at is not None and now >= entry.expires_at:
+            del entries[key]
+            return None
+        entries.move_to_end(key)
+        return entry.value
+
+    def invalidate(self, server: str, kind: ListKind) -> None:
+        """Drop every page of one kind of list for ``server``."""
+        entries = self._servers.get(server, OrderedDict())
+        for key in [key for key in entries if key.kind is kind]:
+            del entries[key]
+
+    def invalidate_server(self, server: str) -> None:
+        """Drop everything cached for ``server`` (its connection closed)."""
+        self._servers.pop(server, None)
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._servers.values())
