@@ -1,0 +1,601 @@
+"""A sans-IO HTTP/1.1 client connection pool on top of h11.
+
+The pool turns :class:`HttpRequest` messages into bytes on keep-alive connections and the
+server's bytes into response events, one exchange per connection at a time (RFC 9112;
+no pipelining). It asks the driver to open and close connections with actions, streams
+response bodies as they arrive, and never raises h11's exceptions: a misbehaving server
+becomes an :class:`ExchangeFailed` event. It knows nothing of MCP.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import Final
+
+import h11
+import msgspec
+
+from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.events import Action
+from mcp_sansio.urls import Url
+
+__all__ = [
+    "CloseConnection",
+    "ExchangeFailed",
+    "Header",
+    "HttpPool",
+    "HttpRequest",
+    "OpenConnection",
+    "PoolEvent",
+    "ResponseData",
+    "ResponseEnded",
+    "ResponseStarted",
+]
+
+Header = tuple[str, str]
+"""A header field; names are lower-case both in requests and in responses."""
+
+# Headers the pool derives from the request itself.
+_POOL_HEADERS: Final = frozenset({"host", "content-length", "transfer-encoding"})
+# Methods whose request has content by definition, so they send Content-Length: 0 when
+# empty (RFC 9110 section 8.6); others send none without a body.
+_CONTENT_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
+_POOL_CLOSED: Final = "the connection pool was closed"
+
+
+class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One request to send.
+
+    Attributes:
+        exchange: the caller's id for this request and its response; unique among the
+            exchanges in progress.
+        method: the request method, e.g. ``"POST"``.
+        url: where to send it; its authority becomes the ``Host`` header.
+        headers: every header except ``Host`` and ``Content-Length``, which the pool adds.
+        body: the request content, sent with a ``Content-Length``.
+    """
+
+    exchange: int
+    method: str
+    url: Url
+    headers: tuple[Header, ...]
+    body: bytes = b""
+
+
+class OpenConnection(Action, frozen=True, kw_only=True):
+    """Open a TCP connection (with TLS when ``tls``), then call ``connection_made``."""
+
+    connection: int
+    host: str
+    port: int
+    tls: bool
+    server_hostname: str
+
+
+class CloseConnection(Action, frozen=True, kw_only=True):
+    """Close the connection; the pool has forgotten it. Each opened one gets exactly one."""
+
+    connection: int
+
+
+class ResponseStarted(msgspec.Struct, frozen=True, kw_only=True):
+    """The final (non-1xx) response head of ``exchange`` arrived."""
+
+    exchange: int
+    status: int
+    reason: str
+    headers: tuple[Header, ...]
+
+
+class ResponseData(msgspec.Struct, frozen=True, kw_only=True):
+    """A piece of the response body of ``exchange``, as it arrived."""
+
+    exchange: int
+    data: bytes
+
+
+class ResponseEnded(msgspec.Struct, frozen=True, kw_only=True):
+    """The response of ``exchange`` is complete; nothing more comes for it."""
+
+    exchange: int
+
+
+class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
+    """``exchange`` ended without a complete response; nothing more comes for it.
+
+    Attributes:
+        message: what went wrong, for people.
+        sent: whether any byte of the request was handed to ``data_to_send``. When
+            ``False`` the server cannot have seen it, so it is safe to send again.
+        stale_connection: the request went out on a reused keep-alive connection that
+            the server had closed before any response byte arrived. HTTP clients retry
+            this case for idempotent methods only.
+    """
+
+    exchange: int
+    message: str
+    sent: bool
+    stale_connection: bool = False
+
+
+PoolEvent = ResponseStarted | ResponseData | ResponseEnded | ExchangeFailed
+"""Everything :meth:`HttpPool.next_event` returns."""
+
+
+class _State(enum.Enum):
+    """Where a connection is in its life; a closed connection is dropped from the pool."""
+
+    CONNECTING = "connecting"  # OpenConnection issued, exchange bound
+    ACTIVE = "active"  # connected, exchange in flight
+    IDLE = "idle"  # connected, keep-alive, no exchange
+
+
+class _Outcome(enum.Enum):
+    """What feeding bytes to an exchange's response did."""
+
+    MORE = "more"  # the response is incomplete
+    ENDED = "ended"  # ResponseEnded queued
+    FAILED = "failed"  # ExchangeFailed queued, connection closed
+
+
+class _Exchange:
+    """A submitted request: queued, or bound to a connection."""
+
+    __slots__ = ("body", "connection", "head", "id", "origin", "url")
+
+    def __init__(self, request: HttpRequest, head: h11.Request) -> None:
+        self.id = request.exchange
+        self.url = request.url
+        self.origin = request.url.origin
+        self.head = head
+        self.body = request.body
+        self.connection: _Connection | None = None
+
+
+class _Connection:
+    """One connection and the state of the exchange on it."""
+
+    __slots__ = (
+        "budget",
+        "eof",
+        "exchange",
+        "h11",
+        "id",
+        "idle_at",
+        "origin",
+        "outgoing",
+        "received",
+        "reused",
+        "sent",
+        "started",
+        "state",
+    )
+
+    def __init__(self, connection: int, exchange: _Exchange, max_header_bytes: int) -> None:
+        self.id = connection
+        self.origin = exchange.origin
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_header_bytes)
+        self.state = _State.CONNECTING
+        self.exchange: _Exchange | None = exchange
+        self.outgoing: list[bytes] = []
+        self.idle_at = 0.0
+        self.reused = False  # an earlier exchange completed on this connection
+        # Per exchange, reset by HttpPool._start:
+        self.sent = False  # bytes of the request were handed to data_to_send
+        self.received = False  # a response byte (not EOF) arrived
+        self.eof = False
+        self.started = False  # the final response head arrived
+        self.budget = max_header_bytes  # response head bytes still allowed
+
+
+class HttpPool:
+    """HTTP/1.1 exchanges over a bounded set of keep-alive connections.
+
+    A submitted request reuses an idle connection to its origin, else opens a new one
+    when fewer than ``max_connections`` exist (closing the least recently used idle
+    connection to another origin if that is what stands in the way), else waits in
+    FIFO order. Every opened connection later gets exactly one :class:`CloseConnection`.
+
+    Connection ids are allocated by the pool. Calls naming a connection the pool has
+    already closed are ignored (the driver may learn of the close late); an id the pool
+    never allocated is a :class:`LocalProtocolError`.
+
+    The response head (1xx heads included) may not exceed ``max_header_bytes``, however
+    the bytes are split; bodies are not bounded here, since an SSE stream may last hours.
+    """
+
+    def __init__(
+        self, *, max_connections: int = 8, max_header_bytes: int = 64 * 1024, idle_timeout: float = 30.0
+    ) -> None:
+        """Create an empty pool.
+
+        Args:
+            max_connections: how many connections may be open (or opening) at once.
+            max_header_bytes: the largest response head, in bytes; also bounds a chunk
+                header line and the trailer block.
+            idle_timeout: seconds an idle keep-alive connection is kept for reuse.
+
+        Raises:
+            LocalProtocolError: a limit is not positive, or ``idle_timeout`` is negative.
+        """
+        if max_connections < 1 or max_header_bytes < 1 or idle_timeout < 0:
+            raise LocalProtocolError(
+                "max_connections and max_header_bytes must be positive and idle_timeout not negative"
+            )
+        self._max_connections = max_connections
+        self._max_header_bytes = max_header_bytes
+        self._idle_timeout = idle_timeout
+        self._connections: dict[int, _Connection] = {}
+        self._idle: dict[int, _Connection] = {}  # in the order they became idle
+        self._exchanges: dict[int, _Exchange] = {}  # queued or bound, in submission order
+        self._queue: deque[_Exchange] = deque()
+        self._events: deque[PoolEvent] = deque()
+        self._actions: deque[OpenConnection | CloseConnection] = deque()
+        self._next_connection = 1
+        self._closed = False
+
+    def submit(self, request: HttpRequest, now: float) -> None:
+        """Send ``request`` as soon as a connection to its origin is free.
+
+        Args:
+            request: the request; ``Host`` and ``Content-Length`` are added.
+            now: the current time.
+
+        Raises:
+            LocalProtocolError: the pool is closed, the exchange id is in progress, or
+                the request is invalid (bad method, target or header; a header the
+                pool sets itself; a non-ASCII header value; CONNECT or Upgrade).
+
+        Events: none directly; the exchange's events follow. Actions: ``OpenConnection``,
+        or ``CloseConnection`` for an idle connection given up to make room.
+        """
+        if self._closed:
+            raise LocalProtocolError(_POOL_CLOSED)
+        if request.exchange in self._exchanges:
+            raise LocalProtocolError(f"exchange {request.exchange} is already in progress")
+        exchange = _Exchange(request, _h11_request(request))
+        self._exchanges[exchange.id] = exchange
+        self._queue.append(exchange)
+        self._dispatch()
+
+    def cancel(self, exchange: int, now: float) -> None:
+        """Abandon ``exchange``: no event for it follows, not even one already queued.
+
+        A request still waiting for a connection is dropped; one bound to a connection
+        takes the connection with it, as the response can no longer be read to its end.
+        Unknown or finished exchanges are ignored.
+
+        Args:
+            exchange: the exchange id.
+            now: the current time.
+
+        Actions: ``CloseConnection`` for its connection, then perhaps ``OpenConnection``
+        for a request that was waiting.
+        """
+        if self._events:
+            self._events = deque(event for event in self._events if event.exchange != exchange)
+        record = self._exchanges.pop(exchange, None)
+        if record is None:
+            return
+        if record.connection is None:
+            self._queue.remove(record)
+            return
+        self._close(record.connection)
+        self._dispatch()
+
+    def connection_made(self, connection: int, now: float) -> None:
+        """The driver connected ``connection`` (TLS handshake included); its request is queued.
+
+        Args:
+            connection: the id from ``OpenConnection``.
+            now: the current time.
+
+        Raises:
+            LocalProtocolError: the pool never allocated this id, or it is already connected.
+        """
+        conn = self._lookup(connection)
+        if conn is None:
+            return
+        if conn.state is not _State.CONNECTING or conn.exchange is None:
+            raise LocalProtocolError(f"connection {connection} is already connected")
+        self._start(conn, conn.exchange)
+
+    def connection_failed(self, connection: int, message: str, now: float) -> None:
+        """Connecting, reading or writing ``connection`` failed; the pool drops it.
+
+        Args:
+            connection: the connection id.
+            message: what failed, for the exchange's :class:`ExchangeFailed`.
+            now: the current time.
+
+        Raises:
+            LocalProtocolError: the pool never allocated this id.
+
+        Events: ``ExchangeFailed`` for the exchange on it, if any. Actions:
+        ``CloseConnection``, then perhaps ``OpenConnection`` for a waiting request.
+        """
+        conn = self._lookup(connection)
+        if conn is None:
+            return
+        if conn.exchange is None:
+            self._close(conn)
+        else:
+            self._fail(conn, message, stale=conn.reused and not conn.received)
+        self._dispatch()
+
+    def receive_data(self, connection: int, data: bytes, now: float) -> None:
+        """Feed bytes the server sent on ``connection``; ``b""`` means it closed its side.
+
+        Args:
+            connection: the connection id.
+            data: the bytes, or ``b""`` at EOF.
+            now: the current time; an idle connection's keep-alive period starts here.
+
+        Raises:
+            LocalProtocolError: the pool never allocated this id, or it is still connecting.
+
+        Events: ``ResponseStarted``, ``ResponseData``, ``ResponseEnded``,
+        ``ExchangeFailed``. Actions: ``CloseConnection`` when the connection cannot be
+        reused; ``OpenConnection`` for a waiting request.
+        """
+        conn = self._lookup(connection)
+        if conn is None:
+            return
+        if conn.state is _State.CONNECTING:
+            raise LocalProtocolError(f"connection {connection} is not connected yet")
+        if conn.state is _State.IDLE:
+            # Bytes or EOF with no request outstanding: a 408, junk, or a plain close.
+            self._close(conn)
+            self._dispatch()
+            return
+        if data:
+            conn.received = True
+        else:
+            conn.eof = True
+        outcome = _Outcome.MORE
+        chunk: bytes | memoryview = data
+        if not conn.started and len(data) > conn.budget:
+            # Give h11 only what the head may still take, so the bound does not depend on
+            # how the bytes were split; the rest must be body or after the response.
+            view = memoryview(data)
+            head, chunk = view[: conn.budget], view[conn.budget :]
+            if head:
+                outcome = self._pump(conn, head)
+            if outcome is _Outcome.MORE and not conn.started:
+                outcome = self._fail(conn, f"response head exceeds {self._max_header_bytes} bytes")
+            elif outcome is _Outcome.ENDED:
+                # Left unread in h11's buffer, it tells _finish the connection is not clean.
+                conn.h11.receive_data(chunk)  # type: ignore[arg-type]  # h11 takes any bytes-like
+        else:
+            conn.budget -= len(data)
+        if outcome is _Outcome.MORE:
+            outcome = self._pump(conn, chunk)
+        if outcome is _Outcome.ENDED:
+            self._finish(conn, now)
+        elif outcome is _Outcome.FAILED:
+            self._dispatch()
+
+    def data_to_send(self, connection: int) -> bytes:
+        """Drain the bytes waiting to be written on ``connection``.
+
+        Raises:
+            LocalProtocolError: the pool never allocated this id.
+        """
+        conn = self._lookup(connection)
+        if conn is None or not conn.outgoing:
+            return b""
+        data = b"".join(conn.outgoing)
+        conn.outgoing.clear()
+        conn.sent = True
+        return data
+
+    def connections_with_data(self) -> list[int]:
+        """The connections with bytes waiting in ``data_to_send``; changes nothing."""
+        return [conn.id for conn in self._connections.values() if conn.outgoing]
+
+    def next_action(self) -> OpenConnection | CloseConnection | None:
+        """Pop the next connection the driver must open or close, or ``None``."""
+        return self._actions.popleft() if self._actions else None
+
+    def next_event(self) -> PoolEvent | None:
+        """Pop the next response event, or ``None``."""
+        return self._events.popleft() if self._events else None
+
+    def next_deadline(self) -> float | None:
+        """When the first idle connection expires, or ``None``; changes nothing."""
+        return min((conn.idle_at for conn in self._idle.values()), default=None)
+
+    def handle_timeout(self, now: float) -> None:
+        """Close the idle connections whose keep-alive period ended at or before ``now``.
+
+        Actions: ``CloseConnection`` for each.
+        """
+        for conn in [conn for conn in self._idle.values() if conn.idle_at <= now]:
+            self._close(conn)
+        # No request can be waiting while a connection is idle, so nothing to dispatch.
+
+    def close(self) -> None:
+        """Close every connection and fail every exchange; later ``submit`` calls raise.
+
+        Events: ``ExchangeFailed`` for each exchange in progress, in submission order
+        (``sent=False`` for those still waiting). Actions: ``CloseConnection`` for each
+        connection.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for record in self._exchanges.values():
+            sent = record.connection is not None and record.connection.sent
+            self._events.append(ExchangeFailed(exchange=record.id, message=_POOL_CLOSED, sent=sent))
+        for conn in self._connections.values():
+            self._actions.append(CloseConnection(connection=conn.id))
+        self._exchanges.clear()
+        self._queue.clear()
+        self._connections.clear()
+        self._idle.clear()
+
+    def _lookup(self, connection: int) -> _Connection | None:
+        """The live connection with this id; ``None`` if the pool closed it already."""
+        conn = self._connections.get(connection)
+        if conn is None and not 0 < connection < self._next_connection:
+            raise LocalProtocolError(f"the pool never opened connection {connection}")
+        return conn
+
+    def _dispatch(self) -> None:
+        """Give waiting requests connections, in FIFO order, as far as the limit allows."""
+        while self._queue:
+            exchange = self._queue[0]
+            conn = next((c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
+            if conn is not None:
+                del self._idle[conn.id]
+                self._start(conn, exchange)
+            elif len(self._connections) < self._max_connections or self._idle:
+                if len(self._connections) >= self._max_connections:
+                    self._close(next(iter(self._idle.values())))
+                self._open(exchange)
+            else:
+                return
+            self._queue.popleft()
+
+    def _open(self, exchange: _Exchange) -> None:
+        """Allocate a connection for ``exchange`` and ask the driver to open it."""
+        conn = _Connection(self._next_connection, exchange, self._max_header_bytes)
+        self._next_connection += 1
+        self._connections[conn.id] = conn
+        exchange.connection = conn
+        url = exchange.url
+        self._actions.append(
+            OpenConnection(
+                connection=conn.id,
+                host=url.host,
+                port=url.port,
+                tls=url.scheme == "https",
+                server_hostname=url.host,
+            )
+        )
+
+    def _start(self, conn: _Connection, exchange: _Exchange) -> None:
+        """Write ``exchange``'s request on the connected ``conn``."""
+        conn.state = _State.ACTIVE
+        conn.exchange = exchange
+        exchange.connection = conn
+        conn.sent = conn.received = conn.eof = conn.started = False
+        conn.budget = self._max_header_bytes
+        # The request was validated at submit and the connection is idle, so h11 accepts it.
+        conn.outgoing.append(conn.h11.send(exchange.head))
+        if exchange.body:
+            # With Content-Length h11 writes the body object itself (bytes.join of one item
+            # returns it): no copy until data_to_send.
+            conn.outgoing.append(conn.h11.send(h11.Data(data=exchange.body)))
+        conn.h11.send(h11.EndOfMessage())
+
+    def _pump(self, conn: _Connection, data: bytes | memoryview) -> _Outcome:
+        """Feed ``data`` to h11 and queue the events it yields, up to the response's end."""
+        assert conn.exchange is not None  # only ACTIVE connections are pumped
+        exchange = conn.exchange.id
+        parser = conn.h11
+        parser.receive_data(data)  # type: ignore[arg-type]  # h11 accepts any bytes-like
+        try:
+            while True:
+                event = parser.next_event()
+                if isinstance(event, h11.Data):
+                    self._events.append(ResponseData(exchange=exchange, data=bytes(event.data)))
+                elif isinstance(event, h11.Response):
+                    conn.started = True
+                    headers = tuple(
+                        [
+                            (name.lower().decode("ascii"), value.decode("latin-1"))
+                            for name, value in event.headers.raw_items()
+                        ]
+                    )
+                    self._events.append(
+                        ResponseStarted(
+                            exchange=exchange,
+                            status=event.status_code,
+                            reason=event.reason.decode("latin-1"),
+                            headers=headers,
+                        )
+                    )
+                elif isinstance(event, h11.EndOfMessage):
+                    self._events.append(ResponseEnded(exchange=exchange))
+                    return _Outcome.ENDED
+                elif not isinstance(event, h11.InformationalResponse):
+                    # NEED_DATA: before the response's end h11 returns nothing else.
+                    return _Outcome.MORE
+        except h11.RemoteProtocolError as exc:
+            return self._fail_remote(conn, exc)
+
+    def _fail_remote(self, conn: _Connection, exc: h11.RemoteProtocolError) -> _Outcome:
+        """Fail the exchange on ``conn`` for what h11 refused, with a message for people."""
+        if conn.eof and not conn.received:
+            return self._fail(conn, "the server closed the connection without responding", stale=conn.reused)
+        if conn.eof:
+            message = "the server closed the connection before the response was complete"
+        elif exc.error_status_hint == 431:
+            # The head cannot get here (receive_data bounds it), so this is the body.
+            message = f"a chunk header or the trailer exceeds {self._max_header_bytes} bytes"
+        else:
+            message = f"invalid HTTP response: {exc}"
+        return self._fail(conn, message)
+
+    def _fail(self, conn: _Connection, message: str, *, stale: bool = False) -> _Outcome:
+        """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
+        assert conn.exchange is not None  # callers check
+        exchange = conn.exchange.id
+        self._events.append(
+            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale)
+        )
+        del self._exchanges[exchange]
+        self._close(conn)
+        return _Outcome.FAILED
+
+    def _finish(self, conn: _Connection, now: float) -> None:
+        """After a complete response: keep ``conn`` for reuse if it is clean, else close it."""
+        assert conn.exchange is not None  # the exchange just ended on it
+        del self._exchanges[conn.exchange.id]
+        conn.exchange = None
+        parser = conn.h11
+        reusable = (
+            parser.our_state is h11.DONE
+            and parser.their_state is h11.DONE  # neither side asked to close
+            and not conn.outgoing  # the server answered before reading all of the request
+            and parser.trailing_data == (b"", False)  # no extra bytes, no EOF
+        )
+        if reusable:
+            parser.start_next_cycle()
+            conn.state = _State.IDLE
+            conn.reused = True
+            conn.idle_at = now + self._idle_timeout
+            self._idle[conn.id] = conn
+        else:
+            self._close(conn)
+        self._dispatch()
+
+    def _close(self, conn: _Connection) -> None:
+        """Forget ``conn`` and tell the driver to close it."""
+        del self._connections[conn.id]
+        self._idle.pop(conn.id, None)
+        conn.outgoing.clear()
+        self._actions.append(CloseConnection(connection=conn.id))
+
+
+def _h11_request(request: HttpRequest) -> h11.Request:
+    """Build and validate the h11 request head for ``request``."""
+    # h11 would switch protocols after CONNECT or Upgrade and stop parsing the exchange.
+    if request.method == "CONNECT":
+        raise LocalProtocolError("CONNECT is not supported")
+    headers = [("host", request.url.authority)]
+    for name, _ in request.headers:
+        lowered = name.lower()
+        if lowered in _POOL_HEADERS:
+            raise LocalProtocolError(f"the pool sets the {name} header itself")
+        if lowered == "upgrade":
+            raise LocalProtocolError("protocol upgrades are not supported")
+    headers += request.headers
+    if request.body or request.method in _CONTENT_METHODS:
+        headers.append(("content-length", str(len(request.body))))
+    try:
+        return h11.Request(method=request.method, target=request.url.target, headers=headers)
+    except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
+        raise LocalProtocolError(f"invalid request: {exc}") from exc
