@@ -344,8 +344,10 @@ class HttpClient(ClientSession):
     def _exchange(self, kind: _Kind, method: str, url: Url, body: bytes, ids: tuple[int, ...],
                   last_event_id: str = "") -> _Exchange:
         self._next_exchange += 1
-        return _Exchange(self._next_exchange, kind, method, url,
-                         self._headers(kind, ids, last_event_id), body, ids, self._generation)
+        ex = _Exchange(self._next_exchange, kind, method, url,
+                       self._headers(kind, ids, last_event_id), body, ids, self._generation)
+        ex.last_event_id = last_event_id
+        return ex
 
     def _headers(self, kind: _Kind, ids: tuple[int, ...], last_event_id: str) -> tuple[Header, ...]:
         headers: list[Header] = [("user-agent", self.config.user_agent)]
@@ -447,7 +449,8 @@ class HttpClient(ClientSession):
             except MessageTooLarge as exc:
                 self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE, str(exc), now)
                 return
-            ex.last_event_id = ex.sse.last_event_id
+            if ex.sse.last_event_id:  # a new stream starts with none: keep the resume point
+                ex.last_event_id = ex.sse.last_event_id
             if ex.sse.retry is not None:
                 ex.retry = ex.sse.retry / 1000
             for sse_event in events:

@@ -179,9 +179,9 @@ class HttpConnection(AsyncClient):
             task = self._loop.create_task(self._open(action))
             self._connecting[action.connection] = task
         elif isinstance(action, CloseConnection):
-            task = self._connecting.pop(action.connection, None)
-            if task is not None:
-                task.cancel()
+            pending = self._connecting.pop(action.connection, None)
+            if pending is not None:
+                pending.cancel()
             sock = self._sockets.pop(action.connection, None)
             if sock is not None:
                 sock.close()

@@ -173,7 +173,8 @@ class StdioConnection(AsyncClient):
         try:
             return await fut
         except asyncio.CancelledError:
-            if not fut.done():
+            # Cancelling the task cancels the future it awaits, so "done" is no test here.
+            if not fut.done() or fut.cancelled():
                 self._waiters.pop(request_id, None)
                 self._progress.pop(request_id, None)
                 # Already finished or the connection is gone: then there is nothing to cancel.
