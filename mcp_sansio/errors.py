@@ -80,8 +80,8 @@ class ConnectionClosed(McpSansioError):
         detail = message
         if returncode is not None:
             detail += f" (exit status {returncode})"
-        if stderr_tail:
-            last = stderr_tail.strip().splitlines()[-1:] or [""]
+        last = stderr_tail.strip().splitlines()[-1:]
+        if last:
             detail += f"; stderr: {last[0][:300]}"
         super().__init__(detail)
         self.reason = message

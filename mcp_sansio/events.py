@@ -12,7 +12,6 @@ from typing import Final
 
 import msgspec
 
-from .errors import SessionExpired as SessionExpiredError
 from .errors import (
     ConnectionClosed,
     HttpError,
@@ -26,6 +25,7 @@ from .errors import (
     Unauthorized,
     UnsupportedProtocolVersion,
 )
+from .errors import SessionExpired as SessionExpiredError
 from .types import Implementation, InitializeResult, ServerCapabilities
 
 __all__ = [

@@ -14,7 +14,8 @@ class LineBuffer:
     """Splits a byte stream into lines without their terminators.
 
     ``feed`` returns complete lines; ``close`` returns the final unterminated one.
-    Blank lines are dropped (they carry no message). Once a line exceeds the bound,
+    Blank lines are dropped (they carry no message). A line is too long when the bytes
+    before its ``\\n`` (a ``\\r`` included) exceed the bound, whatever the chunking; then
     ``overflow`` holds its size (so far) and the buffer stops producing lines.
     """
 
@@ -30,23 +31,34 @@ class LineBuffer:
         """Append ``data`` and return every line it completed, up to an oversized one."""
         if self.overflow is not None:
             return []
+        limit = self._max
         buf = self._buf
         if not buf and data.endswith(b"\n") and data.count(b"\n") == 1:
             # Fast path: one whole line in one read, the common case for replies.
+            if len(data) > limit + 1:
+                self._overflowed(len(data) - 1)
+                return []
             line = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-            return self._checked([line]) if line else []
+            return [line] if line else []
         buf += data
         end = buf.rfind(b"\n", self._scanned)
         if end < 0:
             self._scanned = len(buf)
-            if len(buf) > self._max:
+            if len(buf) > limit:
                 self._overflowed(len(buf))
             return []
         lines = bytes(buf[:end]).split(b"\n")
         del buf[: end + 1]
         self._scanned = 0
-        out = self._checked([line[:-1] if line.endswith(b"\r") else line for line in lines if line])
-        if self.overflow is None and len(buf) > self._max:
+        out: list[bytes] = []
+        for raw in lines:
+            if len(raw) > limit:
+                self._overflowed(len(raw))
+                return out
+            line = raw[:-1] if raw.endswith(b"\r") else raw
+            if line:
+                out.append(line)
+        if len(buf) > limit:
             self._overflowed(len(buf))
         return out
 
@@ -56,6 +68,7 @@ class LineBuffer:
             return []
         rest = bytes(self._buf)
         self._buf.clear()
+        self._scanned = 0
         rest = rest.removesuffix(b"\r")
         return [rest] if rest else []
 
@@ -63,14 +76,6 @@ class LineBuffer:
     def buffered(self) -> int:
         """Bytes held for an incomplete line."""
         return len(self._buf)
-
-    def _checked(self, lines: list[bytes]) -> list[bytes]:
-        limit = self._max
-        for i, line in enumerate(lines):
-            if len(line) > limit:
-                self._overflowed(len(line))
-                return [x for x in lines[:i] if x]
-        return [x for x in lines if x] if b"" in lines else lines
 
     def _overflowed(self, size: int) -> None:
         self.overflow = size

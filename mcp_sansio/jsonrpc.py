@@ -13,6 +13,8 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from .errors import LocalProtocolError
+
 __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -73,8 +75,10 @@ def decode(data: bytes | memoryview) -> Envelope | list[Envelope]:
     """Decode one JSON text into an envelope, or a list of them for a batch.
 
     Raises:
-        msgspec.DecodeError: the text is not JSON or not JSON-RPC shaped; the caller
-            turns this into an event.
+        msgspec.DecodeError: the text is not JSON (``msgspec.ValidationError``: JSON,
+            but not JSON-RPC shaped); the caller turns this into an event.
+        RecursionError: the JSON nests deeper than the decoder goes; callers treat it
+            like a ``msgspec.ValidationError``.
     """
     return _decoder.decode(data)
 
@@ -121,23 +125,35 @@ class _Error(msgspec.Struct):
     error: ErrorObject
 
 
+def _encode(message: msgspec.Struct) -> bytes:
+    try:
+        return _encoder.encode(message)
+    except (TypeError, RecursionError) as exc:  # msgspec's "unsupported type", or nesting
+        raise LocalProtocolError(f"cannot encode the message as JSON: {exc}") from exc
+
+
 def encode_request(request_id: int | str, method: str, params: object) -> bytes:
-    """A request; ``params`` is a Struct, a mapping, or ``None`` to omit it."""
-    return _encoder.encode(_Request("2.0", request_id, method, params))
+    """A request; ``params`` is a Struct, a mapping, or ``None`` to omit it.
+
+    Raises:
+        LocalProtocolError: ``params`` holds a value JSON cannot represent (as do the
+            other ``encode_*`` functions for their payloads).
+    """
+    return _encode(_Request("2.0", request_id, method, params))
 
 
 def encode_notification(method: str, params: object) -> bytes:
     """A notification; ``params`` is a Struct, a mapping, or ``None`` to omit it."""
-    return _encoder.encode(_Notification("2.0", method, params))
+    return _encode(_Notification("2.0", method, params))
 
 
 def encode_result(request_id: int | str, result: object) -> bytes:
     """A successful response."""
-    return _encoder.encode(_Result("2.0", request_id, result))
+    return _encode(_Result("2.0", request_id, result))
 
 
 def encode_error(
     request_id: int | str | None, code: int, message: str, data: object = None
 ) -> bytes:
     """An error response; ``request_id`` is ``None`` when the request's id is unknown."""
-    return _encoder.encode(_Error("2.0", request_id, ErrorObject(code=code, message=message, data=data)))
+    return _encode(_Error("2.0", request_id, ErrorObject(code=code, message=message, data=data)))

@@ -35,6 +35,7 @@ from .types import (
     NOTIFICATION_PARAMS,
     REQUEST_PARAMS,
     RESULT_TYPES,
+    EmptyResult,
     Implementation,
     InitializeRequestParams,
     InitializeResult,
@@ -120,19 +121,23 @@ class ServerSession:
 
         Raises:
             LocalProtocolError: no such request awaits an answer (a request the client
-                cancelled is silently not answered).
+                cancelled is silently not answered), or ``result`` holds a value JSON
+                cannot represent (the request then still awaits an answer).
         """
+        message = jsonrpc.encode_result(request_id, result)
         if self._take(request_id):
-            self._write(jsonrpc.encode_result(request_id, result))
+            self._write(message)
 
     def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
         """Answer the client's request with a JSON-RPC error.
 
         Raises:
-            LocalProtocolError: no such request awaits an answer.
+            LocalProtocolError: no such request awaits an answer, or ``data`` holds a value
+                JSON cannot represent.
         """
+        encoded = jsonrpc.encode_error(request_id, code, message, data)
         if self._take(request_id):
-            self._write(jsonrpc.encode_error(request_id, code, message, data))
+            self._write(encoded)
 
     def notify(self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None) -> None:
         """Send a notification (``notifications/tools/list_changed``, ...)."""
@@ -167,10 +172,13 @@ class ServerSession:
     def _receive_line(self, line: bytes) -> None:
         try:
             decoded = jsonrpc.decode(line)
-        except msgspec.DecodeError as exc:
-            self._write(jsonrpc.encode_error(None, jsonrpc.PARSE_ERROR, f"parse error: {exc}"))
-            self._events.append(MessageDiscarded(
-                reason=DiscardReason.NOT_JSON, detail=str(exc), excerpt=line[:200]))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            if isinstance(exc, msgspec.ValidationError | RecursionError):  # JSON, not an envelope
+                code, reason, what = jsonrpc.INVALID_REQUEST, DiscardReason.NOT_JSON_RPC, "invalid request"
+            else:
+                code, reason, what = jsonrpc.PARSE_ERROR, DiscardReason.NOT_JSON, "parse error"
+            self._write(jsonrpc.encode_error(None, code, f"{what}: {exc}"))
+            self._events.append(MessageDiscarded(reason=reason, detail=str(exc), excerpt=line[:200]))
             return
         for env in decoded if isinstance(decoded, list) else [decoded]:
             kind = jsonrpc.classify(env)
@@ -197,7 +205,7 @@ class ServerSession:
         try:
             params = msgspec.json.decode(raw, type=tp)
             token = (_META_DECODER.decode(raw).meta or {}).get("progressToken")
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._write(jsonrpc.encode_error(rid, jsonrpc.INVALID_PARAMS, f"invalid params: {exc}"))
             return
         if method == "initialize":
@@ -230,7 +238,7 @@ class ServerSession:
         if tp is not None:
             try:
                 params = msgspec.json.decode(params if isinstance(params, Raw) else b"{}", type=tp)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return
         if method == "notifications/cancelled":
             cancelled = params.request_id  # type: ignore[attr-defined]
@@ -253,10 +261,10 @@ class ServerSession:
             return
         raw = env.result
         assert isinstance(raw, Raw)
-        tp = RESULT_TYPES.get(method)
         try:
-            result = msgspec.json.decode(raw, type=tp) if tp is not None else msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
+            # A method the types do not know: only ``_meta``; the event's ``raw`` has the JSON.
+            result = msgspec.json.decode(raw, type=RESULT_TYPES.get(method, EmptyResult))
+        except (msgspec.DecodeError, RecursionError) as exc:
             self._events.append(RequestFailed(
                 request_id=rid, method=method, reason=FailureReason.INVALID_RESULT,  # type: ignore[arg-type]
                 message=str(exc)))

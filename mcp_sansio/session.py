@@ -712,7 +712,7 @@ class ClientSession:
                 params = decoder.decode(raw if raw is not None else b"{}")
             except (msgspec.DecodeError, RecursionError) as exc:
                 self._discard(DiscardReason.INVALID_PARAMS, f"invalid {method} params: {exc}",
-                              raw if raw is not None else b"")
+                              memoryview(raw) if raw is not None else b"")
                 return
         if method == "notifications/progress":
             self._on_progress(params, now)

@@ -45,7 +45,15 @@ class StderrTail:
             lines.append(rest)
             rest = b""
         self._partial = rest
-        return [line.rstrip(b"\r").decode("utf-8", "replace") for line in lines]
+        out: list[str] = []
+        for raw in lines:
+            line = raw.rstrip(b"\r")
+            if len(line) <= _MAX_PARTIAL_LINE:
+                out.append(line.decode("utf-8", "replace"))
+            else:  # one read may hold a huge line: log it in bounded pieces
+                out.extend(line[i : i + _MAX_PARTIAL_LINE].decode("utf-8", "replace")
+                           for i in range(0, len(line), _MAX_PARTIAL_LINE))
+        return out
 
     def flush(self) -> list[str]:
         """End of stream: the last unterminated line, if any."""

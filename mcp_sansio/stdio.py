@@ -79,11 +79,12 @@ class StdioClient(ClientSession):
             return
         for line in self._lines.feed(data):
             self.receive_message(line, now)
-        size = self._lines.overflow
-        if size is not None:
-            limit = self.config.max_line_bytes
+            if self._ladder is not _Ladder.IDLE:
+                return  # that line failed the connection: the rest of the chunk is moot
+        if self._lines.overflow is not None:
+            # No size in the message: how much was seen depends on the chunking.
             self.connection_lost(
-                f"the server sent a line longer than max_line_bytes ({limit}); {size} bytes seen",
+                f"the server sent a line longer than max_line_bytes ({self.config.max_line_bytes})",
                 reason=FailureReason.MESSAGE_TOO_LARGE,
             )
             self._begin_shutdown(now)

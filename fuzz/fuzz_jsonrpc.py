@@ -1,0 +1,90 @@
+"""Fuzz target for JSON-RPC envelope decoding and encoding (``mcp_sansio.jsonrpc``).
+
+The input is one JSON text. ``decode`` may only raise its documented errors
+(``msgspec.DecodeError``, ``RecursionError``); an envelope must classify, and every valid
+kind must survive re-encoding: the bytes the encoders write decode to the same kind and
+the same members. The same text wrapped in a batch must give the same classification.
+
+Run with atheris: ``python fuzz/fuzz_jsonrpc.py fuzz/corpus/jsonrpc``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import msgspec
+
+from mcp_sansio import LocalProtocolError, jsonrpc
+from mcp_sansio.jsonrpc import Envelope, Kind
+
+DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
+
+
+def _reencoded(env: Envelope, kind: Kind) -> bytes:
+    """``env`` written again by the encoder of its kind."""
+    params = env.params if isinstance(env.params, msgspec.Raw) else None
+    if kind is Kind.REQUEST:
+        assert isinstance(env.id, int | str) and isinstance(env.method, str)
+        return jsonrpc.encode_request(env.id, env.method, params)
+    if kind is Kind.NOTIFICATION:
+        assert isinstance(env.method, str)
+        return jsonrpc.encode_notification(env.method, params)
+    if kind is Kind.RESULT:
+        assert isinstance(env.id, int | str)
+        return jsonrpc.encode_result(env.id, env.result)
+    assert isinstance(env.error, jsonrpc.ErrorObject)
+    request_id = env.id if isinstance(env.id, int | str) else None
+    return jsonrpc.encode_error(request_id, env.error.code, env.error.message, env.error.data)
+
+
+def _members(env: Envelope) -> tuple[object, ...]:
+    """What must survive re-encoding (error ``data`` may not: ``1e400`` comes back ``null``)."""
+
+    def raw(value: object) -> object:
+        return bytes(value) if isinstance(value, msgspec.Raw) else value
+
+    error = (env.error.code, env.error.message) if isinstance(env.error, jsonrpc.ErrorObject) else None
+    request_id = None if env.id is msgspec.UNSET and error is not None else env.id  # encode_error writes it
+    return request_id, env.method, raw(env.params), raw(env.result), error
+
+
+def _check(env: Envelope) -> Kind:
+    kind = jsonrpc.classify(env)
+    if kind is Kind.INVALID:
+        return kind
+    try:
+        again = jsonrpc.decode(_reencoded(env, kind))
+    except (LocalProtocolError, RecursionError):
+        return kind  # nested just deeper than the encoder or decoder goes
+    if not isinstance(again, Envelope) or jsonrpc.classify(again) is not kind:
+        raise AssertionError(f"{kind} did not survive re-encoding: {again!r}")
+    if _members(again) != _members(env):
+        raise AssertionError(f"members changed: {_members(again)!r} != {_members(env)!r}")
+    return kind
+
+
+def test_one_input(data: bytes) -> None:
+    """Check one input; raises AssertionError on a contract break."""
+    try:
+        decoded = jsonrpc.decode(data)
+    except DECODE_ERRORS:
+        return
+    if isinstance(decoded, list):
+        for env in decoded:
+            _check(env)
+        return
+    kind = _check(decoded)
+    try:
+        batch = jsonrpc.decode(b"[" + data + b"]")
+    except RecursionError:
+        return  # one level deeper than the text alone
+    if not isinstance(batch, list) or [jsonrpc.classify(env) for env in batch] != [kind]:
+        raise AssertionError(f"as a batch it classified as {batch!r}, alone as {kind}")
+
+
+if __name__ == "__main__":
+    import atheris
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

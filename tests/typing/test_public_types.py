@@ -1,0 +1,140 @@
+"""Pins of the public API's types: mypy checks every ``assert_type``; pytest runs them too.
+
+A change to a public signature shows up here as a mypy error, so it is a decision,
+not an accident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import assert_type
+
+import msgspec
+
+import mcp_sansio
+from mcp_sansio import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    Action,
+    ClientConfig,
+    ClientRequestReceived,
+    DiscardReason,
+    Event,
+    FailureReason,
+    InitializeFailed,
+    McpSansioError,
+    MessageDiscarded,
+    Phase,
+    RequestFailed,
+    RequestId,
+    ResponseReceived,
+    ServerSession,
+    StderrTail,
+    StdioClient,
+    jsonrpc,
+)
+from mcp_sansio.framing import LineBuffer
+from mcp_sansio.handlers import client_capabilities, coerce_result, roots_result
+from mcp_sansio.types import (
+    ClientCapabilities,
+    Implementation,
+    ListRootsResult,
+    PromptReference,
+    ServerCapabilities,
+)
+from mcp_sansio.versions import VersionRules, rules_for
+
+_INIT = (b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s",'
+         b'"version":"1"},"capabilities":{"tools":{},"resources":{"subscribe":true},"prompts":{},'
+         b'"completions":{},"logging":{}}}}\n')
+
+
+def test_stdio_client_signatures() -> None:
+    client = StdioClient(ClientConfig(), ClientCapabilities())
+    assert_type(client.config, ClientConfig)
+    assert_type(client.phase, Phase)
+    assert_type(client.initialize(now=0.0), None)
+    assert_type(client.data_to_send(), bytes)
+    assert_type(client.receive_data(_INIT, 0.0), None)
+    assert_type(client.next_event(), Event | None)
+    assert_type(client.next_action(), Action | None)
+    assert_type(client.next_deadline(), float | None)
+    assert_type(client.protocol_version, str | None)
+    assert_type(client.server_info, Implementation | None)
+    assert_type(client.server_capabilities, ServerCapabilities | None)
+    assert_type(client.instructions, str | None)
+    assert_type(client.rules, VersionRules | None)
+    assert_type(client.call_tool("t", {"a": 1}, now=0.0, timeout=1.0), int)
+    assert_type(client.list_tools(now=0.0), int)
+    assert_type(client.list_resources(now=0.0, cursor="c", all_pages=False), int)
+    assert_type(client.list_resource_templates(now=0.0), int)
+    assert_type(client.list_prompts(now=0.0), int)
+    assert_type(client.read_resource("u", now=0.0), int)
+    assert_type(client.subscribe_resource("u", now=0.0), int)
+    assert_type(client.unsubscribe_resource("u", now=0.0), int)
+    assert_type(client.get_prompt("p", {"k": "v"}, now=0.0), int)
+    assert_type(client.complete(PromptReference(name="p"), "a", "v", now=0.0), int)
+    assert_type(client.set_logging_level("info", now=0.0), int)
+    assert_type(client.ping(now=0.0), int)
+    assert_type(client.request("vendor/x", {"q": 1}, now=0.0), int)
+    assert_type(client.notify("notifications/roots/list_changed"), None)
+    assert_type(client.pending_requests(), list[RequestId])
+    assert_type(client.cancel(2, now=0.0, reason="stop"), None)
+    assert_type(client.handle_timeout(1.0), None)
+    assert_type(client.process_exited(0, 1.0), None)
+    assert_type(client.close(now=1.0), None)
+
+
+def test_event_and_failure_types() -> None:
+    failed = RequestFailed(request_id=1, method="m", reason=FailureReason.TIMEOUT, message="late")
+    assert_type(failed.request_id, int | str)
+    assert_type(failed.to_exception(returncode=1, stderr_tail=""), McpSansioError)
+    init = InitializeFailed(reason=FailureReason.TIMEOUT, message="late")
+    assert_type(init.to_exception(), McpSansioError)
+    assert_type(init.received, tuple[str, ...])
+    answer = ResponseReceived(request_id="a", method="m", result=ListRootsResult(), raw=msgspec.Raw(b"{}"))
+    assert_type(answer.result, msgspec.Struct)
+    assert_type(answer.raw, msgspec.Raw)
+    discarded = MessageDiscarded(reason=DiscardReason.NOT_JSON, detail="", excerpt=b"")
+    assert_type(discarded.excerpt, bytes)
+
+
+def test_server_session_signatures() -> None:
+    server = ServerSession(Implementation(name="s", version="1"), ServerCapabilities())
+    assert_type(server.receive_data(b""), None)
+    assert_type(server.request("roots/list"), int)
+    assert_type(server.notify("notifications/tools/list_changed"), None)
+    assert_type(server.send_progress(1, 0.5, total=1.0, message="m"), None)
+    assert_type(server.send_log("info", "x"), None)
+    assert_type(server.data_to_send(), bytes)
+    assert_type(server.next_event(), Event | None)
+    assert_type(server.protocol_version, str | None)
+    event = ClientRequestReceived(request_id=1, method="m", params=ListRootsResult(), progress_token=None)
+    assert_type(event.progress_token, str | int | None)
+
+
+def test_layer_helpers_signatures() -> None:
+    assert_type(LATEST_VERSION, str)
+    assert_type(SUPPORTED_VERSIONS, tuple[str, ...])
+    assert_type(rules_for(LATEST_VERSION), VersionRules | None)
+    lines = LineBuffer(10)
+    assert_type(lines.feed(b"a\n"), list[bytes])
+    assert_type(lines.close(), list[bytes])
+    assert_type(lines.overflow, int | None)
+    tail = StderrTail(10)
+    assert_type(tail.feed(b"x\n"), list[str])
+    assert_type(tail.flush(), list[str])
+    assert_type(tail.text(), str)
+    assert_type(jsonrpc.decode(b"{}"), jsonrpc.Envelope | list[jsonrpc.Envelope])
+    assert_type(jsonrpc.classify(jsonrpc.Envelope()), jsonrpc.Kind)
+    assert_type(jsonrpc.encode_request(1, "ping", None), bytes)
+    assert_type(jsonrpc.encode_notification("n", None), bytes)
+    assert_type(jsonrpc.encode_result(1, {}), bytes)
+    assert_type(jsonrpc.encode_error(None, jsonrpc.PARSE_ERROR, "m"), bytes)
+    assert_type(client_capabilities(sampling=True, elicitation=False, roots=False), ClientCapabilities)
+    assert_type(coerce_result("roots/list", {"roots": []}), msgspec.Struct | Mapping[str, object])
+    assert_type(roots_result([{"uri": "file:///a"}]), ListRootsResult)
+
+
+def test_public_names_are_exported() -> None:
+    assert {"StdioClient", "ServerSession", "ClientConfig", "Phase", "StderrTail"} <= set(mcp_sansio.__all__)
