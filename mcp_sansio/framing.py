@@ -19,12 +19,12 @@ class LineBuffer:
     ``overflow`` holds its size (so far) and the buffer stops producing lines.
     """
 
-    __slots__ = ("_buf", "_max", "_scanned", "overflow")
+    __slots__ = ("_max", "_parts", "_size", "overflow")
 
     def __init__(self, max_line_bytes: int) -> None:
-        self._buf = bytearray()
+        self._parts: list[bytes] = []  # chunks of the open line, joined once it ends
+        self._size = 0
         self._max = max_line_bytes
-        self._scanned = 0
         self.overflow: int | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
@@ -32,24 +32,34 @@ class LineBuffer:
         if self.overflow is not None:
             return []
         limit = self._max
-        buf = self._buf
-        if not buf and data.endswith(b"\n") and data.count(b"\n") == 1:
-            # Fast path: one whole line in one read, the common case for replies.
-            if len(data) > limit + 1:
-                self._overflowed(len(data) - 1)
+        last = data.rfind(b"\n")
+        if last == len(data) - 1 and not self._parts and data.find(b"\n") == last:
+            # Fast path: exactly one whole line in one read, the common case for replies.
+            if last > limit:
+                self._overflowed(last)
                 return []
             line = data[:-2] if data.endswith(b"\r\n") else data[:-1]
             return [line] if line else []
-        buf += data
-        end = buf.rfind(b"\n", self._scanned)
-        if end < 0:
-            self._scanned = len(buf)
-            if len(buf) > limit:
-                self._overflowed(len(buf))
+        if last < 0:
+            self._size += len(data)
+            if self._size > limit:
+                self._overflowed(self._size)
+            else:
+                self._parts.append(data)
             return []
-        lines = bytes(buf[:end]).split(b"\n")
-        del buf[: end + 1]
-        self._scanned = 0
+        first = data.find(b"\n")
+        if self._size + first > limit:
+            self._overflowed(self._size + first)
+            return []
+        if self._parts:
+            self._parts.append(data[:last])
+            block = b"".join(self._parts)
+            self._parts = []
+        else:
+            block = data[:last]
+        tail = data[last + 1 :]
+        self._size = len(tail)
+        lines = block.split(b"\n") if first != last else [block]
         out: list[bytes] = []
         for raw in lines:
             if len(raw) > limit:
@@ -58,26 +68,27 @@ class LineBuffer:
             line = raw[:-1] if raw.endswith(b"\r") else raw
             if line:
                 out.append(line)
-        if len(buf) > limit:
-            self._overflowed(len(buf))
+        if self._size > limit:
+            self._overflowed(self._size)
+        elif tail:
+            self._parts.append(tail)
         return out
 
     def close(self) -> list[bytes]:
         """End of stream: the final unterminated line, if any."""
         if self.overflow is not None:
             return []
-        rest = bytes(self._buf)
-        self._buf.clear()
-        self._scanned = 0
-        rest = rest.removesuffix(b"\r")
+        rest = b"".join(self._parts).removesuffix(b"\r")
+        self._parts = []
+        self._size = 0
         return [rest] if rest else []
 
     @property
     def buffered(self) -> int:
         """Bytes held for an incomplete line."""
-        return len(self._buf)
+        return self._size
 
     def _overflowed(self, size: int) -> None:
         self.overflow = size
-        self._buf = bytearray()
-        self._scanned = 0
+        self._parts = []
+        self._size = 0

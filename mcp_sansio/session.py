@@ -196,6 +196,9 @@ class ClientSession:
         self._init_deadline: float | None = None
         self._tried_versions: list[str] = []
         self._result: InitializeResult | None = None
+        self._allowed: dict[str, bool] = {}  # methods whose capability check passed
+        self._default_timeout = config.request_timeout
+        self._max_request_timeout = config.max_request_timeout
         self._rules: VersionRules | None = None
 
     # ------------------------------------------------------------------ queries
@@ -324,6 +327,7 @@ class ClientSession:
         self._advance(Trigger.RECV_INITIALIZE_RESULT)
         self._result = result
         self._rules = rules
+        self._allowed = {}
         self._send(jsonrpc.encode_notification("notifications/initialized", None))
         self._session_ready()
         self._events.append(InitializeCompleted(
@@ -375,26 +379,33 @@ class ClientSession:
                 the method needs, or ``all_pages`` for a method that has no pages, or
                 ``params`` hold a value JSON cannot represent.
         """
-        if self._phase is not Phase.READY and self._result is None:
-            raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
-        if self._phase is Phase.FAILED or self._phase is Phase.CLOSED:
-            raise LocalProtocolError(f"cannot send {method}: the session is {self._phase.value}")
-        need = _REQUIRES.get(method)
-        if need is not None:
-            self._check_capability(method, *need)
+        return self._request(method, params, now, timeout, all_pages, fresh=False)
+
+    def _request(self, method: str, params: Params, now: float, timeout: float | None,
+                 all_pages: bool, *, fresh: bool = True) -> int:
+        """:meth:`request`; ``fresh`` params were built here, so the token goes in place."""
+        if self._phase is not Phase.READY:
+            self._check_phase(method)
+        allowed = self._allowed.get(method)
+        if allowed is None:
+            need = _REQUIRES.get(method)
+            if need is not None:
+                self._check_capability(method, *need)  # raises when not declared
+            self._allowed[method] = True
         if all_pages and method not in _LIST_FIELDS:
             raise LocalProtocolError(f"{method} is not a paginated list")
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
-        wire = jsonrpc.encode_request(rid, method, _with_progress_token(params, rid))
+        wire = jsonrpc.encode_request(rid, method, _with_progress_token(params, rid, fresh))
         self._next_id = rid
         if timeout is None:
-            timeout = self.config.request_timeout
-        limit = self.config.max_request_timeout
-        limit_at = now + limit if limit is not None else None
+            timeout = self._default_timeout
         deadline = now + timeout
-        if limit_at is not None and limit_at < deadline:
-            deadline = limit_at
+        limit = self._max_request_timeout
+        limit_at = None
+        if limit is not None:
+            limit_at = now + limit
+            deadline = min(deadline, limit_at)
         pending = _Pending(rid, method, timeout, deadline, limit_at, rid)
         if all_pages:
             pending.items = []
@@ -411,9 +422,8 @@ class ClientSession:
     ) -> int:
         """``tools/call``. See :meth:`request` for the rest."""
         args = arguments if arguments is None or isinstance(arguments, dict) else dict(arguments)
-        return self.request(
-            "tools/call", CallToolRequestParams(name=name, arguments=args), now=now, timeout=timeout
-        )
+        params = CallToolRequestParams(name=name, arguments=args)
+        return self._request("tools/call", params, now, timeout, False)
 
     def list_tools(self, *, now: float, cursor: str | None = None, all_pages: bool = True,
                    timeout: float | None = None) -> int:
@@ -437,11 +447,11 @@ class ClientSession:
 
     def read_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/read``."""
-        return self.request("resources/read", ReadResourceRequestParams(uri=uri), now=now, timeout=timeout)
+        return self._request("resources/read", ReadResourceRequestParams(uri=uri), now, timeout, False)
 
     def subscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/subscribe``; updates arrive as ``NotificationReceived``."""
-        return self.request("resources/subscribe", SubscribeRequestParams(uri=uri), now=now, timeout=timeout)
+        return self._request("resources/subscribe", SubscribeRequestParams(uri=uri), now, timeout, False)
 
     def unsubscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/unsubscribe``."""
@@ -453,7 +463,7 @@ class ClientSession:
                    timeout: float | None = None) -> int:
         """``prompts/get``."""
         params = GetPromptRequestParams(name=name, arguments=dict(arguments) if arguments else None)
-        return self.request("prompts/get", params, now=now, timeout=timeout)
+        return self._request("prompts/get", params, now, timeout, False)
 
     def complete(
         self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
@@ -475,7 +485,7 @@ class ClientSession:
             argument=CompletionArgument(name=argument_name, value=value),
             context=CompletionContext(arguments=dict(context_arguments)) if context_arguments else None,
         )
-        return self.request("completion/complete", params, now=now, timeout=timeout)
+        return self._request("completion/complete", params, now, timeout, False)
 
     def set_logging_level(self, level: str, *, now: float, timeout: float | None = None) -> int:
         """``logging/setLevel``."""
@@ -599,6 +609,15 @@ class ClientSession:
         except (msgspec.DecodeError, RecursionError) as exc:
             self._discard_undecodable(bytes(data), exc)
             return
+        if type(decoded) is Envelope:
+            # Fast path: the answer to a plain pending request of ours.
+            rid = decoded.id
+            pending = self._pending.get(rid) if type(rid) is int else None
+            if (pending is not None and pending.items is None and decoded.method is UNSET
+                    and decoded.error is UNSET and decoded.jsonrpc == "2.0"
+                    and type(decoded.result) is Raw):
+                self._on_result(pending, decoded.result)
+                return
         if isinstance(decoded, list):
             if not decoded or self._rules is None or not self._rules.batches:
                 self._discard(DiscardReason.BATCH_NOT_ALLOWED,
@@ -647,13 +666,22 @@ class ClientSession:
             return
         raw = env.result
         assert isinstance(raw, Raw)  # classify() guarantees it
+        if pending.items is None:
+            self._on_result(pending, raw)
+            return
         try:
             result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
         except (msgspec.DecodeError, RecursionError) as exc:
             self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
             return
-        if pending.items is not None:
-            self._on_page(pending, result, raw, now)
+        self._on_page(pending, result, raw, now)
+
+    def _on_result(self, pending: _Pending, raw: Raw) -> None:
+        """The result of a request that is not a paged list: decode it by method."""
+        try:
+            result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
             return
         self._complete(pending)
         self._events.append(ResponseReceived(
@@ -799,6 +827,13 @@ class ClientSession:
             raise LocalProtocolError(f"{trigger.value} is not allowed while {self._phase.value}")
         self._phase = new
 
+    def _check_phase(self, method: str) -> None:
+        """Requests are accepted when ready, and while a lost session is re-opened."""
+        if self._result is None:
+            raise LocalProtocolError(f"cannot send {method} while the session is {self._phase.value}")
+        if self._phase is Phase.FAILED or self._phase is Phase.CLOSED:
+            raise LocalProtocolError(f"cannot send {method}: the session is {self._phase.value}")
+
     def _check_capability(self, method: str, capability: str, flag: str) -> None:
         declared = getattr(self.server_capabilities, capability, None)
         if declared is None or (flag and not getattr(declared, flag, None)):
@@ -856,16 +891,23 @@ class ClientSession:
     def _list(self, method: str, cursor: str | None, all_pages: bool, now: float,
               timeout: float | None) -> int:
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        return self.request(method, params, now=now, timeout=timeout, all_pages=all_pages)
+        return self._request(method, params, now, timeout, all_pages)
 
 
-def _with_progress_token(params: Params, rid: int) -> object:
-    """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress")."""
+def _with_progress_token(params: Params, rid: int, fresh: bool) -> object:
+    """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress").
+
+    ``fresh`` params were built by the session itself and get the token in place; a
+    caller's Struct is copied, never changed.
+    """
     if params is None:
         return {"_meta": {"progressToken": rid}}
     if isinstance(params, msgspec.Struct):
         meta = getattr(params, "meta", UNSET)
         if meta is UNSET:
+            return params
+        if fresh and meta is None:
+            params.meta = {"progressToken": rid}  # type: ignore[attr-defined]  # checked above
             return params
         merged = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
         return msgspec.structs.replace(params, meta=merged)

@@ -75,6 +75,7 @@ class HttpConnection(AsyncClient):
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        self._flush_pending = False
         self._finished = self._loop.create_future()
         self._ssl: ssl.SSLContext | None = None
 
@@ -127,7 +128,7 @@ class HttpConnection(AsyncClient):
         self._waiters[request_id] = fut
         if on_progress is not None:
             self._progress[request_id] = on_progress
-        self._pump()
+        self._flush()
         try:
             return await fut
         except asyncio.CancelledError:
@@ -145,6 +146,16 @@ class HttpConnection(AsyncClient):
         task.add_done_callback(self._tasks.discard)
 
     def _flush(self) -> None:
+        # A lone call goes out at once; calls started together go out in one write,
+        # once per loop turn.
+        if len(self._waiters) <= 1 and not self._flush_pending:
+            self._pump()
+        elif not self._flush_pending:
+            self._flush_pending = True
+            self._loop.call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flush_pending = False
         self._pump()
 
     # ------------------------------------------------------------- the pump

@@ -97,6 +97,7 @@ class StdioConnection(AsyncClient):
         self._stdin: asyncio.WriteTransport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        self._flush_pending = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._exit = self._loop.create_future()
         self._stderr_done = self._loop.create_future()
@@ -128,6 +129,11 @@ class StdioConnection(AsyncClient):
             raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
         self._transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]  # PIPE stdin is a WriteTransport
+        # Read at most what a pipe holds (64 KiB): asyncio's 256 KiB default makes glibc
+        # map and unmap a fresh buffer on every read.
+        stdout = transport.get_pipe_transport(1)
+        if stdout is not None and hasattr(stdout, "max_size"):
+            stdout.max_size = 65536
         waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
         self._init_waiter = waiter
         self._client.initialize(now=self._loop.time())
@@ -192,6 +198,16 @@ class StdioConnection(AsyncClient):
         return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
 
     def _flush(self) -> None:
+        # A lone call goes out at once; calls started together go out in one write,
+        # once per loop turn.
+        if len(self._waiters) <= 1 and not self._flush_pending:
+            self._pump()
+        elif not self._flush_pending:
+            self._flush_pending = True
+            self._loop.call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flush_pending = False
         self._pump()
 
     # ------------------------------------------------------------- the pump
