@@ -4,6 +4,8 @@ Bytes and messages go in, events and bytes to send come out, time is an argument
 Drivers for asyncio, anyio and blocking code live in their own packages.
 """
 
+from typing import TYPE_CHECKING
+
 from .config import ClientConfig
 from .errors import (
     ConnectionClosed,
@@ -40,13 +42,29 @@ from .events import (
     ServerRequestReceived,
     TerminateProcess,
 )
-from .server import ClientRequestReceived, ServerSession
 from .session import ClientSession, Phase
 from .stderr import StderrTail
 from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
+if TYPE_CHECKING:
+    from .server import ClientRequestReceived, ServerSession
+
 __version__ = "0.1.0"
+
+_LAZY = {"ClientRequestReceived": ".server", "ServerSession": ".server"}
+
+
+def __getattr__(name: str) -> object:
+    """The server role loads on first use: clients never pay for importing it."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "LATEST_VERSION",
