@@ -1,7 +1,8 @@
 """Parsing of ``WWW-Authenticate`` challenges (RFC 9110 section 11.6.1, RFC 6750).
 
 ``Bearer realm="mcp", error="insufficient_scope", scope="a b", resource_metadata="..."``
-becomes ``[Challenge(scheme="bearer", params={...})]``. Lenient, bounded, never raises.
+becomes ``[Challenge(scheme="bearer", params={...})]``. Lenient (an unquoted value may
+hold any character but whitespace, comma and quote), bounded, never raises.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ __all__ = ["Challenge", "parse_www_authenticate"]
 _MAX_HEADER: Final = 16 * 1024
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+# An unquoted parameter value: RFC 9110 wants a token, but servers send bare URLs
+# (resource_metadata=https://...); take everything up to whitespace or a comma.
+_BARE_VALUE: Final = re.compile(r'[^\s,"]+')
 _SPACE: Final = re.compile(r"[ \t]*")
 
 
@@ -67,7 +71,7 @@ def _parse_params(text: str, pos: int, params: dict[str, str]) -> int:
         if pos < len(text) and text[pos] == '"':
             value, pos = _quoted(text, pos + 1)
         else:
-            v = _TOKEN.match(text, pos)
+            v = _BARE_VALUE.match(text, pos)
             value = v.group() if v else ""
             pos = v.end() if v else pos
         params.setdefault(name, value)
