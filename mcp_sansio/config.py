@@ -10,7 +10,7 @@ import msgspec
 
 from .errors import LocalProtocolError
 from .retry import RetryPolicy
-from .versions import SUPPORTED_VERSIONS
+from .versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 __all__ = ["ClientConfig"]
 
@@ -24,7 +24,14 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
         client_name: ``clientInfo.name`` sent in ``initialize``.
         client_version: ``clientInfo.version``.
         client_title: optional human-readable ``clientInfo.title``.
-        protocol_versions: revisions we accept, the preferred (offered) one first.
+        protocol: ``"auto"`` (probe with ``server/discover``, fall back to ``initialize``),
+            or one revision to speak and nothing else.
+        protocol_versions: handshake-era revisions we accept, the preferred (offered)
+            one first.
+        modern_versions: stateless revisions we accept, preferred first.
+        discover_timeout: how long the ``server/discover`` probe may go unanswered
+            before an ``auto`` client takes the server for a handshake-era one.
+        max_input_rounds: rounds of multi round-trip input one request may take.
         request_timeout: default deadline of a request, from when it is sent.
         max_request_timeout: absolute bound on a request even when progress keeps
             resetting its deadline; ``None`` means no bound beyond ``request_timeout``
@@ -58,7 +65,11 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     client_name: str = "mcp-sansio"
     client_version: str = "0.1.0"
     client_title: str | None = None
+    protocol: str = "auto"
     protocol_versions: tuple[str, ...] = SUPPORTED_VERSIONS
+    modern_versions: tuple[str, ...] = MODERN_VERSIONS
+    discover_timeout: float = 3.0
+    max_input_rounds: int = 8
     request_timeout: float = 60.0
     max_request_timeout: float | None = None
     reset_timeout_on_progress: bool = True
@@ -81,6 +92,11 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     user_agent: str = "mcp-sansio/0.1.0"
 
     def __post_init__(self) -> None:
+        if self.protocol != "auto" and self.protocol not in (*SUPPORTED_VERSIONS, *MODERN_VERSIONS):
+            known = SUPPORTED_VERSIONS + MODERN_VERSIONS
+            raise LocalProtocolError(f"protocol must be 'auto' or one of {known}")
+        if any(v not in MODERN_VERSIONS for v in self.modern_versions):
+            raise LocalProtocolError(f"modern_versions must be a subset of {MODERN_VERSIONS}")
         unknown = [v for v in self.protocol_versions if v not in SUPPORTED_VERSIONS]
         if not self.protocol_versions or unknown:
             raise LocalProtocolError(

@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from . import jsonrpc
+from . import jsonrpc, modern
 from .config import ClientConfig
 from .errors import LocalProtocolError
 from .events import (
@@ -142,6 +142,9 @@ _PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
 }
 _INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
+_DISCOVER_DECODER: Final = msgspec.json.Decoder(modern.DiscoverResult)
+_HEAD_DECODER: Final = msgspec.json.Decoder(modern.ResultHead)
+_INPUT_DECODER: Final = msgspec.json.Decoder(modern.InputRequest)
 # Result of a method the types do not know: only ``_meta``; the event's ``raw`` has the JSON.
 _OPAQUE_DECODER: Final[msgspec.json.Decoder[msgspec.Struct]] = msgspec.json.Decoder(EmptyResult)
 _EMPTY: Final[dict[str, object]] = {}
@@ -152,7 +155,8 @@ class _Pending:
     """One request awaiting its answer."""
 
     __slots__ = (
-        "deadline", "id", "items", "limit_at", "method", "origin", "pages", "seen", "timeout", "wire",
+        "awaiting", "deadline", "id", "items", "limit_at", "method", "origin", "pages", "params",
+        "responses", "rounds", "seen", "state", "timeout", "wire",
     )
 
     def __init__(
@@ -170,6 +174,12 @@ class _Pending:
         self.items: list[object] | None = None
         self.seen: set[str] | None = None
         self.wire = b""  # the encoded request, for a transport that must re-send it
+        # Set only in the stateless era, for multi round-trip input (MRTR).
+        self.params: object = None
+        self.rounds = 0
+        self.awaiting: set[str] = set()
+        self.responses: dict[str, object] = {}
+        self.state: str | None = None
 
 
 class ClientSession:
@@ -200,8 +210,26 @@ class ClientSession:
         self._default_timeout = config.request_timeout
         self._max_request_timeout = config.max_request_timeout
         self._rules: VersionRules | None = None
+        self._client_info = Implementation(
+            name=config.client_name, version=config.client_version, title=config.client_title
+        )
+        # The stateless era (2026-07-28): set once server/discover has been answered.
+        self._modern_meta: dict[str, object] | None = None
+        self._probe_version: str | None = None  # the version a server/discover asked for
+        self._tried_modern: list[str] = []
+        self._log_level: str | None = None
+        self._mrtr: dict[str, tuple[int, str]] = {}  # input request id -> (request id, key)
+        self._listen_id: int | None = None  # the open subscriptions/listen request
+        self._subscriptions: set[str] = set()
 
     # ------------------------------------------------------------------ queries
+
+    @property
+    def era(self) -> str | None:
+        """``"legacy"`` (the ``initialize`` handshake) or ``"modern"`` (stateless), once known."""
+        if self._rules is None:
+            return None
+        return "modern" if self._rules.request_meta else "legacy"
 
     @property
     def phase(self) -> Phase:
@@ -252,6 +280,29 @@ class ClientSession:
 
     # ----------------------------------------------------------- the handshake
 
+    def start(self, *, now: float) -> None:
+        """Open the session the way ``config.protocol`` says.
+
+        ``"auto"`` probes with ``server/discover`` at the preferred stateless revision
+        and falls back to ``initialize`` on anything that is not positive evidence of a
+        modern server (``-32022`` naming a mutual version is); a fixed revision speaks
+        only that one.
+
+        Raises:
+            LocalProtocolError: the session has already started.
+        Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
+        """
+        protocol = self.config.protocol
+        if protocol == "auto":
+            if self.config.modern_versions:
+                self._send_discover(self.config.modern_versions[0], now, Trigger.SEND_INITIALIZE)
+            else:
+                self.initialize(now=now)
+        elif protocol in self.config.protocol_versions:
+            self._send_initialize(protocol, now)
+        else:
+            self._send_discover(protocol, now, Trigger.SEND_INITIALIZE)
+
     def initialize(self, *, now: float) -> None:
         """Send ``initialize`` offering the preferred revision.
 
@@ -279,7 +330,113 @@ class ClientSession:
         self._init_deadline = now + cfg.initialize_timeout
         self._send_request(rid, jsonrpc.encode_request(rid, "initialize", params))
 
+    def _send_discover(self, version: str, now: float, trigger: Trigger) -> None:
+        self._advance(trigger)
+        self._tried_modern.append(version)
+        self._probe_version = version
+        rid = self._allocate_id()
+        self._init_id = rid
+        auto = self.config.protocol == "auto"
+        self._init_deadline = now + (self.config.discover_timeout if auto else self.config.initialize_timeout)
+        meta = modern.request_meta(version, self.capabilities, self._client_info, None)
+        self._send_request(rid, jsonrpc.encode_request(rid, "server/discover", {"_meta": meta}))
+
+    def _fall_back_to_initialize(self, now: float) -> None:
+        """The probe says "not modern": the handshake era, as ``auto`` promises."""
+        self._probe_version = None
+        self._init_id = None
+        self._send_initialize(self.config.protocol_versions[0], now, Trigger.RETRY_INITIALIZE)
+
+    def _probe_failed(self, now: float, why: str) -> None:
+        """The transport saw the probe fail without a JSON-RPC answer (e.g. HTTP 404)."""
+        if self._probe_version is None or self._init_id is None:
+            return
+        if self.config.protocol == "auto":
+            self._fall_back_to_initialize(now)
+        else:
+            self._initialize_failed(FailureReason.UNSUPPORTED_VERSION, why,
+                                    offered=self._probe_version)
+
+    def _discover_answered(self, env: Envelope, now: float) -> None:
+        version = self._probe_version or ""
+        auto = self.config.protocol == "auto"
+        err = env.error
+        if not isinstance(err, msgspec.UnsetType):
+            supported = err.data.get("supported") if isinstance(err.data, dict) else None
+            listed = tuple(str(v) for v in supported) if isinstance(supported, list) else ()
+            if err.code == modern.UNSUPPORTED_PROTOCOL_VERSION and listed:
+                mutual = next((v for v in self.config.modern_versions
+                               if v in listed and v not in self._tried_modern), None)
+                if mutual is not None:
+                    self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
+                    return
+                if auto and any(v in self.config.protocol_versions for v in listed):
+                    self._fall_back_to_initialize(now)
+                    return
+                self._probe_version = None
+                self._initialize_failed(
+                    FailureReason.UNSUPPORTED_VERSION,
+                    f"the server supports only {', '.join(listed)}", offered=version, received=listed)
+                return
+            if auto:
+                self._fall_back_to_initialize(now)
+                return
+            self._probe_version = None
+            self._initialize_failed(
+                FailureReason.ERROR_RESPONSE,
+                f"server/discover failed: {err.message} (JSON-RPC error {err.code})",
+                error=ErrorData(code=err.code, message=err.message, data=err.data))
+            return
+        try:
+            found = _DISCOVER_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
+        except (msgspec.DecodeError, RecursionError):
+            found = None
+        mutual = None if found is None else next(
+            (v for v in self.config.modern_versions if v in found.supported_versions), None)
+        if found is None or mutual is None:
+            if auto:
+                self._fall_back_to_initialize(now)  # discover without a modern version: legacy
+                return
+            self._probe_version = None
+            self._initialize_failed(FailureReason.UNSUPPORTED_VERSION,
+                                    "the server/discover answer names no version this client speaks",
+                                    offered=version,
+                                    received=tuple(found.supported_versions) if found else ())
+            return
+        if mutual != version:
+            self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
+            return
+        self._adopt_modern(found, mutual)
+
+    def _adopt_modern(self, found: modern.DiscoverResult, version: str) -> None:
+        self._init_id = None
+        self._init_deadline = None
+        self._probe_version = None
+        info = (found.meta or {}).get(modern.SERVER_INFO_KEY)
+        try:
+            server_info = msgspec.convert(info, Implementation) if info is not None else None
+        except msgspec.ValidationError:
+            server_info = None
+        result = InitializeResult(
+            protocol_version=version, capabilities=found.capabilities,
+            server_info=server_info or Implementation(name="", version=""),
+            instructions=found.instructions,
+        )
+        self._advance(Trigger.RECV_INITIALIZE_RESULT)
+        self._result = result
+        self._rules = rules_for(version)
+        self._allowed = {}
+        self._modern_meta = modern.request_meta(version, self.capabilities, self._client_info, None)
+        self._session_ready()
+        self._events.append(InitializeCompleted(
+            protocol_version=version, server_info=result.server_info,
+            capabilities=result.capabilities, instructions=result.instructions, result=result,
+        ))
+
     def _initialize_answered(self, env: Envelope, now: float) -> None:
+        if self._probe_version is not None:
+            self._discover_answered(env, now)
+            return
         self._init_id = None
         self._init_deadline = None
         offered = self._tried_versions[-1]
@@ -396,7 +553,11 @@ class ClientSession:
             raise LocalProtocolError(f"{method} is not a paginated list")
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
-        wire = jsonrpc.encode_request(rid, method, _with_progress_token(params, rid, fresh))
+        meta = self._modern_meta
+        if meta is not None and self._log_level is not None:
+            meta = {**meta, modern.LOG_LEVEL_KEY: self._log_level}
+        sent = _with_progress_token(params, rid, fresh, meta)
+        wire = jsonrpc.encode_request(rid, method, sent)
         self._next_id = rid
         if timeout is None:
             timeout = self._default_timeout
@@ -410,6 +571,8 @@ class ClientSession:
         if all_pages:
             pending.items = []
             pending.seen = set()
+        if meta is not None:
+            pending.params = sent
         self._pending[rid] = pending
         heapq.heappush(self._heap, (deadline, rid))
         pending.wire = wire
@@ -450,14 +613,60 @@ class ClientSession:
         return self._request("resources/read", ReadResourceRequestParams(uri=uri), now, timeout, False)
 
     def subscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
-        """``resources/subscribe``; updates arrive as ``NotificationReceived``."""
+        """``resources/subscribe``; updates arrive as ``NotificationReceived``.
+
+        In the stateless era the URI joins the ``subscriptions/listen`` filter instead
+        (the listen request is re-opened with it) and the call completes at once.
+        """
+        if self._rules is not None and not self._rules.subscribe:
+            self._check_capability("resources/subscribe", "resources", "")
+            self._subscriptions.add(uri)
+            self._listen(now)
+            return self._done_locally("resources/subscribe")
         return self._request("resources/subscribe", SubscribeRequestParams(uri=uri), now, timeout, False)
 
     def unsubscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
-        """``resources/unsubscribe``."""
+        """``resources/unsubscribe`` (in the stateless era: leave the listen filter)."""
+        if self._rules is not None and not self._rules.subscribe:
+            self._subscriptions.discard(uri)
+            self._listen(now)
+            return self._done_locally("resources/unsubscribe")
         return self.request(
             "resources/unsubscribe", UnsubscribeRequestParams(uri=uri), now=now, timeout=timeout
         )
+
+    def listen(self, *, now: float) -> None:
+        """Stateless era: open ``subscriptions/listen`` for list changes and the subscribed
+        resources, so notifications arrive as they do in the handshake era. A no-op in
+        the handshake era, where the server sends them unasked."""
+        if self._rules is not None and not self._rules.subscribe:
+            self._listen(now)
+
+    def _listen(self, now: float) -> None:
+        if self._listen_id is not None and self._listen_id in self._pending:
+            self._fail(self._pending[self._listen_id], FailureReason.CANCELLED, "replaced")
+            self._events.pop()  # nobody waits on the old listen: no event for it
+            self._send_cancelled(self._listen_id, "the subscription filter changed")
+        caps = self.server_capabilities
+        filt: dict[str, object] = {}
+        if caps is not None and caps.tools is not None:
+            filt["toolsListChanged"] = True
+        if caps is not None and caps.prompts is not None:
+            filt["promptsListChanged"] = True
+        if caps is not None and caps.resources is not None:
+            filt["resourcesListChanged"] = True
+            if self._subscriptions:
+                filt["resourceSubscriptions"] = sorted(self._subscriptions)
+        # A listen never completes on its own: no deadline worth having.
+        self._listen_id = self._request("subscriptions/listen", {"notifications": filt}, now,
+                                        float("inf"), False)
+
+    def _done_locally(self, method: str) -> int:
+        """A call the stateless era answers without the server: an id and its answer."""
+        rid = self._allocate_id()
+        self._events.append(ResponseReceived(request_id=rid, method=method, result=EmptyResult(),
+                                             raw=Raw(b"{}")))
+        return rid
 
     def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, now: float,
                    timeout: float | None = None) -> int:
@@ -488,12 +697,19 @@ class ClientSession:
         return self._request("completion/complete", params, now, timeout, False)
 
     def set_logging_level(self, level: str, *, now: float, timeout: float | None = None) -> int:
-        """``logging/setLevel``."""
+        """``logging/setLevel``; in the stateless era later requests carry the level in
+        ``_meta`` instead, and the call completes at once."""
+        if self._rules is not None and not self._rules.set_level:
+            self._check_capability("logging/setLevel", "logging", "")
+            self._log_level = level
+            return self._done_locally("logging/setLevel")
         return self.request("logging/setLevel", SetLevelRequestParams(level=level), now=now,  # type: ignore[arg-type]  # validated by the server; a Literal in the wire type
                             timeout=timeout)
 
     def ping(self, *, now: float, timeout: float | None = None) -> int:
-        """``ping``."""
+        """``ping``; in the stateless era (no ``ping``) a ``server/discover`` round trip."""
+        if self._rules is not None and not self._rules.ping:
+            return self.request("server/discover", None, now=now, timeout=timeout)
         return self.request("ping", None, now=now, timeout=timeout)
 
     def notify(self, method: str, params: Params = None) -> None:
@@ -536,6 +752,9 @@ class ClientSession:
         """
         message = jsonrpc.encode_result(request_id, result)
         if self._take_inbound(request_id):
+            if isinstance(request_id, str) and request_id in self._mrtr:
+                self._input_answered(request_id, msgspec.to_builtins(result))
+                return
             self._send(message)
 
     def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
@@ -547,6 +766,13 @@ class ClientSession:
         """
         encoded = jsonrpc.encode_error(request_id, code, message, data)
         if self._take_inbound(request_id):
+            if isinstance(request_id, str) and request_id in self._mrtr:
+                rid, _ = self._mrtr.pop(request_id)
+                pending = self._pending.get(rid)
+                if pending is not None:  # the input could not be given: the request fails
+                    self._fail(pending, FailureReason.ERROR_RESPONSE, message,
+                               ErrorData(code=code, message=message, data=data))
+                return
             self._send(encoded)
 
     def connection_lost(self, message: str, *, returncode: int | None = None,
@@ -582,10 +808,15 @@ class ClientSession:
         ``InitializeFailed(reason=TIMEOUT)``.
         """
         if self._init_deadline is not None and self._init_deadline <= now:
-            self._initialize_failed(
-                FailureReason.TIMEOUT,
-                f"the server did not answer initialize within {self.config.initialize_timeout:g} s",
-            )
+            if self._probe_version is not None and self.config.protocol == "auto":
+                self._fall_back_to_initialize(now)  # a handshake-era server may ignore it
+            else:
+                what = "server/discover" if self._probe_version is not None else "initialize"
+                self._probe_version = None
+                self._initialize_failed(
+                    FailureReason.TIMEOUT,
+                    f"the server did not answer {what} within {self.config.initialize_timeout:g} s",
+                )
         heap = self._heap
         while heap and heap[0][0] <= now:
             deadline, rid = heapq.heappop(heap)
@@ -678,6 +909,14 @@ class ClientSession:
 
     def _on_result(self, pending: _Pending, raw: Raw) -> None:
         """The result of a request that is not a paged list: decode it by method."""
+        if pending.params is not None and b'"input_required"' in bytes(raw):
+            try:
+                head = _HEAD_DECODER.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                head = None
+            if head is not None and head.result_type == "input_required":
+                self._on_input_required(pending, head)
+                return
         try:
             result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -687,6 +926,79 @@ class ClientSession:
         self._events.append(ResponseReceived(
             request_id=pending.origin, method=pending.method, result=result, raw=raw
         ))
+
+    def _on_input_required(self, pending: _Pending, head: modern.ResultHead) -> None:
+        """MRTR: hand each input request to the app as a server request; once all are
+        answered, the original request goes again with ``inputResponses``."""
+        pending.rounds += 1
+        if pending.rounds > self.config.max_input_rounds:
+            self._fail(pending, FailureReason.PROTOCOL_ERROR,
+                       f"{pending.method}: more than {self.config.max_input_rounds} rounds of input")
+            return
+        pending.state = head.request_state
+        pending.responses = {}
+        pending.awaiting = set()
+        requests: list[ServerRequestReceived] = []
+        for key, raw_request in (head.input_requests or {}).items():
+            try:
+                request = _INPUT_DECODER.decode(raw_request)
+                decoder = _PARAMS_DECODERS[request.method] if request.method in _SERVER_REQUESTS else None
+                params = decoder.decode(request.params) if decoder is not None else None
+            except (msgspec.DecodeError, RecursionError) as exc:
+                self._fail(pending, FailureReason.PROTOCOL_ERROR, f"invalid input request {key!r}: {exc}")
+                return
+            need = _SERVER_REQUESTS.get(request.method)
+            if params is None or need is None or (need and getattr(self.capabilities, need, None) is None):
+                self._fail(pending, FailureReason.PROTOCOL_ERROR,
+                           f"{pending.method}: the server asked for {request.method!r}, "
+                           "which this client did not declare")
+                return
+            input_id = f"input:{pending.id}:{key}"
+            requests.append(ServerRequestReceived(request_id=input_id, method=request.method, params=params))
+            pending.awaiting.add(key)
+            self._mrtr[input_id] = (pending.id, key)
+        if not requests:  # only requestState: retry at once
+            self._reissue(pending)
+            return
+        for event in requests:
+            self._inbound.add(event.request_id)
+            self._events.append(event)
+
+    def _input_answered(self, input_id: str, response: object) -> None:
+        rid, key = self._mrtr.pop(input_id)
+        pending = self._pending.get(rid)
+        if pending is None:
+            return  # the request ended meanwhile (timeout, cancel)
+        pending.responses[key] = response
+        pending.awaiting.discard(key)
+        if not pending.awaiting:
+            self._reissue(pending)
+
+    def _reissue(self, pending: _Pending) -> None:
+        """Send the original request again, with the input gathered, under a new id."""
+        params = msgspec.to_builtins(pending.params)
+        if not isinstance(params, dict):
+            params = {}
+        rid = self._allocate_id()
+        meta = params.get("_meta")
+        params["_meta"] = {**meta, "progressToken": rid} if isinstance(meta, dict) else {"progressToken": rid}
+        if pending.responses:
+            params["inputResponses"] = dict(pending.responses)
+        else:
+            params.pop("inputResponses", None)
+        if pending.state is not None:
+            params["requestState"] = pending.state
+        else:
+            params.pop("requestState", None)
+        self._complete(pending)
+        again = _Pending(rid, pending.method, pending.timeout, pending.deadline, pending.limit_at,
+                         pending.origin)
+        again.params, again.rounds = params, pending.rounds
+        again.wire = jsonrpc.encode_request(rid, pending.method, params)
+        self._pending[rid] = again
+        self._aliases[pending.origin] = rid
+        heapq.heappush(self._heap, (again.deadline, rid))
+        self._send_request(rid, again.wire)
 
     def _on_page(self, pending: _Pending, result: msgspec.Struct, raw: Raw, now: float) -> None:
         field = _LIST_FIELDS[pending.method]
@@ -894,23 +1206,27 @@ class ClientSession:
         return self._request(method, params, now, timeout, all_pages)
 
 
-def _with_progress_token(params: Params, rid: int, fresh: bool) -> object:
-    """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress").
+def _with_progress_token(params: Params, rid: int, fresh: bool,
+                         extra: Mapping[str, object] | None = None) -> object:
+    """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress"), plus
+    the stateless era's per-request ``_meta`` when ``extra`` is given.
 
     ``fresh`` params were built by the session itself and get the token in place; a
     caller's Struct is copied, never changed.
     """
     if params is None:
-        return {"_meta": {"progressToken": rid}}
+        return {"_meta": {"progressToken": rid, **(extra or {})}}
     if isinstance(params, msgspec.Struct):
         meta = getattr(params, "meta", UNSET)
         if meta is UNSET:
-            return params
-        if fresh and meta is None:
+            if extra is None:
+                return params
+            return _with_progress_token(msgspec.to_builtins(params), rid, True, extra)
+        if fresh and meta is None and extra is None:
             params.meta = {"progressToken": rid}  # type: ignore[attr-defined]  # checked above
             return params
-        merged = {**meta, "progressToken": rid} if meta else {"progressToken": rid}
+        merged = {**(meta or {}), "progressToken": rid, **(extra or {})}
         return msgspec.structs.replace(params, meta=merged)
     meta = params.get("_meta")
-    merged = {**meta, "progressToken": rid} if isinstance(meta, Mapping) else {"progressToken": rid}
-    return {**params, "_meta": merged}
+    base = meta if isinstance(meta, Mapping) else {}
+    return {**params, "_meta": {**base, "progressToken": rid, **(extra or {})}}

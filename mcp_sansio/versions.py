@@ -12,7 +12,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["LATEST_VERSION", "SUPPORTED_VERSIONS", "VersionRules", "rules_for"]
+__all__ = ["LATEST_VERSION", "MODERN_VERSIONS", "SUPPORTED_VERSIONS", "VersionRules", "rules_for"]
 
 
 class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
@@ -29,6 +29,15 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
         url_elicitation: elicitation has the URL mode.
         sampling_tools: sampling requests may carry tools.
         tasks: task-augmented requests exist.
+        sessions: Streamable HTTP sessions (``Mcp-Session-Id``), the GET stream and
+            ``DELETE`` exist.
+        request_meta: every request carries version, capabilities and client info in
+            ``_meta`` (the stateless era); results may ask for input (MRTR).
+        standard_headers: HTTP requests carry ``Mcp-Method`` / ``Mcp-Name`` and the
+            ``x-mcp-header`` parameters.
+        ping: ``ping`` exists (else a liveness check is a ``server/discover``).
+        set_level: ``logging/setLevel`` exists (else the level rides in ``_meta``).
+        subscribe: ``resources/subscribe`` exists (else ``subscriptions/listen``).
     """
 
     version: str
@@ -41,6 +50,12 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
     url_elicitation: bool = False
     sampling_tools: bool = False
     tasks: bool = False
+    sessions: bool = True
+    request_meta: bool = False
+    standard_headers: bool = False
+    ping: bool = True
+    set_level: bool = True
+    subscribe: bool = True
 
 
 _ROWS: Final[tuple[VersionRules, ...]] = (
@@ -60,8 +75,20 @@ _ROWS: Final[tuple[VersionRules, ...]] = (
     ),
 )
 
-VERSIONS: Final[Mapping[str, VersionRules]] = {row.version: row for row in _ROWS}
+# The stateless era: no handshake, no sessions, per-request _meta (2026-07-28 changelog).
+_MODERN_ROWS: Final[tuple[VersionRules, ...]] = (
+    VersionRules(
+        version="2026-07-28", handshake=False, resumable_streams=False, url_elicitation=True,
+        sampling_tools=True, sessions=False, request_meta=True, standard_headers=True,
+        ping=False, set_level=False, subscribe=False,
+    ),
+)
+
+VERSIONS: Final[Mapping[str, VersionRules]] = {row.version: row for row in (*_ROWS, *_MODERN_ROWS)}
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = tuple(row.version for row in _ROWS)
+"""The handshake-era revisions, preferred first (what ``initialize`` may offer)."""
+MODERN_VERSIONS: Final[tuple[str, ...]] = tuple(row.version for row in _MODERN_ROWS)
+"""The stateless revisions, preferred first (what ``server/discover`` may ask for)."""
 LATEST_VERSION: Final[str] = SUPPORTED_VERSIONS[0]
 
 

@@ -136,7 +136,7 @@ class StdioConnection(AsyncClient):
             stdout.max_size = 65536
         waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
         self._init_waiter = waiter
-        self._client.initialize(now=self._loop.time())
+        self._client.start(now=self._loop.time())
         self._flush()
         try:
             event = await waiter

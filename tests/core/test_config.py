@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcp_sansio import SUPPORTED_VERSIONS, ClientConfig, LocalProtocolError
-from mcp_sansio.versions import LATEST_VERSION, VERSIONS, rules_for
+from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, VERSIONS, rules_for
 
 
 def test_defaults_offer_every_supported_version_latest_first() -> None:
@@ -55,8 +55,10 @@ def test_zero_durations_and_stderr_limit_are_allowed() -> None:
 
 
 def test_each_supported_version_has_rules() -> None:
-    assert tuple(VERSIONS) == SUPPORTED_VERSIONS
-    assert all(rules_for(v) is VERSIONS[v] for v in SUPPORTED_VERSIONS)
+    assert tuple(VERSIONS) == SUPPORTED_VERSIONS + MODERN_VERSIONS
+    assert all(rules_for(v) is VERSIONS[v] for v in SUPPORTED_VERSIONS + MODERN_VERSIONS)
+    assert all(VERSIONS[v].handshake for v in SUPPORTED_VERSIONS)
+    assert not any(VERSIONS[v].handshake for v in MODERN_VERSIONS)
     assert rules_for("2030-01-01") is None
 
 
