@@ -271,7 +271,11 @@ class AsyncClient:
         callback = self._progress.get(event.request_id)
         if callback is None:
             return
-        outcome = callback(event.progress, event.total, event.message)
+        try:
+            outcome = callback(event.progress, event.total, event.message)
+        except Exception:  # an application bug must not abort the pump mid-way
+            log.exception("the progress callback raised")
+            return
         if inspect.isawaitable(outcome):
             awaitable = outcome
 

@@ -11,8 +11,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import msgspec
@@ -29,14 +28,13 @@ from mcp_sansio import (
     TerminateProcess,
 )
 from mcp_sansio.errors import ConnectionClosed, McpSansioError
-from mcp_sansio.events import InitializeCompleted, InitializeFailed, RequestId
+from mcp_sansio.events import InitializeCompleted, InitializeFailed
 from mcp_sansio.handlers import client_capabilities
 
+from ._loop import Connect, LoopDriver
 from .client import (
-    AsyncClient,
     ElicitationHandler,
     NotificationHandler,
-    ProgressCallback,
     RootsArg,
     SamplingHandler,
 )
@@ -67,7 +65,7 @@ class _Protocol(asyncio.SubprocessProtocol):
         self._owner._exited()
 
 
-class StdioConnection(AsyncClient):
+class StdioConnection(LoopDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
     def __init__(
@@ -92,13 +90,8 @@ class StdioConnection(AsyncClient):
         self._args = list(args)
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
-        self._loop = asyncio.get_running_loop()
         self._transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
-        self._flush_pending = False
-        self._tasks: set[asyncio.Task[None]] = set()
         self._exit = self._loop.create_future()
         self._stderr_done = self._loop.create_future()
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
@@ -155,60 +148,13 @@ class StdioConnection(AsyncClient):
         try:
             await asyncio.shield(self._exit)
         finally:
-            for task in list(self._tasks):
-                task.cancel()
-            if self._timer is not None:
-                self._timer.cancel()
+            self._stop_tasks()
             self._reap_group()
             self._transport.close()
             self._transport = None
 
-    # ------------------------------------------------------- AsyncClient API
-
-    def _now(self) -> float:
-        return self._loop.time()
-
-    async def _wait(
-        self, request_id: RequestId, on_progress: ProgressCallback | None = None
-    ) -> msgspec.Struct:
-        fut: asyncio.Future[msgspec.Struct] = self._loop.create_future()
-        self._waiters[request_id] = fut
-        if on_progress is not None:
-            self._progress[request_id] = on_progress
-        self._flush()
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            # Cancelling the task cancels the future it awaits, so "done" is no test here.
-            if not fut.done() or fut.cancelled():
-                self._waiters.pop(request_id, None)
-                self._progress.pop(request_id, None)
-                # Already finished or the connection is gone: then there is nothing to cancel.
-                with contextlib.suppress(McpSansioError):
-                    self._client.cancel(request_id, now=self._loop.time(), reason="cancelled by the caller")
-                self._pump()
-            raise
-
-    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        task = self._loop.create_task(_run(fn))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
         return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
-
-    def _flush(self) -> None:
-        # A lone call goes out at once; calls started together go out in one write,
-        # once per loop turn.
-        if len(self._waiters) <= 1 and not self._flush_pending:
-            self._pump()
-        elif not self._flush_pending:
-            self._flush_pending = True
-            self._loop.call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        self._flush_pending = False
-        self._pump()
 
     # ------------------------------------------------------------- the pump
 
@@ -222,18 +168,7 @@ class StdioConnection(AsyncClient):
         data = client.data_to_send()
         if data and self._stdin is not None and not self._stdin.is_closing():
             self._stdin.write(data)
-        deadline = client.next_deadline()
-        if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer_at = deadline
-            self._timer = self._loop.call_at(deadline, self._on_timer)
-
-    def _on_timer(self) -> None:
-        at = self._timer_at
-        self._timer = self._timer_at = None
-        self._client.handle_timeout(max(at or 0.0, self._loop.time()))
-        self._pump()
+        self._arm(client.next_deadline())
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, CloseInput):
@@ -284,29 +219,6 @@ class StdioConnection(AsyncClient):
             self._exit.set_result(None)
 
 
-async def _run(fn: Callable[[], Awaitable[None]]) -> None:
-    await fn()
-
-
-class _Connect:
-    """``async with connect_stdio(...) as client`` (also awaitable for manual closing)."""
-
-    def __init__(self, factory: Callable[[], StdioConnection]) -> None:
-        self._factory = factory
-        self._conn: StdioConnection | None = None
-
-    async def __aenter__(self) -> StdioConnection:
-        conn = self._factory()
-        await conn._start()
-        self._conn = conn
-        return conn
-
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        if self._conn is not None:
-            await self._conn.aclose()
-
-
 def connect_stdio(
     command: str,
     args: Sequence[str] = (),
@@ -318,7 +230,7 @@ def connect_stdio(
     on_elicitation: ElicitationHandler | None = None,
     roots: RootsArg | None = None,
     on_notification: NotificationHandler | None = None,
-) -> _Connect:
+) -> Connect[StdioConnection]:
     """Start ``command args`` and speak MCP to it over stdio.
 
     ``env`` entries are added to the current environment. Handlers answer the server's
@@ -330,7 +242,7 @@ def connect_stdio(
         RequestTimeout: it did not answer ``initialize`` within ``initialize_timeout``.
     """
     cfg = config or ClientConfig()
-    return _Connect(lambda: StdioConnection(
+    return Connect(lambda: StdioConnection(
         command, args, env=env, cwd=cwd, config=cfg, on_sampling=on_sampling,
         on_elicitation=on_elicitation, roots=roots, on_notification=on_notification,
     ))

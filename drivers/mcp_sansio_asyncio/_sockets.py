@@ -1,0 +1,151 @@
+"""The asyncio driver for cores that speak over TCP/TLS connections (HTTP, WebSocket).
+
+They ask for connections with ``OpenConnection`` / ``CloseConnection`` and get bytes
+back; every protocol decision stays in the core (STYLE.md section 8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Protocol
+
+import msgspec
+
+from mcp_sansio.events import Action, Event, InitializeCompleted
+from mcp_sansio.http11 import CloseConnection, OpenConnection
+from mcp_sansio.session import ClientSession
+
+from ._loop import LoopDriver
+
+__all__ = ["NetworkCore", "SocketDriver"]
+
+
+class NetworkCore(Protocol):
+    """The driver contract of the socket-based cores (HttpClient, WebSocketClient)."""
+
+    finished: bool
+
+    def connect(self, *, now: float) -> None: ...
+    def close(self, *, now: float) -> None: ...
+    def next_event(self) -> Event | None: ...
+    def next_action(self) -> Action | None: ...
+    def next_deadline(self) -> float | None: ...
+    def connections_with_data(self) -> list[int]: ...
+    def data_to_send(self, connection: int) -> bytes: ...
+    def connection_made(self, connection: int, now: float) -> None: ...
+    def connection_failed(self, connection: int, message: str, now: float) -> None: ...
+    def receive_data(self, connection: int, data: bytes, now: float) -> None: ...
+
+
+class _Socket(asyncio.Protocol):
+    def __init__(self, owner: SocketDriver, connection: int) -> None:
+        self._owner = owner
+        self._connection = connection
+
+    def data_received(self, data: bytes) -> None:
+        self._owner._received(self._connection, data)
+
+    def eof_received(self) -> bool:
+        self._owner._received(self._connection, b"")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner._lost(self._connection, exc)
+
+
+class SocketDriver(LoopDriver):
+    """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
+
+    def __init__(self, core: ClientSession, **handlers: object) -> None:
+        super().__init__(core, **handlers)
+        self._net: NetworkCore = core  # type: ignore[assignment]  # HttpClient / WebSocketClient
+        self._sockets: dict[int, asyncio.Transport] = {}
+        self._connecting: dict[int, asyncio.Task[None]] = {}
+        self._finished = self._loop.create_future()
+        self._ssl: ssl.SSLContext | None = None
+
+    async def _start(self) -> None:
+        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
+        self._init_waiter = waiter
+        self._net.connect(now=self._loop.time())
+        self._pump()
+        try:
+            event = await waiter
+        except BaseException:
+            await self.aclose()
+            raise
+        assert isinstance(event, InitializeCompleted)
+
+    async def aclose(self) -> None:
+        """End the session, close every socket, cancel every task."""
+        self._net.close(now=self._loop.time())
+        self._pump()
+        try:
+            await asyncio.shield(self._finished)
+        finally:
+            for task in self._connecting.values():
+                task.cancel()
+            self._stop_tasks()
+            for sock in self._sockets.values():
+                sock.abort()
+            self._sockets.clear()
+
+    def _pump(self) -> None:
+        net = self._net
+        self._deliver_events()
+        while (action := net.next_action()) is not None:
+            self._perform(action)
+        for connection in net.connections_with_data():
+            data = net.data_to_send(connection)
+            sock = self._sockets.get(connection)
+            if sock is not None and data:
+                sock.write(data)
+        if net.finished and not self._finished.done():
+            self._finished.set_result(None)
+        self._arm(net.next_deadline())
+
+    def _perform(self, action: Action) -> None:
+        if isinstance(action, OpenConnection):
+            self._connecting[action.connection] = self._loop.create_task(self._open(action))
+        elif isinstance(action, CloseConnection):
+            pending = self._connecting.pop(action.connection, None)
+            if pending is not None:
+                pending.cancel()
+            sock = self._sockets.pop(action.connection, None)
+            if sock is not None:
+                sock.close()
+
+    async def _open(self, action: OpenConnection) -> None:
+        conn = action.connection
+        try:
+            if action.tls and self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            sock, _ = await self._loop.create_connection(
+                lambda: _Socket(self, conn), action.host, action.port,
+                ssl=self._ssl if action.tls else None,
+                server_hostname=action.server_hostname if action.tls else None,
+            )
+        except (OSError, ssl.SSLError) as exc:
+            self._connecting.pop(conn, None)
+            self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+            self._pump()
+            return
+        self._connecting.pop(conn, None)
+        self._sockets[conn] = sock
+        self._net.connection_made(conn, self._loop.time())
+        self._pump()
+
+    def _received(self, connection: int, data: bytes) -> None:
+        if connection in self._sockets:
+            self._net.receive_data(connection, data, self._loop.time())
+            self._pump()
+
+    def _lost(self, connection: int, exc: Exception | None) -> None:
+        if self._sockets.pop(connection, None) is None:
+            return  # we closed it
+        if exc is None:
+            self._net.receive_data(connection, b"", self._loop.time())
+        else:
+            self._net.connection_failed(connection, str(exc) or type(exc).__name__, self._loop.time())
+        self._pump()
