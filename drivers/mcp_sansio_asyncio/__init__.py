@@ -1,4 +1,4 @@
-"""asyncio driver for mcp-sansio: ``connect_stdio(cmd, args)``, ``connect_http(url)``.
+"""asyncio driver for mcp-sansio: ``connect_stdio``, ``connect_http``, ``connect_websocket``.
 
 The HTTP and WebSocket parts load on first use, so a stdio-only program never imports
 h11, wsproto or ssl.
@@ -11,10 +11,24 @@ from .stdio import StdioConnection, connect_stdio
 
 if TYPE_CHECKING:
     from .http import HttpConnection, connect_http
+    from .websocket import WebSocketConnection, connect_websocket
 
-__all__ = ["AsyncClient", "HttpConnection", "StdioConnection", "connect_http", "connect_stdio"]
+__all__ = [
+    "AsyncClient",
+    "HttpConnection",
+    "StdioConnection",
+    "WebSocketConnection",
+    "connect_http",
+    "connect_stdio",
+    "connect_websocket",
+]
 
-_LAZY = {"HttpConnection": "http", "connect_http": "http"}
+_LAZY = {
+    "HttpConnection": "http",
+    "connect_http": "http",
+    "WebSocketConnection": "websocket",
+    "connect_websocket": "websocket",
+}
 
 
 def __getattr__(name: str) -> object:
