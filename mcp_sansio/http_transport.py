@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
@@ -52,6 +53,14 @@ _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 _FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
 # Headers that identify or authorize us; never sent to another origin after a redirect.
 _PRIVATE: Final = frozenset({"authorization", "cookie", "proxy-authorization", "mcp-session-id"})
+# Headers the pool or this module sets; a user's value would duplicate or contradict them.
+_RESERVED: Final = frozenset({
+    "host", "content-length", "transfer-encoding", "upgrade", "accept", "content-type", "user-agent",
+    "mcp-session-id", "mcp-protocol-version", "last-event-id",
+})
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a field name (RFC 9110 section 5.1)
+# A field value h11 accepts: visible ASCII and inner spaces or tabs (RFC 9110 section 5.5).
+_FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 
 
 class TransportMode(enum.Enum):
@@ -104,12 +113,12 @@ class _Exchange:
     """One HTTP request of ours and what we know about its response."""
 
     __slots__ = (
-        "attempt", "body", "buffer", "generation", "headers", "id", "kind", "last_event_id",
+        "attempt", "body", "buffer", "challenge", "headers", "id", "kind", "last_event_id",
         "method", "redirects", "request_ids", "retry", "sse", "status", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
-                 body: bytes, request_ids: tuple[int, ...], generation: int) -> None:
+                 body: bytes, request_ids: tuple[int, ...]) -> None:
         self.id = exchange_id
         self.kind = kind
         self.method = method
@@ -117,7 +126,6 @@ class _Exchange:
         self.headers = headers
         self.body = body
         self.request_ids = request_ids
-        self.generation = generation
         self.redirects = 0
         self.attempt = 0
         self.status = 0
@@ -125,6 +133,7 @@ class _Exchange:
         self.buffer: bytearray | None = None  # JSON body, or the start of an error body
         self.last_event_id = ""
         self.retry: float | None = None
+        self.challenge: dict[str, str] = {}  # WWW-Authenticate parameters of a 401/403
 
 
 class HttpClient(ClientSession):
@@ -150,12 +159,16 @@ class HttpClient(ClientSession):
         """Create the client; nothing is sent until :meth:`connect`.
 
         Raises:
-            LocalProtocolError: ``url`` is not an http(s) URL, or a header is malformed.
+            LocalProtocolError: ``url`` is not an http(s) URL, ``transport`` is unknown, or
+                a header is malformed or one the client sets itself.
         """
         cfg = config or ClientConfig()
         super().__init__(cfg, capabilities or ClientCapabilities())
         self.url = parse_url(url)
-        self.mode = TransportMode(transport)
+        try:
+            self.mode = TransportMode(transport)
+        except ValueError as exc:
+            raise LocalProtocolError(f"unknown HTTP transport {transport!r}") from exc
         self._user_headers: tuple[Header, ...] = tuple(_checked_headers(headers or {}))
         self._pool = HttpPool(max_connections=cfg.max_connections)
         self._next_exchange = 0
@@ -170,8 +183,6 @@ class HttpClient(ClientSession):
         self._init_wire = b""
         self._resent: set[int] = set()
         self._restarts = 0
-        self._get_stream = False
-        self._auth_params: dict[int, dict[str, str]] = {}
         self._closing_at: float | None = None
         self._finished = False
         self._rng = (jitter_seed * 6364136223846793005 + 1442695040888963407) & (2**64 - 1) or 1
@@ -225,41 +236,66 @@ class HttpClient(ClientSession):
 
         Raises:
             LocalProtocolError: already started.
+        Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
         """
         self._now = now
+        self.initialize(now=now)  # first: it raises before anything changes
         if self._legacy:
             self._open_legacy_stream(now)
-        self.initialize(now=now)
 
     def connection_made(self, connection: int, now: float) -> None:
-        """The driver connected ``connection`` (TLS done, if any)."""
+        """The driver connected ``connection`` (TLS done, if any); its request is queued.
+
+        Raises:
+            LocalProtocolError: the client never asked for ``connection``, or it is
+                connected already.
+        """
         self._now = now
         self._pool.connection_made(connection, now)
         self._drain_pool(now)
 
     def connection_failed(self, connection: int, message: str, now: float) -> None:
-        """Connecting failed, or the connection broke with an error."""
+        """Connecting failed, or the connection broke with an error.
+
+        A request that never left is retried per ``config.retry``; one that may have
+        reached the server fails rather than being sent twice.
+
+        Raises:
+            LocalProtocolError: the client never asked for ``connection``.
+        Events: ``RequestFailed``, ``InitializeFailed``, ``ConnectionTerminated``.
+        """
         self._now = now
         self._pool.connection_failed(connection, message, now)
         self._drain_pool(now)
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
-        """Bytes read from ``connection``; ``b""`` at EOF."""
+        """Bytes read from ``connection``; ``b""`` at EOF.
+
+        Whatever the server sends becomes events, never an exception.
+
+        Raises:
+            LocalProtocolError: the client never asked for ``connection``, or it is not
+                connected yet.
+        Events: any of :mod:`mcp_sansio.events`, including ``SessionExpired`` and
+        ``AuthorizationRequired``.
+        """
         self._now = now
         self._pool.receive_data(connection, data, now)
         self._drain_pool(now)
 
     def handle_timeout(self, now: float) -> None:
-        """Fire request deadlines, due retries, pool timers and the close bound."""
+        """Fire request deadlines, due retries, pool timers and the close bound.
+
+        Events: ``RequestFailed(reason=TIMEOUT)`` (with ``notifications/cancelled``
+        POSTed), ``InitializeFailed(reason=TIMEOUT)``.
+        """
         self._now = now
         super().handle_timeout(now)
         self._pool.handle_timeout(now)
         while self._scheduled and self._scheduled[0][0] <= now:
             _, _, ex = heapq.heappop(self._scheduled)
-            if ex.generation != self._generation or self._finished or self._closing_at is not None:
-                continue
-            if ex.kind is _Kind.RESUME and not self._waiting_on(ex):
-                continue  # the requests it would resume have ended meanwhile
+            if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
+                continue  # the session ended, or the requests it carries ended meanwhile
             self._submit(ex, now)
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
@@ -269,6 +305,10 @@ class HttpClient(ClientSession):
         """End the session: pending requests fail, a ``DELETE`` ends it on the server.
 
         Poll :attr:`finished`; :meth:`next_deadline` bounds the wait (``close_timeout``).
+        A second call does nothing.
+
+        Events: ``RequestFailed`` for each pending request (or ``InitializeFailed``), then
+        ``ConnectionTerminated``.
         """
         if self._closing_at is not None or self._finished:
             return
@@ -296,30 +336,33 @@ class HttpClient(ClientSession):
         self._post(request_id, message)
 
     def _session_ready(self) -> None:
-        now = self._now
         held, self._held = self._held, []
-        resend = [p for p in self._pending.values() if p.wire and p.id not in self._resent]
-        if self._generation > 0:
+        if self._generation:
+            # A new session after expiry: re-send, once, what was in flight on the old one
+            # (requests made meanwhile are held, and go out below).
+            skip = self._resent | {rid for rid, _ in held}
+            resend = [p for p in self._pending.values() if p.id not in skip]
             self._resent.update(p.id for p in resend)
-        else:
-            resend = []
-        for pending in resend:
-            self._post(pending.id, pending.wire)
+            for pending in resend:
+                self._post(pending.id, pending.wire)
         for rid, message in held:
             self._post(rid, message)
-        if (not self._legacy and self.config.open_get_stream and not self._get_stream
-                and self.rules is not None and self.rules.streamable_http):
-            self._open_get_stream(now)
+        rules = self.rules
+        assert rules is not None  # set by the handshake that just completed
+        if not self._legacy and self.config.open_get_stream and rules.streamable_http:
+            self._open_get_stream(self._now)
 
     def _complete(self, pending: _Pending) -> None:
         super()._complete(pending)
-        if self._restarts and not self._init_id:
-            self._restarts = 0  # a request finished on the new session: it works
         self._resent.discard(pending.id)
+        self._restarts = 0  # the server answered a request: the session works
 
     def _fail(self, pending: _Pending, reason: FailureReason, message: str,
               error: ErrorData | None = None) -> None:
-        super()._fail(pending, reason, message, error)
+        restarts = self._restarts
+        super()._fail(pending, reason, message, error)  # which calls _complete
+        if reason is not FailureReason.ERROR_RESPONSE:
+            self._restarts = restarts  # only an answer (a result or an error) shows the session works
         # Free the connection of a request given up on (timeout, cancel) if nothing
         # else waits on its stream.
         for ex in list(self._exchanges.values()):
@@ -337,15 +380,13 @@ class HttpClient(ClientSession):
             self._submit(self._exchange(_Kind.LEGACY_POST, "POST", self._legacy_endpoint, message, ids),
                          self._now)
             return
-        if self._closing_at is not None or self._finished:
-            return
         self._submit(self._exchange(_Kind.POST, "POST", self.url, message, ids), self._now)
 
     def _exchange(self, kind: _Kind, method: str, url: Url, body: bytes, ids: tuple[int, ...],
                   last_event_id: str = "") -> _Exchange:
         self._next_exchange += 1
         ex = _Exchange(self._next_exchange, kind, method, url,
-                       self._headers(kind, ids, last_event_id), body, ids, self._generation)
+                       self._headers(kind, ids, last_event_id), body, ids)
         ex.last_event_id = last_event_id
         return ex
 
@@ -357,7 +398,8 @@ class HttpClient(ClientSession):
             headers.append(("accept", _SSE))
         if last_event_id:
             headers.append(("last-event-id", last_event_id))
-        is_init = self._init_id is not None and self._init_id in ids
+        # The initialize POST goes without: no session exists and no version is agreed yet.
+        is_init = kind is _Kind.POST and self._init_id in ids
         if not self._legacy and not is_init:
             if self._session_id is not None:
                 headers.append(("mcp-session-id", self._session_id))
@@ -406,10 +448,7 @@ class HttpClient(ClientSession):
         while (event := pool.next_event()) is not None:
             ex = self._exchanges.get(event.exchange)
             if ex is None:
-                continue
-            if ex.generation != self._generation and ex.kind is not _Kind.DELETE:
-                self._abandon(ex, now)  # the old session's answers must not touch the new one
-                continue
+                continue  # abandoned: the pool dropped its queued events, this came after
             if isinstance(event, ResponseData):
                 self._on_data(ex, event.data, now)
             elif isinstance(event, ResponseStarted):
@@ -432,6 +471,8 @@ class HttpClient(ClientSession):
             if sid is not None and 200 <= status < 300:
                 self._session_id = _visible_ascii(sid)
         if 200 <= status < 300:
+            if ex.kind is _Kind.LEGACY_POST or ex.kind is _Kind.DELETE:
+                return  # nothing to read: legacy answers come on the stream
             ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype == _SSE:
                 ex.sse = SseParser(max_event_bytes=self.config.max_response_bytes)
@@ -443,34 +484,51 @@ class HttpClient(ClientSession):
         ex.buffer = bytearray()  # keep the start of the error body, for the message
 
     def _on_data(self, ex: _Exchange, data: bytes, now: float) -> None:
-        if ex.sse is not None:
-            try:
-                events = ex.sse.feed(data)
-            except MessageTooLarge as exc:
-                self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE, str(exc), now)
-                return
-            if ex.sse.last_event_id:  # a new stream starts with none: keep the resume point
-                ex.last_event_id = ex.sse.last_event_id
-            if ex.sse.retry is not None:
-                ex.retry = ex.sse.retry / 1000
-            for sse_event in events:
-                if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
-                    self._on_endpoint(ex, sse_event.data, now)
-                elif sse_event.data and sse_event.event == "message":
-                    self.receive_message(sse_event.data.encode(), now)
+        sse = ex.sse
+        if sse is not None:
+            limit = self.config.max_response_bytes
+            # Fed at most ``limit`` bytes at a time, the parser cannot complete an event and
+            # then overflow in the same feed (which loses the event), so what is delivered
+            # never depends on how the reads were cut.
+            for start in range(0, len(data), limit):
+                if ex.id not in self._exchanges:
+                    return  # abandoned by what an earlier piece caused: deliver nothing more
+                self._on_sse_data(ex, sse, data[start : start + limit], now)
             return
         buf = ex.buffer
         if buf is None:
             return
         if 200 <= ex.status < 300:
             if len(buf) + len(data) > self.config.max_response_bytes:
-                self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE,
-                                    f"the response exceeds max_response_bytes ({self.config.max_response_bytes})",
-                                    now)
+                self._too_large(ex, "the response", now)
                 return
             buf += data
         elif len(buf) < _ERROR_EXCERPT:
             buf += data[: _ERROR_EXCERPT - len(buf)]
+
+    def _on_sse_data(self, ex: _Exchange, sse: SseParser, data: bytes, now: float) -> None:
+        """Parse one piece of an SSE body and act on its events."""
+        try:
+            events = sse.feed(data)
+        except MessageTooLarge:
+            # Not the parser's text: its "at least N bytes" depends on how reads were cut.
+            self._too_large(ex, "an SSE event", now)
+            return
+        if sse.last_event_id:  # a new stream starts with none: keep the resume point
+            ex.last_event_id = sse.last_event_id
+        if sse.retry is not None:
+            ex.retry = sse.retry / 1000
+        for sse_event in events:
+            if ex.id not in self._exchanges:
+                return  # abandoned by what an earlier event caused: deliver nothing more
+            if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
+                self._on_endpoint(ex, sse_event.data, now)
+            elif sse_event.data and sse_event.event == "message":
+                self.receive_message(sse_event.data.encode(), now)
+
+    def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
+        self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE,
+                            f"{what} exceeds max_response_bytes ({self.config.max_response_bytes})", now)
 
     def _on_ended(self, ex: _Exchange, now: float) -> None:
         status = ex.status
@@ -484,7 +542,12 @@ class HttpClient(ClientSession):
             ex.sse.close()
             self._stream_ended(ex, now, "the SSE stream ended before the answer")
             return
-        if ex.kind is not _Kind.POST or not ex.buffer:
+        if ex.kind is not _Kind.POST and ex.kind is not _Kind.LEGACY_POST:
+            self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR,
+                                f"the server answered a GET for an event stream with HTTP {status}"
+                                " and no text/event-stream", now)
+            return
+        if not ex.buffer:
             return  # 202, or a legacy POST: answers come on a stream; deadlines bound the wait
         self.receive_message(bytes(ex.buffer), now)
         if self._waiting_on(ex):
@@ -493,13 +556,11 @@ class HttpClient(ClientSession):
 
     def _stream_ended(self, ex: _Exchange, now: float, why: str) -> None:
         """An SSE stream ended or broke: resume it, reopen it, or fail who waited on it."""
-        if self.phase is Phase.CLOSED or self._closing_at is not None:
-            return
         if ex.kind is _Kind.GET_STREAM:
             again = self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", (),
                                    last_event_id=ex.last_event_id)
             again.attempt = 0 if ex.status == 200 else ex.attempt  # a stream that worked resets
-            self._get_stream = self._schedule(again, now, ex.retry)
+            self._schedule(again, now, ex.retry)
             return
         if ex.kind is _Kind.LEGACY_STREAM:
             self.connection_lost(f"the legacy SSE stream ended: {why}")
@@ -531,27 +592,28 @@ class HttpClient(ClientSession):
     def _on_error_status(self, ex: _Exchange, now: float) -> None:
         status = ex.status
         body = bytes(ex.buffer or b"")
-        is_init = self._init_id is not None and self._init_id in ex.request_ids
         if ex.kind is _Kind.GET_STREAM:
-            self._get_stream = False  # 405: the server offers no such stream; others: give up too
-            return
+            return  # 405: the server offers no such stream; any other status: do without it too
         if status in (401, 403):
             self._fail_ids(ex, FailureReason.AUTHORIZATION_REQUIRED,
                            f"the server requires authorization (HTTP {status})",
-                           status=status, detail=self._auth_params.pop(ex.id, {}))
+                           status=status, detail=ex.challenge)
             return
-        if is_init and self.mode is TransportMode.AUTO and not self._legacy and status in _FALLBACK_STATUSES:
-            # The spec's backwards compatibility rule: try the 2024-11-05 HTTP+SSE transport.
+        init_id = self._init_id
+        if (init_id in ex.request_ids and self.mode is TransportMode.AUTO and not self._legacy
+                and self.rules is None and status in _FALLBACK_STATUSES):
+            # The spec's backwards compatibility rule, before any session existed: try the
+            # 2024-11-05 HTTP+SSE transport.
             self._fallback_status = status
             self._legacy = True
-            if self._init_id is not None:
-                self._held.insert(0, (self._init_id, self._init_wire))
+            self._held.insert(0, (init_id, self._init_wire))
             self._open_legacy_stream(now)
             return
         if ex.kind is _Kind.LEGACY_STREAM and self._fallback_status:
             status = self._fallback_status  # report what the Streamable HTTP attempt said
         carried_session = any(k == "mcp-session-id" for k, _ in ex.headers)
-        if carried_session and _is_expiry(status, body):
+        # Only a ready session can expire: during a handshake the answer is an ordinary error.
+        if carried_session and self.phase is Phase.READY and _is_expiry(status, body):
             self._expire(status, now)
             return
         excerpt = body[:300].decode("utf-8", "replace").strip()
@@ -565,7 +627,7 @@ class HttpClient(ClientSession):
         challenges = parse_www_authenticate(header)
         bearer = next((c for c in challenges if c.scheme == "bearer"), challenges[0] if challenges else None)
         params = dict(bearer.params) if bearer is not None else {}
-        self._auth_params[ex.id] = params
+        ex.challenge = params
         self._events.append(AuthorizationRequired(
             status=status, scheme=bearer.scheme if bearer else "", params=params))
 
@@ -580,33 +642,30 @@ class HttpClient(ClientSession):
             self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR, f"bad redirect: {exc}", now)
             return
         self._abandon(ex, now)
-        headers = ex.headers
         if not same_origin(ex.url, target):
             user = {name for name, _ in self._user_headers}
-            headers = tuple(h for h in headers if h[0] not in _PRIVATE and h[0] not in user)
-        moved = _Exchange(ex.id, ex.kind, ex.method, target, headers, ex.body, ex.request_ids, ex.generation)
-        moved.redirects = ex.redirects + 1
-        self._submit(moved, now)
+            ex.headers = tuple(h for h in ex.headers if h[0] not in _PRIVATE and h[0] not in user)
+        ex.url = target
+        ex.redirects += 1
+        self._submit(ex, now)  # the same exchange, so a resume keeps its Last-Event-ID
 
     def _expire(self, status: int, now: float) -> None:
+        """The server forgot the session: drop everything of it, then open a new one or give up."""
         restart = self.config.reinitialize_on_expiry and self._restarts < self.config.max_session_restarts
         self._events.append(SessionExpired(status=status, reinitializing=restart))
+        old, self._session_id = self._session_id, None  # nothing more goes out with it, not even DELETE
+        for ex in list(self._exchanges.values()):
+            self._abandon(ex, now)  # late answers of the old session are never read
+        self._scheduled.clear()
         if not restart:
-            self.connection_lost(
-                f"the server no longer knows session {self._session_id!r} (HTTP {status})",
-                reason=FailureReason.SESSION_EXPIRED)
+            self.connection_lost(f"the server no longer knows session {old!r} (HTTP {status})",
+                                 reason=FailureReason.SESSION_EXPIRED)
             return
         self._restarts += 1
         self._generation += 1
-        self._session_id = None
-        self._get_stream = False
-        for ex in list(self._exchanges.values()):
-            self._abandon(ex, now)
-        self._scheduled.clear()
         for rid in [rid for rid in self._resent if rid in self._pending]:
-            pending = self._pending[rid]
-            super()._fail(pending, FailureReason.SESSION_EXPIRED,
-                          "the request was re-sent on a new session, and that session expired too")
+            self._fail(self._pending[rid], FailureReason.SESSION_EXPIRED,
+                       "the request was re-sent on a new session, and that session expired too")
         self._restart(now)
 
     # -------------------------------------------------------------- legacy SSE
@@ -618,11 +677,12 @@ class HttpClient(ClientSession):
         try:
             endpoint = resolve_url(ex.url, data.strip())
         except RemoteProtocolError as exc:
-            self.connection_lost(f"the SSE endpoint event is not a URL: {exc}", reason=FailureReason.PROTOCOL_ERROR)
+            self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR,
+                                f"the SSE endpoint event is not a URL: {exc}", now)
             return
         if not same_origin(endpoint, ex.url):
-            self.connection_lost(f"the SSE endpoint {endpoint} is on another origin than {ex.url}",
-                                 reason=FailureReason.PROTOCOL_ERROR)
+            self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR,
+                                f"the SSE endpoint {endpoint} is on another origin than {ex.url}", now)
             return
         first = self._legacy_endpoint is None
         self._legacy_endpoint = endpoint
@@ -632,7 +692,6 @@ class HttpClient(ClientSession):
                 self._post(rid, message)
 
     def _open_get_stream(self, now: float) -> None:
-        self._get_stream = True
         self._submit(self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", ()), now)
 
     # ------------------------------------------------------------------ helpers
@@ -654,29 +713,33 @@ class HttpClient(ClientSession):
                   detail: dict[str, str] | None = None) -> None:
         for rid in ex.request_ids:
             if rid == self._init_id:
-                self._initialize_failed(reason, message)
+                self._initialize_failed(reason, message, status=status, detail=detail)
                 continue
             pending = self._pending.get(rid)
             if pending is None:
                 continue
-            super()._complete(pending)
+            super()._complete(pending)  # not self._complete: a failure keeps the restart count
+            self._resent.discard(rid)
             self._events.append(RequestFailed(request_id=pending.origin, method=pending.method,
                                               reason=reason, message=message, status=status, detail=detail))
 
     def _finish(self) -> None:
+        """Closing is done (it runs once: everything that calls it is gone afterwards)."""
         self._closing_at = None
-        if not self._finished:
-            self._finished = True
-            self._pool.close()
-            self._exchanges.clear()
+        self._finished = True
+        self._pool.close()
+        self._exchanges.clear()
 
 
 def _checked_headers(headers: Mapping[str, str]) -> list[Header]:
+    """The user's headers, lower-cased; checked now so no later request can fail on them."""
     out: list[Header] = []
     for name, value in headers.items():
-        lname = name.strip().lower()
-        if not lname or any(c in lname for c in " :\r\n\t") or any(c in value for c in "\r\n\0"):
-            raise LocalProtocolError(f"invalid HTTP header {name!r}")
+        lname = name.lower()
+        if not _TOKEN.fullmatch(lname) or not _FIELD_VALUE.fullmatch(value):
+            raise LocalProtocolError(f"invalid HTTP header {name!r}: {value!r}")
+        if lname in _RESERVED:
+            raise LocalProtocolError(f"the client sets the {name} header itself")
         out.append((lname, value))
     return out
 
@@ -691,7 +754,7 @@ def _is_expiry(status: int, body: bytes) -> bool:
     message = ""
     try:
         err = _ERROR_BODY.decode(body).error
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # skipped fields may nest past msgspec's limit
         err = None
     if err is not None:
         code, message = err.code, err.message.lower()
