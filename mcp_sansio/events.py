@@ -50,6 +50,8 @@ __all__ = [
     "ResponseReceived",
     "ServerRequestReceived",
     "SessionExpired",
+    "SideRequestFailed",
+    "SideResponseReceived",
     "TerminateProcess",
 ]
 
@@ -223,6 +225,22 @@ class AuthorizationRequired(Event, frozen=True, kw_only=True):
     status: int
     scheme: str
     params: dict[str, str]
+
+
+class SideResponseReceived(Event, frozen=True, kw_only=True):
+    """The answer to a request made with ``side_request`` (OAuth and the like)."""
+
+    tag: int
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+class SideRequestFailed(Event, frozen=True, kw_only=True):
+    """A request made with ``side_request`` got no answer."""
+
+    tag: int
+    message: str
 
 
 class Action(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,10 +23,13 @@ from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
 from .events import (
     Action,
     AuthorizationRequired,
+    DiscardReason,
     ErrorData,
     FailureReason,
     RequestFailed,
     SessionExpired,
+    SideRequestFailed,
+    SideResponseReceived,
 )
 from .http11 import (
     ExchangeFailed,
@@ -42,6 +45,7 @@ from .session import ClientSession, Phase, _Pending
 from .sse import SseParser
 from .types import ClientCapabilities
 from .urls import Url, parse_url, resolve_url, same_origin
+from . import modern
 from .www_authenticate import parse_www_authenticate
 
 __all__ = ["HttpClient", "TransportMode"]
@@ -78,6 +82,7 @@ class _Kind(enum.Enum):
     DELETE = "delete"          # ending the session
     LEGACY_STREAM = "legacy-stream"
     LEGACY_POST = "legacy-post"
+    SIDE = "side"              # outside the MCP exchange (OAuth): the whole answer goes up
 
 
 class _ExpirySign(msgspec.Struct, frozen=True):
@@ -99,6 +104,7 @@ _EXPIRY_SIGNS: Final[tuple[_ExpirySign, ...]] = (
 
 class _ErrorBody(msgspec.Struct):
     error: _ErrorObject | None = None
+    id: int | str | None = None
 
 
 class _ErrorObject(msgspec.Struct):
@@ -114,7 +120,8 @@ class _Exchange:
 
     __slots__ = (
         "attempt", "body", "buffer", "challenge", "headers", "id", "kind", "last_event_id",
-        "method", "redirects", "request_ids", "retry", "sse", "status", "url",
+        "method", "redirects", "request_ids", "response_headers", "retry", "sse", "status", "tag",
+        "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -134,6 +141,8 @@ class _Exchange:
         self.last_event_id = ""
         self.retry: float | None = None
         self.challenge: dict[str, str] = {}  # WWW-Authenticate parameters of a 401/403
+        self.tag = 0  # a side request's id for the caller
+        self.response_headers: tuple[Header, ...] = ()
 
 
 class HttpClient(ClientSession):
@@ -185,6 +194,8 @@ class HttpClient(ClientSession):
         self._restarts = 0
         self._closing_at: float | None = None
         self._finished = False
+        self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}  # x-mcp-header paths
+        self._reissued: set[int] = set()  # origins re-issued after a lost stream (once each)
         self._rng = (jitter_seed * 6364136223846793005 + 1442695040888963407) & (2**64 - 1) or 1
         self._now = 0.0
 
@@ -232,16 +243,19 @@ class HttpClient(ClientSession):
     # ------------------------------------------------------------- driver input
 
     def connect(self, *, now: float) -> None:
-        """Start: the ``initialize`` POST, or the legacy SSE GET.
+        """Start: the ``server/discover`` probe (``protocol="auto"``), the ``initialize``
+        POST, or the legacy SSE GET.
 
         Raises:
             LocalProtocolError: already started.
         Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
         """
         self._now = now
-        self.initialize(now=now)  # first: it raises before anything changes
         if self._legacy:
+            self.initialize(now=now)  # first: it raises before anything changes
             self._open_legacy_stream(now)
+        else:
+            self.start(now=now)
 
     def connection_made(self, connection: int, now: float) -> None:
         """The driver connected ``connection`` (TLS done, if any); its request is queued.
@@ -349,7 +363,7 @@ class HttpClient(ClientSession):
             self._post(rid, message)
         rules = self.rules
         assert rules is not None  # set by the handshake that just completed
-        if not self._legacy and self.config.open_get_stream and rules.streamable_http:
+        if not self._legacy and self.config.open_get_stream and rules.streamable_http and rules.sessions:
             self._open_get_stream(self._now)
 
     def _complete(self, pending: _Pending) -> None:
@@ -386,11 +400,12 @@ class HttpClient(ClientSession):
                   last_event_id: str = "") -> _Exchange:
         self._next_exchange += 1
         ex = _Exchange(self._next_exchange, kind, method, url,
-                       self._headers(kind, ids, last_event_id), body, ids)
+                       self._headers(kind, ids, last_event_id, body), body, ids)
         ex.last_event_id = last_event_id
         return ex
 
-    def _headers(self, kind: _Kind, ids: tuple[int, ...], last_event_id: str) -> tuple[Header, ...]:
+    def _headers(self, kind: _Kind, ids: tuple[int, ...], last_event_id: str,
+                 body: bytes = b"") -> tuple[Header, ...]:
         headers: list[Header] = [("user-agent", self.config.user_agent)]
         if kind is _Kind.POST or kind is _Kind.LEGACY_POST:
             headers += [("accept", _ACCEPT_BOTH), ("content-type", _JSON)]
@@ -400,14 +415,35 @@ class HttpClient(ClientSession):
             headers.append(("last-event-id", last_event_id))
         # The initialize POST goes without: no session exists and no version is agreed yet.
         is_init = kind is _Kind.POST and self._init_id in ids
-        if not self._legacy and not is_init:
+        probe = self._probe_version if is_init else None
+        if probe is not None:  # the stateless era's discover probe: its version, its method
+            headers += [("mcp-protocol-version", probe), ("mcp-method", "server/discover")]
+        elif not self._legacy and not is_init:
             if self._session_id is not None:
                 headers.append(("mcp-session-id", self._session_id))
             rules = self.rules
             if rules is not None and rules.protocol_version_header:
                 headers.append(("mcp-protocol-version", rules.version))
+            if rules is not None and rules.standard_headers and body:
+                headers += self._standard_headers(body)
         headers += self._user_headers
         return tuple(headers)
+
+    def _standard_headers(self, body: bytes) -> list[Header]:
+        """``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` mirrored from a message body."""
+        try:
+            head = _OUTGOING.decode(body)
+        except msgspec.DecodeError:
+            return []
+        if head.method is None:
+            return []  # a response or a batch: nothing to mirror
+        headers = modern.standard_headers(head.method, head.params)
+        if head.method == "tools/call" and head.params is not None:
+            paths = self._tool_headers.get(str(head.params.get("name")))
+            if paths:
+                arguments = head.params.get("arguments")
+                headers += modern.mcp_param_headers(paths, arguments if isinstance(arguments, dict) else None)
+        return headers
 
     def _submit(self, ex: _Exchange, now: float) -> None:
         self._next_exchange += 1  # a fresh id per attempt: late pool events of an old one are ignored
@@ -416,7 +452,12 @@ class HttpClient(ClientSession):
         ex.status = 0
         ex.sse = None
         ex.buffer = None
-        self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=ex.headers,
+        headers = ex.headers
+        if ex.kind is not _Kind.SIDE:
+            extra = self._authorization(ex.method, ex.url)
+            if extra:
+                headers = (*headers, *extra)
+        self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=headers,
                                       body=ex.body), now)
 
     def _abandon(self, ex: _Exchange, now: float) -> None:
@@ -462,6 +503,10 @@ class HttpClient(ClientSession):
 
     def _on_started(self, ex: _Exchange, event: ResponseStarted, now: float) -> None:
         status = ex.status = event.status
+        if ex.kind is _Kind.SIDE:
+            ex.response_headers = event.headers
+            ex.buffer = bytearray()
+            return
         headers = dict(event.headers)
         if status in (307, 308) and "location" in headers:
             self._redirect(ex, headers["location"], now)
@@ -498,7 +543,7 @@ class HttpClient(ClientSession):
         buf = ex.buffer
         if buf is None:
             return
-        if 200 <= ex.status < 300:
+        if 200 <= ex.status < 300 or ex.kind is _Kind.SIDE:
             if len(buf) + len(data) > self.config.max_response_bytes:
                 self._too_large(ex, "the response", now)
                 return
@@ -527,11 +572,19 @@ class HttpClient(ClientSession):
                 self.receive_message(sse_event.data.encode(), now)
 
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
+        if ex.kind is _Kind.SIDE:
+            self._abandon(ex, now)
+            self._events.append(SideRequestFailed(tag=ex.tag, message=f"{what} is too large"))
+            return
         self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE,
                             f"{what} exceeds max_response_bytes ({self.config.max_response_bytes})", now)
 
     def _on_ended(self, ex: _Exchange, now: float) -> None:
         status = ex.status
+        if ex.kind is _Kind.SIDE:
+            self._events.append(SideResponseReceived(tag=ex.tag, status=status, headers=ex.response_headers,
+                                                     body=bytes(ex.buffer or b"")))
+            return
         if ex.kind is _Kind.DELETE:
             self._finish()
             return
@@ -568,6 +621,8 @@ class HttpClient(ClientSession):
         if not self._waiting_on(ex):
             return
         rules = self.rules
+        if rules is not None and rules.request_meta and self._reissue_lost(ex):
+            return
         if ex.last_event_id and rules is not None and rules.resumable_streams:
             resume = self._exchange(_Kind.RESUME, "GET", self.url, b"", self._waiting_ids(ex),
                                     last_event_id=ex.last_event_id)
@@ -576,7 +631,21 @@ class HttpClient(ClientSession):
                 return
         self._fail_ids(ex, FailureReason.CONNECTION_LOST, why)
 
+    def _reissue_lost(self, ex: _Exchange) -> bool:
+        """Stateless era: a broken response stream loses the request; re-issue it under a
+        new id when repeating it is safe (once), else let it fail."""
+        waiting = [self._pending[rid] for rid in ex.request_ids if rid in self._pending]
+        if not waiting or any(p.method not in _SAFE_TO_REPEAT or p.origin in self._reissued for p in waiting):
+            return False
+        for pending in waiting:
+            self._reissued.add(pending.origin)
+            self._reissue(pending)
+        return True
+
     def _on_exchange_failed(self, ex: _Exchange, event: ExchangeFailed, now: float) -> None:
+        if ex.kind is _Kind.SIDE:
+            self._events.append(SideRequestFailed(tag=ex.tag, message=event.message))
+            return
         if ex.kind is _Kind.DELETE:
             self._finish()
             return
@@ -600,6 +669,12 @@ class HttpClient(ClientSession):
                            status=status, detail=ex.challenge)
             return
         init_id = self._init_id
+        if init_id in ex.request_ids and self._probe_version is not None:
+            if _is_error_response(body, init_id):
+                self.receive_message(body, now)  # -32022 and friends: the session decides
+            else:
+                self._probe_failed(now, f"HTTP {status} to server/discover from {ex.url}")
+            return
         if (init_id in ex.request_ids and self.mode is TransportMode.AUTO and not self._legacy
                 and self.rules is None and status in _FALLBACK_STATUSES):
             # The spec's backwards compatibility rule, before any session existed: try the
@@ -668,6 +743,49 @@ class HttpClient(ClientSession):
                        "the request was re-sent on a new session, and that session expired too")
         self._restart(now)
 
+    # ------------------------------------------------- hooks for authorization
+
+    def _authorization(self, method: str, url: Url) -> list[Header]:
+        """Headers that authorize one MCP request (a subclass adds ``Authorization``)."""
+        return []
+
+    def side_request(self, method: str, url: str, headers: tuple[Header, ...], body: bytes, *,
+                     now: float) -> int:
+        """Send an HTTP request outside the MCP exchange (OAuth metadata, tokens, ...).
+
+        Redirects are not followed. The answer arrives as ``SideResponseReceived`` (or
+        ``SideRequestFailed``) carrying the returned tag.
+
+        Raises:
+            LocalProtocolError: ``url`` is not an http(s) URL or a header is malformed.
+        """
+        target = parse_url(url)
+        ex = _Exchange(0, _Kind.SIDE, method, target, tuple((k.lower(), v) for k, v in headers), body, ())
+        ex.buffer = bytearray()
+        self._submit(ex, now)
+        ex.tag = ex.id
+        return ex.tag
+
+    def _deliver(self, pending: _Pending, result: msgspec.Struct, raw: msgspec.Raw) -> None:
+        if pending.method == "tools/list" and self.rules is not None and self.rules.standard_headers:
+            result = self._checked_tools(result)
+        super()._deliver(pending, result, raw)
+
+    def _checked_tools(self, result: msgspec.Struct) -> msgspec.Struct:
+        """Drop tools whose ``x-mcp-header`` annotations are invalid (the spec's rule)."""
+        tools = getattr(result, "tools", [])
+        kept = []
+        for tool in tools:
+            try:
+                paths = modern.tool_header_paths(tool.input_schema)
+            except ValueError as exc:
+                self._discard(DiscardReason.INVALID_PARAMS,
+                              f"tool {tool.name!r} rejected: {exc}", tool.name.encode())
+                continue
+            self._tool_headers[tool.name] = paths
+            kept.append(tool)
+        return msgspec.structs.replace(result, tools=kept) if len(kept) != len(tools) else result
+
     # -------------------------------------------------------------- legacy SSE
 
     def _open_legacy_stream(self, now: float) -> None:
@@ -697,10 +815,17 @@ class HttpClient(ClientSession):
     # ------------------------------------------------------------------ helpers
 
     def _waiting_ids(self, ex: _Exchange) -> tuple[int, ...]:
-        return tuple(rid for rid in ex.request_ids if rid in self._pending or rid == self._init_id)
+        return tuple(rid for rid in ex.request_ids if self._unanswered(rid))
 
     def _waiting_on(self, ex: _Exchange) -> bool:
-        return any(rid in self._pending or rid == self._init_id for rid in ex.request_ids)
+        return any(self._unanswered(rid) for rid in ex.request_ids)
+
+    def _unanswered(self, rid: int) -> bool:
+        """Still waiting on its answer (a request gathering MRTR input was answered)."""
+        if rid == self._init_id:
+            return True
+        pending = self._pending.get(rid)
+        return pending is not None and not pending.awaiting
 
     def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float) -> None:
         self._abandon(ex, now)
@@ -768,3 +893,29 @@ def _is_expiry(status: int, body: bytes) -> bool:
         return True
     return False
 
+
+
+class _Outgoing(msgspec.Struct):
+    """What the standard headers mirror from an outgoing message."""
+
+    method: str | None = None
+    params: dict[str, object] | None = None
+
+
+_OUTGOING: Final = msgspec.json.Decoder(_Outgoing)
+
+# Requests a broken stream may be repeated for, under a new id (2026-07-28: no resumption).
+_SAFE_TO_REPEAT: Final = frozenset({
+    "server/discover", "tools/list", "resources/list", "resources/templates/list", "resources/read",
+    "prompts/list", "prompts/get", "completion/complete",
+})
+
+
+def _is_error_response(body: bytes, request_id: int) -> bool:
+    """Whether ``body`` is a JSON-RPC error answering ``request_id`` (not noise, and not an
+    error about no request in particular, as legacy servers send before a session)."""
+    try:
+        decoded = _ERROR_BODY.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return decoded.error is not None and decoded.id == request_id

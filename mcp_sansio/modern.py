@@ -20,6 +20,7 @@ import msgspec
 from msgspec import Raw
 
 from .types import ServerCapabilities
+from .types._base import WireStruct
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -49,6 +50,7 @@ _MAX_SAFE_INT: Final = 2**53 - 1
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _SENTINEL_START: Final = "=?base64?"
 _SENTINEL_END: Final = "?="
+_PRIMITIVES: Final = ("string", "integer", "boolean")  # "number" is not allowed
 # Keywords an x-mcp-header annotation must not sit under (STREAMABLE HTTP "Schema Extension").
 _NOT_STATIC: Final = frozenset({
     "items", "prefixItems", "additionalProperties", "patternProperties", "oneOf", "anyOf",
@@ -57,19 +59,27 @@ _NOT_STATIC: Final = frozenset({
 })
 
 
-class DiscoverResult(msgspec.Struct, kw_only=True, rename="camel"):
-    """The answer to ``server/discover``."""
+class DiscoverResult(WireStruct, kw_only=True, omit_defaults=True):
+    """The answer to ``server/discover``.
+
+    Decoding is lenient (only ``supportedVersions`` is needed); unset fields are left
+    out when encoding, so a fully set instance is what the schema asks for.
+    """
 
     supported_versions: list[str]
     capabilities: ServerCapabilities = msgspec.field(default_factory=ServerCapabilities)
+    result_type: str | None = None
     instructions: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
     ttl_ms: int | None = None
     cache_scope: str | None = None
 
 
-class ResultHead(msgspec.Struct, kw_only=True, rename="camel"):
-    """The era-specific fields of any modern result, decoded before the payload."""
+class ResultHead(WireStruct, kw_only=True, omit_defaults=True):
+    """The era-specific fields of any modern result, decoded before the payload.
+
+    A missing ``resultType`` means ``"complete"`` (a result from an older server).
+    """
 
     result_type: str | None = None
     input_requests: dict[str, Raw] | None = None
@@ -109,8 +119,9 @@ def encode_header_value(value: str) -> str:
 
 
 def standard_headers(method: str, params: Mapping[str, object] | None) -> list[tuple[str, str]]:
-    """``Mcp-Method`` and, for named requests, ``Mcp-Name``."""
-    headers = [("mcp-method", method)]
+    """``Mcp-Method`` and, for named requests, ``Mcp-Name`` (both header-safe: a method
+    outside the spec's names could otherwise smuggle a line break into the request)."""
+    headers = [("mcp-method", encode_header_value(method))]
     if params is not None and method in ("tools/call", "prompts/get", "resources/read"):
         name = params.get("uri" if method == "resources/read" else "name")
         if isinstance(name, str):
@@ -132,9 +143,9 @@ def tool_header_paths(input_schema: Mapping[str, object]) -> dict[tuple[str, ...
     def walk(schema: object, path: tuple[str, ...], static: bool) -> None:
         if not isinstance(schema, Mapping):
             return
-        if "x-mcp-header" in schema and path:
+        if "x-mcp-header" in schema:
             name = schema["x-mcp-header"]
-            where = ".".join(path)
+            where = ".".join(path) or "the schema root"
             if not static:
                 raise ValueError(f"x-mcp-header on {where} is not reachable through properties alone")
             if not isinstance(name, str) or not _TOKEN.fullmatch(name):
@@ -142,7 +153,7 @@ def tool_header_paths(input_schema: Mapping[str, object]) -> dict[tuple[str, ...
             if name.lower() in seen:
                 raise ValueError(f"x-mcp-header {name!r} is used twice")
             kind = schema.get("type")
-            if kind not in ("string", "integer", "boolean"):
+            if not _header_type(kind):
                 raise ValueError(f"x-mcp-header on {where} needs a string, integer or boolean, not {kind!r}")
             seen.add(name.lower())
             found[path] = name
@@ -156,6 +167,13 @@ def tool_header_paths(input_schema: Mapping[str, object]) -> dict[tuple[str, ...
 
     walk(input_schema, (), True)
     return found
+
+
+def _header_type(kind: object) -> bool:
+    """A ``type`` a header can carry: a primitive, or primitives and ``"null"`` (a null
+    value leaves the header out)."""
+    kinds = kind if isinstance(kind, list) else [kind]
+    return all(k in _PRIMITIVES or k == "null" for k in kinds) and any(k in _PRIMITIVES for k in kinds)
 
 
 def _subschemas(value: object) -> list[object]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import enum
 import heapq
 import logging
+import math
 from collections import deque
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, get_args
 
 import msgspec
 from msgspec import UNSET, Raw
@@ -52,6 +53,7 @@ from .types import (
     Implementation,
     InitializeRequestParams,
     InitializeResult,
+    LoggingLevel,
     PaginatedRequestParams,
     PromptReference,
     ReadResourceRequestParams,
@@ -61,7 +63,7 @@ from .types import (
     SubscribeRequestParams,
     UnsubscribeRequestParams,
 )
-from .versions import VersionRules, rules_for
+from .versions import SUPPORTED_VERSIONS, VersionRules, rules_for
 
 __all__ = ["ClientSession", "Phase", "Trigger"]
 
@@ -145,8 +147,26 @@ _INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
 _DISCOVER_DECODER: Final = msgspec.json.Decoder(modern.DiscoverResult)
 _HEAD_DECODER: Final = msgspec.json.Decoder(modern.ResultHead)
 _INPUT_DECODER: Final = msgspec.json.Decoder(modern.InputRequest)
+
+
+class _Sent(msgspec.Struct):
+    """The params of a request we sent, read back to send it again."""
+
+    params: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+_SENT_DECODER: Final = msgspec.json.Decoder(_Sent)
 # Result of a method the types do not know: only ``_meta``; the event's ``raw`` has the JSON.
 _OPAQUE_DECODER: Final[msgspec.json.Decoder[msgspec.Struct]] = msgspec.json.Decoder(EmptyResult)
+# Input requests a result may carry (MRTR) and the client capability each needs.
+_INPUT_REQUESTS: Final[Mapping[str, str]] = {
+    "roots/list": "roots",
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+}
+# The requests a server may answer with ``resultType: "input_required"``.
+_INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+_LOG_LEVELS: Final = frozenset(get_args(LoggingLevel))
 _EMPTY: Final[dict[str, object]] = {}
 _EXCERPT: Final = 200
 
@@ -155,7 +175,7 @@ class _Pending:
     """One request awaiting its answer."""
 
     __slots__ = (
-        "awaiting", "deadline", "id", "items", "limit_at", "method", "origin", "pages", "params",
+        "awaiting", "deadline", "id", "items", "limit_at", "method", "origin", "pages",
         "responses", "rounds", "seen", "state", "timeout", "wire",
     )
 
@@ -174,11 +194,10 @@ class _Pending:
         self.items: list[object] | None = None
         self.seen: set[str] | None = None
         self.wire = b""  # the encoded request, for a transport that must re-send it
-        # Set only in the stateless era, for multi round-trip input (MRTR).
-        self.params: object = None
+        # Set only in the stateless era, while gathering multi round-trip input (MRTR).
         self.rounds = 0
-        self.awaiting: set[str] = set()
-        self.responses: dict[str, object] = {}
+        self.awaiting: set[str] = set()  # input keys the app has yet to answer
+        self.responses: dict[str, Raw] = {}
         self.state: str | None = None
 
 
@@ -298,7 +317,7 @@ class ClientSession:
                 self._send_discover(self.config.modern_versions[0], now, Trigger.SEND_INITIALIZE)
             else:
                 self.initialize(now=now)
-        elif protocol in self.config.protocol_versions:
+        elif protocol in SUPPORTED_VERSIONS:  # a handshake-era revision
             self._send_initialize(protocol, now)
         else:
             self._send_discover(protocol, now, Trigger.SEND_INITIALIZE)
@@ -349,7 +368,7 @@ class ClientSession:
 
     def _probe_failed(self, now: float, why: str) -> None:
         """The transport saw the probe fail without a JSON-RPC answer (e.g. HTTP 404)."""
-        if self._probe_version is None or self._init_id is None:
+        if self._probe_version is None:
             return
         if self.config.protocol == "auto":
             self._fall_back_to_initialize(now)
@@ -358,6 +377,13 @@ class ClientSession:
                                     offered=self._probe_version)
 
     def _discover_answered(self, env: Envelope, now: float) -> None:
+        """The probe's answer: adopt a mutual modern revision, ask at another, or give up.
+
+        A ``DiscoverResult`` naming a mutual modern revision, or ``-32022``
+        (``UnsupportedProtocolVersionError``) listing what the server speaks, prove a
+        modern server; anything else sends an ``auto`` client to ``initialize`` (the
+        stdio "Backward Compatibility" rules) and fails a pinned one.
+        """
         version = self._probe_version or ""
         auto = self.config.protocol == "auto"
         err = env.error
@@ -365,48 +391,53 @@ class ClientSession:
             supported = err.data.get("supported") if isinstance(err.data, dict) else None
             listed = tuple(str(v) for v in supported) if isinstance(supported, list) else ()
             if err.code == modern.UNSUPPORTED_PROTOCOL_VERSION and listed:
-                mutual = next((v for v in self.config.modern_versions
-                               if v in listed and v not in self._tried_modern), None)
-                if mutual is not None:
-                    self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
-                    return
-                if auto and any(v in self.config.protocol_versions for v in listed):
-                    self._fall_back_to_initialize(now)
-                    return
-                self._probe_version = None
-                self._initialize_failed(
-                    FailureReason.UNSUPPORTED_VERSION,
-                    f"the server supports only {', '.join(listed)}", offered=version, received=listed)
-                return
-            if auto:
+                self._retry_discover(listed, version, now, legacy=auto and any(
+                    v in self.config.protocol_versions for v in listed))
+            elif auto:
                 self._fall_back_to_initialize(now)
-                return
-            self._probe_version = None
-            self._initialize_failed(
-                FailureReason.ERROR_RESPONSE,
-                f"server/discover failed: {err.message} (JSON-RPC error {err.code})",
-                error=ErrorData(code=err.code, message=err.message, data=err.data))
+            else:
+                self._initialize_failed(
+                    FailureReason.ERROR_RESPONSE,
+                    f"server/discover failed: {err.message} (JSON-RPC error {err.code})",
+                    error=ErrorData(code=err.code, message=err.message, data=err.data))
             return
         try:
             found = _DISCOVER_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
-        except (msgspec.DecodeError, RecursionError):
-            found = None
-        mutual = None if found is None else next(
-            (v for v in self.config.modern_versions if v in found.supported_versions), None)
-        if found is None or mutual is None:
+        except (msgspec.DecodeError, RecursionError) as exc:
             if auto:
-                self._fall_back_to_initialize(now)  # discover without a modern version: legacy
-                return
-            self._probe_version = None
-            self._initialize_failed(FailureReason.UNSUPPORTED_VERSION,
-                                    "the server/discover answer names no version this client speaks",
-                                    offered=version,
-                                    received=tuple(found.supported_versions) if found else ())
+                self._fall_back_to_initialize(now)  # e.g. a legacy server answering {} to anything
+            else:
+                self._initialize_failed(FailureReason.INVALID_RESULT,
+                                        f"invalid server/discover result: {exc}")
             return
-        if mutual != version:
+        listed = tuple(found.supported_versions)
+        if version in listed:
+            self._adopt_modern(found, version)
+            return
+        # No mutual modern revision: a dual-era server (or none at all) for ``auto``.
+        legacy = auto and not any(v in self._modern_choices() for v in listed)
+        self._retry_discover(listed, version, now, legacy=legacy)
+
+    def _modern_choices(self) -> tuple[str, ...]:
+        """The stateless revisions this client may speak, preferred first."""
+        protocol = self.config.protocol
+        return self.config.modern_versions if protocol == "auto" else (protocol,)
+
+    def _retry_discover(self, listed: tuple[str, ...], version: str, now: float, *, legacy: bool) -> None:
+        """The server named the revisions it speaks, without ``version``: ask again at a
+        mutual modern one not tried yet, else fall back to ``initialize`` when ``legacy``
+        says so, else fail."""
+        tried = self._tried_modern
+        mutual = next((v for v in self._modern_choices() if v in listed and v not in tried), None)
+        if mutual is not None:
             self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
-            return
-        self._adopt_modern(found, mutual)
+        elif legacy:
+            self._fall_back_to_initialize(now)
+        else:
+            self._initialize_failed(
+                FailureReason.UNSUPPORTED_VERSION,
+                f"the server supports only {', '.join(listed) or 'no revision at all'}",
+                offered=version, received=listed)
 
     def _adopt_modern(self, found: modern.DiscoverResult, version: str) -> None:
         self._init_id = None
@@ -502,6 +533,7 @@ class ClientSession:
     ) -> None:
         self._init_id = None
         self._init_deadline = None
+        self._probe_version = None
         self._advance(Trigger.RECV_INITIALIZE_FAILURE)
         for pending in list(self._pending.values()):  # only after an expiry: requests waited
             self._fail(pending, FailureReason.SESSION_EXPIRED,
@@ -539,8 +571,9 @@ class ClientSession:
         return self._request(method, params, now, timeout, all_pages, fresh=False)
 
     def _request(self, method: str, params: Params, now: float, timeout: float | None,
-                 all_pages: bool, *, fresh: bool = True) -> int:
-        """:meth:`request`; ``fresh`` params were built here, so the token goes in place."""
+                 all_pages: bool, *, fresh: bool = True, endless: bool = False) -> int:
+        """:meth:`request`; ``fresh`` params were built here, so the token goes in place;
+        an ``endless`` request (``subscriptions/listen``) has no deadline at all."""
         if self._phase is not Phase.READY:
             self._check_phase(method)
         allowed = self._allowed.get(method)
@@ -553,28 +586,24 @@ class ClientSession:
             raise LocalProtocolError(f"{method} is not a paginated list")
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
-        meta = self._modern_meta
-        if meta is not None and self._log_level is not None:
-            meta = {**meta, modern.LOG_LEVEL_KEY: self._log_level}
-        sent = _with_progress_token(params, rid, fresh, meta)
+        sent = _with_progress_token(params, rid, fresh, self._era_meta())
         wire = jsonrpc.encode_request(rid, method, sent)
         self._next_id = rid
         if timeout is None:
             timeout = self._default_timeout
-        deadline = now + timeout
+        deadline = math.inf if endless else now + timeout
         limit = self._max_request_timeout
         limit_at = None
-        if limit is not None:
+        if limit is not None and not endless:
             limit_at = now + limit
             deadline = min(deadline, limit_at)
         pending = _Pending(rid, method, timeout, deadline, limit_at, rid)
         if all_pages:
             pending.items = []
             pending.seen = set()
-        if meta is not None:
-            pending.params = sent
         self._pending[rid] = pending
-        heapq.heappush(self._heap, (deadline, rid))
+        if not endless:
+            heapq.heappush(self._heap, (deadline, rid))
         pending.wire = wire
         self._send_request(rid, wire)
         return rid
@@ -619,47 +648,64 @@ class ClientSession:
         (the listen request is re-opened with it) and the call completes at once.
         """
         if self._rules is not None and not self._rules.subscribe:
-            self._check_capability("resources/subscribe", "resources", "")
-            self._subscriptions.add(uri)
-            self._listen(now)
+            self._check_phase("resources/subscribe")
+            self._check_capability("resources/subscribe", *_REQUIRES["resources/subscribe"])
+            self._refilter(self._subscriptions | {uri}, now)
             return self._done_locally("resources/subscribe")
         return self._request("resources/subscribe", SubscribeRequestParams(uri=uri), now, timeout, False)
 
     def unsubscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/unsubscribe`` (in the stateless era: leave the listen filter)."""
         if self._rules is not None and not self._rules.subscribe:
-            self._subscriptions.discard(uri)
-            self._listen(now)
+            self._check_phase("resources/unsubscribe")
+            self._refilter(self._subscriptions - {uri}, now)
             return self._done_locally("resources/unsubscribe")
         return self.request(
             "resources/unsubscribe", UnsubscribeRequestParams(uri=uri), now=now, timeout=timeout
         )
 
     def listen(self, *, now: float) -> None:
-        """Stateless era: open ``subscriptions/listen`` for list changes and the subscribed
-        resources, so notifications arrive as they do in the handshake era. A no-op in
-        the handshake era, where the server sends them unasked."""
+        """Stateless era: (re-)open ``subscriptions/listen`` for list changes and the
+        subscribed resources, so notifications arrive as they do in the handshake era.
+        A no-op in the handshake era, where the server sends them unasked.
+
+        Raises:
+            LocalProtocolError: the session has failed or is closed.
+        """
         if self._rules is not None and not self._rules.subscribe:
+            self._check_phase("subscriptions/listen")
+            self._listen(now)
+
+    def _refilter(self, uris: set[str], now: float) -> None:
+        """Re-open the listen when the subscribed set changes, or when none is open."""
+        if uris != self._subscriptions or self._listen_id is None or self._listen_id not in self._pending:
+            self._subscriptions = uris
             self._listen(now)
 
     def _listen(self, now: float) -> None:
-        if self._listen_id is not None and self._listen_id in self._pending:
-            self._fail(self._pending[self._listen_id], FailureReason.CANCELLED, "replaced")
-            self._events.pop()  # nobody waits on the old listen: no event for it
-            self._send_cancelled(self._listen_id, "the subscription filter changed")
-        caps = self.server_capabilities
+        old = self._pending.get(self._listen_id) if self._listen_id is not None else None
+        if old is not None:
+            self._complete(old)  # nobody waits on the old listen: no event for it
+            self._send_cancelled(old, "the subscription filter changed")
+        caps = self.server_capabilities or ServerCapabilities()
         filt: dict[str, object] = {}
-        if caps is not None and caps.tools is not None:
+        if caps.tools is not None:
             filt["toolsListChanged"] = True
-        if caps is not None and caps.prompts is not None:
+        if caps.prompts is not None:
             filt["promptsListChanged"] = True
-        if caps is not None and caps.resources is not None:
+        if caps.resources is not None:
             filt["resourcesListChanged"] = True
             if self._subscriptions:
                 filt["resourceSubscriptions"] = sorted(self._subscriptions)
-        # A listen never completes on its own: no deadline worth having.
-        self._listen_id = self._request("subscriptions/listen", {"notifications": filt}, now,
-                                        float("inf"), False)
+        self._listen_id = self._request("subscriptions/listen", {"notifications": filt}, now, None, False,
+                                        endless=True)
+
+    def _era_meta(self) -> dict[str, object] | None:
+        """The ``_meta`` every stateless-era request carries (``None`` in the handshake era)."""
+        meta = self._modern_meta
+        if meta is not None and self._log_level is not None:
+            return {**meta, modern.LOG_LEVEL_KEY: self._log_level}
+        return meta
 
     def _done_locally(self, method: str) -> int:
         """A call the stateless era answers without the server: an id and its answer."""
@@ -698,9 +744,17 @@ class ClientSession:
 
     def set_logging_level(self, level: str, *, now: float, timeout: float | None = None) -> int:
         """``logging/setLevel``; in the stateless era later requests carry the level in
-        ``_meta`` instead, and the call completes at once."""
+        ``_meta`` instead, and the call completes at once.
+
+        Raises:
+            LocalProtocolError: not ready, or the server did not declare ``logging``, or
+                (stateless era, where no server would say so) ``level`` is not a level.
+        """
         if self._rules is not None and not self._rules.set_level:
-            self._check_capability("logging/setLevel", "logging", "")
+            self._check_phase("logging/setLevel")
+            self._check_capability("logging/setLevel", *_REQUIRES["logging/setLevel"])
+            if level not in _LOG_LEVELS:
+                raise LocalProtocolError(f"{level!r} is not a logging level: one of {sorted(_LOG_LEVELS)}")
             self._log_level = level
             return self._done_locally("logging/setLevel")
         return self.request("logging/setLevel", SetLevelRequestParams(level=level), now=now,  # type: ignore[arg-type]  # validated by the server; a Literal in the wire type
@@ -739,12 +793,14 @@ class ClientSession:
         if pending is None:
             raise LocalProtocolError(f"request {request_id!r} is not pending")
         self._fail(pending, FailureReason.CANCELLED, reason or "cancelled by the client")
-        self._send_cancelled(pending.id, reason or "cancelled by the client")
+        self._send_cancelled(pending, reason or "cancelled by the client")
 
     def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object]) -> None:
         """Answer the server's request ``request_id`` (from ``ServerRequestReceived``).
 
-        A request the server has since cancelled is silently not answered.
+        A request the server has since cancelled is silently not answered. In the
+        stateless era the requests are a result's input requests (MRTR): once all of a
+        round are answered, the original request goes again with the answers.
 
         Raises:
             LocalProtocolError: no such request is awaiting an answer, or ``result``
@@ -753,12 +809,15 @@ class ClientSession:
         message = jsonrpc.encode_result(request_id, result)
         if self._take_inbound(request_id):
             if isinstance(request_id, str) and request_id in self._mrtr:
-                self._input_answered(request_id, msgspec.to_builtins(result))
+                self._input_answered(request_id, Raw(msgspec.json.encode(result)))  # encodes: checked above
                 return
             self._send(message)
 
     def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
         """Answer the server's request ``request_id`` with a JSON-RPC error.
+
+        For an input request (stateless era) no error can be sent: the original request
+        fails with this error instead.
 
         Raises:
             LocalProtocolError: no such request is awaiting an answer, or ``data`` holds
@@ -789,6 +848,7 @@ class ClientSession:
         was_initializing = self._phase is Phase.INITIALIZING
         self._init_id = None
         self._init_deadline = None
+        self._probe_version = None
         self._advance(Trigger.CONNECTION_LOST)
         if was_initializing:
             self._events.append(InitializeFailed(reason=reason, message=message))
@@ -796,6 +856,7 @@ class ClientSession:
             self._fail(pending, reason, message)
         self._cancelled.update(self._inbound)
         self._inbound.clear()
+        self._mrtr.clear()
         self._heap.clear()
         self._events.append(ConnectionTerminated(reason=reason, message=message, returncode=returncode))
 
@@ -812,7 +873,6 @@ class ClientSession:
                 self._fall_back_to_initialize(now)  # a handshake-era server may ignore it
             else:
                 what = "server/discover" if self._probe_version is not None else "initialize"
-                self._probe_version = None
                 self._initialize_failed(
                     FailureReason.TIMEOUT,
                     f"the server did not answer {what} within {self.config.initialize_timeout:g} s",
@@ -825,7 +885,7 @@ class ClientSession:
                 continue  # answered already, or the deadline moved on progress
             self._fail(pending, FailureReason.TIMEOUT,
                        f"{pending.method} got no answer within {pending.timeout:g} s")
-            self._send_cancelled(rid, "request timed out")
+            self._send_cancelled(pending, "request timed out")
 
     # --------------------------------------------------------------- receiving
 
@@ -909,12 +969,14 @@ class ClientSession:
 
     def _on_result(self, pending: _Pending, raw: Raw) -> None:
         """The result of a request that is not a paged list: decode it by method."""
-        if pending.params is not None and b'"input_required"' in bytes(raw):
+        if (self._modern_meta is not None and pending.method in _INPUT_METHODS
+                and b'"input_required"' in bytes(raw)):
             try:
                 head = _HEAD_DECODER.decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                head = None
-            if head is not None and head.result_type == "input_required":
+            except (msgspec.DecodeError, RecursionError) as exc:
+                self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
+                return
+            if head.result_type == "input_required":
                 self._on_input_required(pending, head)
                 return
         try:
@@ -923,77 +985,94 @@ class ClientSession:
             self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
             return
         self._complete(pending)
+        self._deliver(pending, result, raw)
+
+    def _deliver(self, pending: _Pending, result: msgspec.Struct, raw: Raw) -> None:
+        """Queue the answer to ``pending`` (a hook for transports that vet results)."""
         self._events.append(ResponseReceived(
             request_id=pending.origin, method=pending.method, result=result, raw=raw
         ))
 
     def _on_input_required(self, pending: _Pending, head: modern.ResultHead) -> None:
         """MRTR: hand each input request to the app as a server request; once all are
-        answered, the original request goes again with ``inputResponses``."""
+        answered, the original request goes again with ``inputResponses``.
+
+        The whole round is checked before any of it reaches the app: one input request
+        the client cannot serve fails the original request.
+        """
         pending.rounds += 1
         if pending.rounds > self.config.max_input_rounds:
             self._fail(pending, FailureReason.PROTOCOL_ERROR,
                        f"{pending.method}: more than {self.config.max_input_rounds} rounds of input")
             return
+        asked: list[tuple[str, ServerRequestReceived]] = []
+        for key, raw_request in (head.input_requests or {}).items():
+            event = self._input_request(pending, key, raw_request)
+            if isinstance(event, str):
+                self._fail(pending, FailureReason.PROTOCOL_ERROR, f"{pending.method}: {event}")
+                return
+            asked.append((key, event))
         pending.state = head.request_state
         pending.responses = {}
-        pending.awaiting = set()
-        requests: list[ServerRequestReceived] = []
-        for key, raw_request in (head.input_requests or {}).items():
-            try:
-                request = _INPUT_DECODER.decode(raw_request)
-                decoder = _PARAMS_DECODERS[request.method] if request.method in _SERVER_REQUESTS else None
-                params = decoder.decode(request.params) if decoder is not None else None
-            except (msgspec.DecodeError, RecursionError) as exc:
-                self._fail(pending, FailureReason.PROTOCOL_ERROR, f"invalid input request {key!r}: {exc}")
-                return
-            need = _SERVER_REQUESTS.get(request.method)
-            if params is None or need is None or (need and getattr(self.capabilities, need, None) is None):
-                self._fail(pending, FailureReason.PROTOCOL_ERROR,
-                           f"{pending.method}: the server asked for {request.method!r}, "
-                           "which this client did not declare")
-                return
-            input_id = f"input:{pending.id}:{key}"
-            requests.append(ServerRequestReceived(request_id=input_id, method=request.method, params=params))
-            pending.awaiting.add(key)
-            self._mrtr[input_id] = (pending.id, key)
-        if not requests:  # only requestState: retry at once
-            self._reissue(pending)
+        if not asked:  # only requestState: retry at once
+            self._retry_with_input(pending)
             return
-        for event in requests:
+        for key, event in asked:
+            pending.awaiting.add(key)
+            self._mrtr[str(event.request_id)] = (pending.id, key)
             self._inbound.add(event.request_id)
             self._events.append(event)
 
-    def _input_answered(self, input_id: str, response: object) -> None:
+    def _input_request(self, pending: _Pending, key: str, raw: Raw) -> ServerRequestReceived | str:
+        """One entry of ``inputRequests`` as the event for the app, or why it cannot be one."""
+        try:
+            request = _INPUT_DECODER.decode(raw)
+            need = _INPUT_REQUESTS.get(request.method)
+            if need is None:
+                return f"the server asked for {request.method!r}, which is not an input request"
+            if getattr(self.capabilities, need, None) is None:
+                return (f"the server asked for {request.method!r}, which needs the {need!r} "
+                        "capability this client did not declare")
+            params = _PARAMS_DECODERS[request.method].decode(request.params)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            return f"invalid input request {key!r}: {exc}"
+        return ServerRequestReceived(request_id=f"input:{pending.id}:{key}", method=request.method,
+                                     params=params)
+
+    def _input_answered(self, input_id: str, response: Raw) -> None:
         rid, key = self._mrtr.pop(input_id)
         pending = self._pending.get(rid)
         if pending is None:
-            return  # the request ended meanwhile (timeout, cancel)
+            return  # the request ended meanwhile (timeout, cancel, an input refused)
         pending.responses[key] = response
         pending.awaiting.discard(key)
         if not pending.awaiting:
-            self._reissue(pending)
+            self._retry_with_input(pending)
 
-    def _reissue(self, pending: _Pending) -> None:
-        """Send the original request again, with the input gathered, under a new id."""
-        params = msgspec.to_builtins(pending.params)
-        if not isinstance(params, dict):
-            params = {}
-        rid = self._allocate_id()
-        meta = params.get("_meta")
-        params["_meta"] = {**meta, "progressToken": rid} if isinstance(meta, dict) else {"progressToken": rid}
+    def _retry_with_input(self, pending: _Pending) -> None:
+        """MRTR's retry: the original request with this round's answers and the server's
+        ``requestState`` echoed (either left out when the server gave none)."""
+        params = _SENT_DECODER.decode(pending.wire).params
+        params.pop("inputResponses", None)
+        params.pop("requestState", None)
         if pending.responses:
-            params["inputResponses"] = dict(pending.responses)
-        else:
-            params.pop("inputResponses", None)
+            params["inputResponses"] = pending.responses
         if pending.state is not None:
             params["requestState"] = pending.state
-        else:
-            params.pop("requestState", None)
+        self._reissue(pending, params)
+
+    def _reissue(self, pending: _Pending, params: dict[str, object] | None = None) -> None:
+        """Send ``pending`` again under a new id: as it was sent, or with ``params``."""
+        if params is None:
+            params = _SENT_DECODER.decode(pending.wire).params
+        rid = self._allocate_id()
+        meta = params.get("_meta")
+        params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": rid}
         self._complete(pending)
         again = _Pending(rid, pending.method, pending.timeout, pending.deadline, pending.limit_at,
                          pending.origin)
-        again.params, again.rounds = params, pending.rounds
+        again.rounds = pending.rounds
+        again.items, again.seen, again.pages = pending.items, pending.seen, pending.pages
         again.wire = jsonrpc.encode_request(rid, pending.method, params)
         self._pending[rid] = again
         self._aliases[pending.origin] = rid
@@ -1011,9 +1090,7 @@ class ClientSession:
         if not cursor:
             self._complete(pending)
             merged = msgspec.structs.replace(result, **{field: items, "next_cursor": None})
-            self._events.append(ResponseReceived(
-                request_id=pending.origin, method=pending.method, result=merged, raw=raw
-            ))
+            self._deliver(pending, merged, raw)
             return
         if cursor in seen:
             self._fail(pending, FailureReason.PAGINATION,
@@ -1036,9 +1113,9 @@ class ClientSession:
         self._pending[rid] = page
         self._aliases[pending.origin] = rid
         heapq.heappush(self._heap, (deadline, rid))
-        page.wire = jsonrpc.encode_request(
-            rid, pending.method, PaginatedRequestParams(cursor=cursor, meta={"progressToken": rid})
-        )
+        meta = {"progressToken": rid, **(self._era_meta() or {})}
+        page.wire = jsonrpc.encode_request(rid, pending.method,
+                                           PaginatedRequestParams(cursor=cursor, meta=meta))
         self._send_request(rid, page.wire)
 
     def _on_notification(self, env: Envelope, now: float) -> None:
@@ -1085,7 +1162,8 @@ class ClientSession:
         method = env.method
         rid = env.id
         assert isinstance(method, str) and isinstance(rid, int | str)  # classify() guarantees it
-        need = _SERVER_REQUESTS.get(method)
+        # The stateless era has no server->client requests: they ride in results (MRTR).
+        need = _SERVER_REQUESTS.get(method) if self._modern_meta is None else None
         if need is None or (need and getattr(self.capabilities, need, None) is None):
             self._send(jsonrpc.encode_error(rid, jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}"))
             return
@@ -1180,10 +1258,12 @@ class ClientSession:
             request_id=pending.origin, method=pending.method, reason=reason, message=message, error=error
         ))
 
-    def _send_cancelled(self, request_id: int, reason: str) -> None:
-        if self._phase is Phase.READY:
+    def _send_cancelled(self, pending: _Pending, reason: str) -> None:
+        """Tell the server to stop working on ``pending``; not when it already answered
+        (with ``input_required``) and only the app's input was awaited."""
+        if self._phase is Phase.READY and not pending.awaiting:
             self._send(jsonrpc.encode_notification(
-                "notifications/cancelled", {"requestId": request_id, "reason": reason}
+                "notifications/cancelled", {"requestId": pending.id, "reason": reason}
             ))
 
     def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
@@ -1213,15 +1293,18 @@ def _with_progress_token(params: Params, rid: int, fresh: bool,
 
     ``fresh`` params were built by the session itself and get the token in place; a
     caller's Struct is copied, never changed.
+
+    Raises:
+        LocalProtocolError: (stateless era) ``params`` do not encode as a JSON object.
     """
     if params is None:
         return {"_meta": {"progressToken": rid, **(extra or {})}}
     if isinstance(params, msgspec.Struct):
         meta = getattr(params, "meta", UNSET)
+        if extra is not None and (meta is UNSET or params.__struct_config__.array_like):
+            return _with_progress_token(_json_object(params), rid, True, extra)
         if meta is UNSET:
-            if extra is None:
-                return params
-            return _with_progress_token(msgspec.to_builtins(params), rid, True, extra)
+            return params
         if fresh and meta is None and extra is None:
             params.meta = {"progressToken": rid}  # type: ignore[attr-defined]  # checked above
             return params
@@ -1230,3 +1313,18 @@ def _with_progress_token(params: Params, rid: int, fresh: bool,
     meta = params.get("_meta")
     base = meta if isinstance(meta, Mapping) else {}
     return {**params, "_meta": {**base, "progressToken": rid, **(extra or {})}}
+
+
+def _json_object(params: msgspec.Struct) -> dict[str, object]:
+    """A Struct as the JSON object it encodes to, so a ``_meta`` member can join it.
+
+    Raises:
+        LocalProtocolError: it holds a value JSON cannot represent, or is no object.
+    """
+    try:
+        value = msgspec.json.decode(msgspec.json.encode(params))
+    except (TypeError, RecursionError) as exc:
+        raise LocalProtocolError(f"cannot encode the params as JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise LocalProtocolError(f"the params must encode as a JSON object, not {type(value).__name__}")
+    return value

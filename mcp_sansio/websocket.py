@@ -212,7 +212,7 @@ class WebSocketClient(ClientSession):
         """
         if self._link is not _Link.NEW:
             raise LocalProtocolError(f"cannot connect: the connection is {self._link.value}")
-        self.initialize(now=now)
+        self.initialize(now=now)  # WebSocket is a handshake-era transport: no stateless probe
         self._link = _Link.CONNECTING
         self._actions.append(self._open)
 

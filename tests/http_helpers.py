@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import h11
+import msgspec
 from helpers import SERVER_CAPABILITIES, Json, drain_events
 
-from mcp_sansio import LATEST_VERSION
+from mcp_sansio import LATEST_VERSION, ClientConfig
 from mcp_sansio.events import Event, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection
 from mcp_sansio.http_transport import HttpClient
@@ -296,6 +297,16 @@ class ScriptedHttpServer:
         return self._conns[request.connection].closed
 
 
+def http_client(url: str, **kwargs: Any) -> HttpClient:
+    """An :class:`HttpClient` of the handshake era (most tests here are about it): a
+    ``config`` whose ``protocol`` is ``"auto"`` is pinned to the latest handshake version,
+    so the first POST is ``initialize``, not the stateless era's ``server/discover`` probe."""
+    config = kwargs.pop("config", None) or ClientConfig()
+    if config.protocol == "auto":
+        config = msgspec.structs.replace(config, protocol=LATEST_VERSION)
+    return HttpClient(url, config=config, **kwargs)
+
+
 def ready_http_client(
     *, version: str = LATEST_VERSION, session_id: str | None = "s-1", get_stream: int = 405,
     splitter: Splitter | None = None, **kwargs: Any,
@@ -308,7 +319,7 @@ def ready_http_client(
     :class:`HttpClient`. Returns the client, the server and the handshake's events. The
     next request id is 2.
     """
-    client = HttpClient(URL, **kwargs)
+    client = http_client(URL, **kwargs)
     server = ScriptedHttpServer(client, splitter=splitter)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)

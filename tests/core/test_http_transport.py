@@ -13,6 +13,7 @@ from http_helpers import (
     ScriptedHttpServer,
     chunk,
     chunked_head,
+    http_client,
     init_result,
     json_body,
     ready_http_client,
@@ -42,7 +43,7 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 
 def started(**kwargs: Any) -> tuple[HttpClient, ScriptedHttpServer]:
     """A client that has just POSTed ``initialize`` (at 0.0), and its server."""
-    client = HttpClient(URL, **kwargs)
+    client = http_client(URL, **kwargs)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     return client, server
@@ -53,34 +54,34 @@ def started(**kwargs: Any) -> tuple[HttpClient, ScriptedHttpServer]:
 
 def test_non_http_url_is_refused() -> None:
     with pytest.raises(LocalProtocolError):
-        HttpClient("ftp://example.com/mcp")
+        http_client("ftp://example.com/mcp")
 
 
 @pytest.mark.parametrize("name", ["bad name", "x:y", "", "x\r\n"])
 def test_malformed_header_name_is_refused(name: str) -> None:
     with pytest.raises(LocalProtocolError):
-        HttpClient(URL, headers={name: "v"})
+        http_client(URL, headers={name: "v"})
 
 
 @pytest.mark.parametrize("value", ["a\r\nb", "caf\u00e9", " padded", "nul\0"])
 def test_header_value_the_wire_cannot_carry_is_refused(value: str) -> None:
     with pytest.raises(LocalProtocolError):
-        HttpClient(URL, headers={"X-Custom": value})
+        http_client(URL, headers={"X-Custom": value})
 
 
 @pytest.mark.parametrize("name", ["Host", "Content-Length", "Mcp-Session-Id", "Accept", "Last-Event-ID"])
 def test_header_the_client_sets_itself_is_refused(name: str) -> None:
     with pytest.raises(LocalProtocolError):
-        HttpClient(URL, headers={name: "v"})
+        http_client(URL, headers={name: "v"})
 
 
 def test_unknown_transport_is_refused() -> None:
     with pytest.raises(LocalProtocolError):
-        HttpClient(URL, transport="websocket")  # type: ignore[arg-type]  # the point of the test
+        http_client(URL, transport="websocket")  # an unknown transport: the point of the test
 
 
 def test_nothing_is_sent_before_connect() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     assert client.next_action() is None
     assert client.connections_with_data() == []
     assert client.next_deadline() is None
@@ -116,7 +117,7 @@ def test_initialize_carries_no_session_id_or_protocol_version() -> None:
 
 
 def test_https_url_asks_for_tls() -> None:
-    client = HttpClient("https://example.com:8443/mcp")
+    client = http_client("https://example.com:8443/mcp")
     client.connect(now=0.0)
     assert client.next_action() == OpenConnection(
         connection=1, host="example.com", port=8443, tls=True, server_hostname="example.com")
@@ -456,7 +457,7 @@ def test_close_twice_sends_one_delete() -> None:
 
 
 def test_close_before_connect_finishes_at_once() -> None:
-    client = HttpClient(URL, transport=TransportMode.STREAMABLE_HTTP)
+    client = http_client(URL, transport=TransportMode.STREAMABLE_HTTP)
     client.close(now=0.0)
     assert client.finished
     assert client.next_action() is None

@@ -13,6 +13,7 @@ from http_helpers import (
     ScriptedHttpServer,
     chunk,
     chunked_head,
+    http_client,
     init_result,
     json_body,
     ready_http_client,
@@ -73,7 +74,7 @@ def test_unauthorized_request_is_not_retried() -> None:
 
 
 def test_unauthorized_initialize_fails_the_handshake_with_the_challenge() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)
@@ -156,7 +157,7 @@ def test_error_status_without_a_body_names_only_the_status() -> None:
 
 
 def test_error_status_on_initialize_fails_the_handshake_with_the_status() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)
@@ -239,7 +240,7 @@ def test_garbage_instead_of_http_fails_the_request() -> None:
 
 
 def test_garbage_instead_of_http_fails_the_handshake() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)
@@ -300,7 +301,7 @@ def test_late_answer_after_the_timeout_is_ignored() -> None:
 
 
 def test_unanswered_initialize_times_out() -> None:
-    client = HttpClient(URL, config=ClientConfig(initialize_timeout=5.0))
+    client = http_client(URL, config=ClientConfig(initialize_timeout=5.0))
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     server.pump(now=0.0)
@@ -368,7 +369,7 @@ def test_refused_connection_fails_the_request_once_the_policy_gives_up() -> None
 
 
 def test_refused_initialize_fails_the_handshake_once_the_policy_gives_up() -> None:
-    client = HttpClient(URL, config=ClientConfig(retry=RetryPolicy(max_attempts=0)))
+    client = http_client(URL, config=ClientConfig(retry=RetryPolicy(max_attempts=0)))
     server = ScriptedHttpServer(client)
     server.refuse = 1
     client.connect(now=0.0)
@@ -468,7 +469,7 @@ def test_redirect_without_a_location_is_an_http_error() -> None:
 
 
 def test_redirected_initialize_completes_at_the_new_location() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)

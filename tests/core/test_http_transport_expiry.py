@@ -10,6 +10,7 @@ from http_helpers import (
     URL,
     ReceivedRequest,
     ScriptedHttpServer,
+    http_client,
     init_result,
     json_body,
     ready_http_client,
@@ -28,7 +29,6 @@ from mcp_sansio.events import (
     ResponseReceived,
     SessionExpired,
 )
-from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.session import Phase
 
 TS_NO_SESSION = json_body({
@@ -183,7 +183,7 @@ def test_404_with_any_body_is_expiry() -> None:
 
 
 def test_404_on_initialize_is_not_expiry() -> None:
-    client = HttpClient(URL, transport="streamable-http")
+    client = http_client(URL, transport="streamable-http")
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)
@@ -211,7 +211,7 @@ def test_404_on_the_get_stream_is_not_expiry() -> None:
 
 
 def test_404_on_a_session_that_is_initializing_is_an_ordinary_error() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)

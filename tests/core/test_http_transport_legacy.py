@@ -10,6 +10,7 @@ from http_helpers import (
     URL,
     ReceivedRequest,
     ScriptedHttpServer,
+    http_client,
     init_result,
     json_body,
     sse_event,
@@ -33,7 +34,7 @@ ENDPOINT = sse_event("/messages?sessionId=abc", event="endpoint")
 
 def legacy() -> tuple[HttpClient, ScriptedHttpServer, ReceivedRequest]:
     """A client in forced SSE mode and its open legacy stream, not answered yet."""
-    client = HttpClient(URL, transport="sse")
+    client = http_client(URL, transport="sse")
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (stream,) = server.pump(now=0.0)
@@ -198,7 +199,7 @@ def test_legacy_stream_answered_without_an_event_stream_fails_the_handshake() ->
 
 
 def test_refused_legacy_stream_is_retried() -> None:
-    client = HttpClient(URL, transport=TransportMode.SSE)
+    client = http_client(URL, transport=TransportMode.SSE)
     server = ScriptedHttpServer(client)
     server.refuse = 1
     client.connect(now=0.0)
@@ -222,7 +223,7 @@ def test_legacy_close_sends_no_delete() -> None:
 
 @pytest.mark.parametrize("status", [400, 404, 405])
 def test_refused_initialize_post_falls_back_to_the_legacy_stream(status: int) -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)
@@ -241,7 +242,7 @@ def test_refused_initialize_post_falls_back_to_the_legacy_stream(status: int) ->
 
 
 def test_fallback_that_also_fails_reports_the_post_status() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)
@@ -254,7 +255,7 @@ def test_fallback_that_also_fails_reports_the_post_status() -> None:
 
 
 def test_legacy_initialize_refused_does_not_fall_back_again() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)
@@ -270,7 +271,7 @@ def test_legacy_initialize_refused_does_not_fall_back_again() -> None:
 
 
 def test_other_status_on_the_initialize_post_does_not_fall_back() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)
@@ -281,7 +282,7 @@ def test_other_status_on_the_initialize_post_does_not_fall_back() -> None:
 
 
 def test_forced_streamable_http_does_not_fall_back() -> None:
-    client = HttpClient(URL, transport="streamable-http")
+    client = http_client(URL, transport="streamable-http")
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)
@@ -293,7 +294,7 @@ def test_forced_streamable_http_does_not_fall_back() -> None:
 
 
 def test_2024_11_05_answer_over_streamable_http_opens_no_get_stream() -> None:
-    client = HttpClient(URL)
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (post,) = server.pump(now=0.0)

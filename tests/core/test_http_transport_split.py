@@ -12,6 +12,7 @@ from http_helpers import (
     Splitter,
     chunk,
     chunked_head,
+    http_client,
     init_result,
     json_body,
     response,
@@ -23,7 +24,6 @@ from hypothesis import strategies as st
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.events import Event
-from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.types import ClientCapabilities, RootsCapability
 
 PROGRESS = json_body({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -34,7 +34,7 @@ MULTILINE = b'{"jsonrpc":"2.0",\n"method":"notifications/message",\n"params":{"l
 
 def script(splitter: Splitter) -> tuple[list[Event], list[tuple[str, str, bytes]]]:
     """A whole session against one server script; returns the events and requests seen."""
-    client = HttpClient("http://example.com/mcp", capabilities=ClientCapabilities(roots=RootsCapability()),
+    client = http_client("http://example.com/mcp", capabilities=ClientCapabilities(roots=RootsCapability()),
                         config=ClientConfig(max_response_bytes=600), jitter_seed=3)
     server = ScriptedHttpServer(client, splitter=splitter)
     client.connect(now=0.0)
