@@ -429,6 +429,9 @@ class ClientSession:
         says so, else fail."""
         tried = self._tried_modern
         mutual = next((v for v in self._modern_choices() if v in listed and v not in tried), None)
+        if mutual is None and len(tried) < 2:
+            # A server may turn down even the version it lists, once: ask again at it.
+            mutual = next((v for v in self._modern_choices() if v in listed), None)
         if mutual is not None:
             self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
         elif legacy:
@@ -589,9 +592,11 @@ class ClientSession:
         sent = _with_progress_token(params, rid, fresh, self._era_meta())
         wire = jsonrpc.encode_request(rid, method, sent)
         self._next_id = rid
-        if timeout is None:
+        if endless:
+            timeout = math.inf  # progress cannot arm a deadline either
+        elif timeout is None:
             timeout = self._default_timeout
-        deadline = math.inf if endless else now + timeout
+        deadline = now + timeout
         limit = self._max_request_timeout
         limit_at = None
         if limit is not None and not endless:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from mcp_sansio import ClientConfig, McpSansioError
+from mcp_sansio import ClientConfig, McpSansioError, RequestError
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, Tool
 from mcp_sansio_asyncio import connect_http
 
@@ -80,9 +80,27 @@ async def run(url: str, scenario: str) -> None:
             return
         if scenario == "initialize":
             return
-        for tool in tools:
-            result = await client.call_tool(tool.name, _arguments_for(tool))
-            log.info("%s -> %s", tool.name, msgspec.json.encode(result)[:200])
+        planned = _planned_calls()
+        calls = planned if planned is not None else [(t.name, _arguments_for(t)) for t in tools]
+        for name, arguments in calls:
+            try:
+                result = await client.call_tool(name, arguments)
+            except RequestError as exc:  # a scenario's tool may refuse; the next still runs
+                log.info("%s -> error %s", name, exc)
+                continue
+            log.info("%s -> %s", name, msgspec.json.encode(result)[:200])
+
+
+def _planned_calls() -> list[tuple[str, dict[str, object]]] | None:
+    """The tool calls a scenario prescribes in ``MCP_CONFORMANCE_CONTEXT`` (``toolCalls``)."""
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    if not raw:
+        return None
+    context = msgspec.json.decode(raw)
+    calls = context.get("toolCalls") if isinstance(context, dict) else None
+    if not isinstance(calls, list):
+        return None
+    return [(str(c.get("name")), dict(c.get("arguments") or {})) for c in calls if isinstance(c, dict)]
 
 
 def main() -> int:
