@@ -1,0 +1,1 @@
+"""Tests of the drivers against real servers (a package, so its helpers import as modules)."""

@@ -1,0 +1,261 @@
+"""The adapter that runs every driver test body on every driver.
+
+Test bodies are async and see one client API. The blocking driver is wrapped, without
+threads, in an object whose methods are coroutines that run the blocking call at once,
+and its handlers are the tests' async handlers run to completion inline (they must not
+suspend). A call is abandoned as each driver's users do it: by cancelling the task
+(asyncio), with a cancel scope (anyio), with an alarm signal standing in for Ctrl-C
+(blocking).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from types import FrameType
+from typing import Final, Protocol, TypeVar, cast
+
+import anyio
+import msgspec
+import pytest
+
+import mcp_sansio_anyio
+import mcp_sansio_asyncio
+import mcp_sansio_sync
+from mcp_sansio import ClientConfig
+from mcp_sansio.types import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    Implementation,
+    Prompt,
+    PromptReference,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ResourceTemplateReference,
+    ServerCapabilities,
+    TextContent,
+    Tool,
+)
+from mcp_sansio_asyncio.client import (
+    ElicitationHandler,
+    NotificationHandler,
+    ProgressCallback,
+    RootsArg,
+    SamplingHandler,
+)
+
+DRIVER_NAMES: Final = ("asyncio", "anyio-asyncio", "anyio-trio", "sync")
+
+# Short limits for misbehaving servers, so the whole matrix stays quick.
+QUICK: Final = ClientConfig(
+    request_timeout=10.0, initialize_timeout=10.0, shutdown_close_delay=0.2,
+    shutdown_interrupt_delay=0.2, shutdown_terminate_delay=0.2,
+)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class ClientUnderTest(Protocol):
+    """The client API every driver offers, seen through the adapter (all awaitable)."""
+
+    @property
+    def server_info(self) -> Implementation: ...
+    @property
+    def protocol_version(self) -> str: ...
+    @property
+    def server_capabilities(self) -> ServerCapabilities: ...
+    @property
+    def instructions(self) -> str | None: ...
+    @property
+    def stderr_tail(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[Tool]: ...
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, object] | None = None, *,
+        timeout: float | None = None, on_progress: ProgressCallback | None = None,
+    ) -> CallToolResult: ...
+    async def list_resources(self, *, timeout: float | None = None) -> list[Resource]: ...
+    async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]: ...
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult: ...
+    async def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None: ...
+    async def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None: ...
+    async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]: ...
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult: ...
+    async def complete(
+        self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
+        argument_name: str, value: str, *, context_arguments: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> CompleteResult: ...
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None: ...
+    async def ping(self, *, timeout: float | None = None) -> None: ...
+    async def request(
+        self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
+        timeout: float | None = None,
+    ) -> msgspec.Struct: ...
+    async def set_roots(self, roots: RootsArg) -> None: ...
+
+
+class Interrupted(BaseException):
+    """What the alarm raises inside a blocking call, as Ctrl-C would."""
+
+
+class Driver:
+    """One driver under test: how to connect with it and how to cancel a call."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.backend = "trio" if name == "anyio-trio" else "asyncio"
+
+    def connect(
+        self, command: str, args: Sequence[str] = (), *, config: ClientConfig | None = None,
+        env: Mapping[str, str] | None = None, on_sampling: SamplingHandler | None = None,
+        on_elicitation: ElicitationHandler | None = None, roots: RootsArg | None = None,
+        on_notification: NotificationHandler | None = None,
+    ) -> AbstractAsyncContextManager[ClientUnderTest]:
+        """``connect_stdio`` of this driver, with the tests' async handlers."""
+        if self.name == "sync":
+            return _connect_sync(command, args, config=config, env=env, on_sampling=on_sampling,
+                                 on_elicitation=on_elicitation, roots=roots,
+                                 on_notification=on_notification)
+        if self.name == "asyncio":
+            return mcp_sansio_asyncio.connect_stdio(
+                command, args, config=config, env=env, on_sampling=on_sampling,
+                on_elicitation=on_elicitation, roots=roots, on_notification=on_notification)
+        return mcp_sansio_anyio.connect_stdio(
+            command, args, config=config, env=env, on_sampling=on_sampling,
+            on_elicitation=on_elicitation, roots=roots, on_notification=on_notification)
+
+    def cancel_after(self, seconds: float) -> AbstractContextManager[object]:
+        """Abandon what the block is waiting for after ``seconds``, and go on after it,
+        the way this driver's users do: a task cancellation, a cancel scope, Ctrl-C."""
+        if self.name == "sync":
+            return _interrupt_after(seconds)
+        if self.name == "asyncio":
+            return _cancel_task_after(seconds)
+        return anyio.move_on_after(seconds)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text of a tool result's first block."""
+    block = result.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
+def process_is_gone(pid: int | None) -> bool:
+    """No process ``pid`` exists any more (not even a zombie)."""
+    return pid is not None and not os.path.exists(f"/proc/{pid}")
+
+
+async def until(client: ClientUnderTest, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Ping until ``condition()`` holds (a blocking client reads only while a call waits,
+    so the pings follow each other closely)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the condition did not hold within {timeout} s")
+        await client.ping()
+        await anyio.sleep(0.001)
+
+
+# ------------------------------------------------------ the blocking adapter
+
+
+class _Awaitable:
+    """A blocking client whose methods are coroutines (that complete without suspending)."""
+
+    def __init__(self, client: mcp_sansio_sync.StdioConnection) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        async def call(*args: object, **kwargs: object) -> object:
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def _inline(handler: Callable[[T], Awaitable[R]] | None) -> Callable[[T], R] | None:
+    """A blocking handler that runs the async ``handler`` to completion."""
+    if handler is None:
+        return None
+
+    def call(arg: T) -> R:
+        steps = handler(arg).__await__()
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return cast(R, stop.value)
+        raise RuntimeError("a handler used with the blocking driver must not suspend")
+
+    return call
+
+
+@contextlib.asynccontextmanager
+async def _connect_sync(
+    command: str, args: Sequence[str], *, config: ClientConfig | None, env: Mapping[str, str] | None,
+    on_sampling: SamplingHandler | None, on_elicitation: ElicitationHandler | None,
+    roots: RootsArg | None, on_notification: NotificationHandler | None,
+) -> AsyncIterator[ClientUnderTest]:
+    with mcp_sansio_sync.connect_stdio(
+        command, args, config=config, env=env, on_sampling=_inline(on_sampling),
+        on_elicitation=_inline(on_elicitation), roots=roots, on_notification=_inline(on_notification),
+    ) as client:
+        yield cast(ClientUnderTest, _Awaitable(client))
+
+
+@contextlib.contextmanager
+def _cancel_task_after(seconds: float) -> Iterator[None]:
+    """``task.cancel()`` after ``seconds``, caught at the end of the block (as ``asyncio.timeout``)."""
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    def fire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(seconds, fire)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not fired:
+            raise
+        task.uncancel()
+    finally:
+        timer.cancel()
+
+
+@contextlib.contextmanager
+def _interrupt_after(seconds: float) -> Iterator[None]:
+    def fire(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except Interrupted:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,181 @@
+"""Every driver against a stdio server that misbehaves on purpose (``tests/servers/hostile.py``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import resource
+import time
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+from peer_servers import sdk_server
+
+from mcp_sansio import ConnectionClosed, MessageTooLarge, RemoteProtocolError, RequestTimeout
+
+from .driver_adapter import QUICK, Driver, process_is_gone, text_of, until
+
+pytestmark = pytest.mark.anyio
+
+MIB = 1024 * 1024
+
+
+def hostile(*mode: str) -> tuple[str, list[str]]:
+    """The command running the hostile server in ``mode``."""
+    return sdk_server("hostile", *mode)
+
+
+def cancellations(log: Path) -> list[dict[str, object]]:
+    """The ``notifications/cancelled`` params the hostile server has logged."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def rss_bytes() -> int:
+    """This process's resident set size now."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("banner", "not-json"), ("bad-utf8", "invalid-utf8"),
+                                              ("unknown-id", "unknown-id")])
+async def test_garbage_around_the_answer_is_skipped_with_a_warning(
+    driver: Driver, mode: str, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with driver.connect(*hostile(mode), config=QUICK) as client:
+        assert client.server_info.name == "hostile"
+        assert [tool.name for tool in await client.list_tools()] == ["poke"]
+        assert text_of(await client.call_tool("poke")) == "ok"
+        assert text_of(await client.call_tool("poke")) == "ok"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(f"discarded a message from the server ({reason})" in w for w in warnings), warnings
+
+
+async def test_line_over_max_line_bytes_fails_with_message_too_large(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, max_line_bytes=MIB)
+    async with driver.connect(*hostile("long-line"), config=config) as client:
+        with pytest.raises(MessageTooLarge) as caught:
+            await client.call_tool("poke")
+    assert isinstance(caught.value, RemoteProtocolError)
+    assert "max_line_bytes" in str(caught.value)
+
+
+async def test_death_mid_response_reports_exit_status_and_stderr(driver: Driver) -> None:
+    async with driver.connect(*hostile("die-mid-response"), config=QUICK) as client:
+        with pytest.raises(ConnectionClosed) as caught:
+            await client.call_tool("poke")
+        assert "fatal: boom" in client.stderr_tail
+    assert caught.value.returncode == 3
+    assert "fatal: boom" in caught.value.stderr_tail
+
+
+async def test_stderr_is_logged_line_by_line_when_info_is_enabled(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_sansio.stderr")
+    async with driver.connect(*hostile("die-mid-response"), config=QUICK) as client:
+        with pytest.raises(ConnectionClosed):
+            await client.call_tool("poke")
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("mcp_sansio.stderr.")]
+    assert lines == ["fatal: boom"]
+
+
+async def test_crash_fails_the_pending_call_with_exit_status(driver: Driver) -> None:
+    # The handshake takes one or two of the three requests it answers, as the core decides.
+    async with driver.connect(*hostile("crash-after", "3"), config=QUICK) as client:
+        with pytest.raises(ConnectionClosed) as caught:
+            for _ in range(3):
+                assert text_of(await client.call_tool("poke")) == "ok"
+    assert caught.value.returncode == 1
+    assert "crashing after 3 requests" in caught.value.stderr_tail
+
+
+async def test_server_exiting_during_a_large_write_fails_both_calls(driver: Driver) -> None:
+    if driver.name == "sync":
+        pytest.skip("the blocking client makes one call at a time")
+    # Only initialize is answered; the next line kills the server while the big one is
+    # still being written after it, in the same write.
+    config = msgspec.structs.replace(QUICK, protocol="2025-11-25")
+    failures: list[int | None] = []
+
+    async def call(arguments: dict[str, str]) -> None:
+        with pytest.raises(ConnectionClosed) as caught:
+            await client.call_tool("poke", arguments)
+        failures.append(caught.value.returncode)
+
+    async with (
+        driver.connect(*hostile("crash-after", "1"), config=config) as client,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(call, {"padding": ""})
+        group.start_soon(call, {"padding": "x" * (4 * MIB)})
+    assert failures == [1, 1]
+
+
+async def test_stalled_call_times_out_and_the_server_hears_cancelled(driver: Driver, tmp_path: Path) -> None:
+    log = tmp_path / "cancelled.jsonl"
+    async with driver.connect(*hostile("stall"), config=QUICK, env={"HOSTILE_LOG": str(log)}) as client:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("poke", timeout=0.3)
+        assert 0.3 <= time.monotonic() - started < 2.0
+        await client.ping()  # answered after the server has read the cancellation
+        [cancelled] = cancellations(log)
+    assert isinstance(cancelled["requestId"], int)
+    assert cancelled["reason"] == "request timed out"
+
+
+async def test_abandoned_call_is_cancelled_at_the_server(driver: Driver, tmp_path: Path) -> None:
+    log = tmp_path / "cancelled.jsonl"
+    async with driver.connect(*hostile("stall"), config=QUICK, env={"HOSTILE_LOG": str(log)}) as client:
+        with driver.cancel_after(0.2):
+            await client.call_tool("poke")
+            pytest.fail("the stalled call returned")
+        await client.ping()
+        [cancelled] = cancellations(log)
+    assert cancelled["reason"] == "cancelled by the caller"
+
+
+async def test_server_ignoring_sigterm_is_killed_within_the_ladder(driver: Driver) -> None:
+    async with driver.connect(*hostile("ignore-sigterm")) as client:  # the default ladder
+        assert text_of(await client.call_tool("poke")) == "ok"
+        pid = client.pid
+        started = time.monotonic()
+    assert time.monotonic() - started < 3.0
+    assert process_is_gone(pid)
+
+
+async def test_stderr_flood_is_drained_in_bounded_memory(driver: Driver) -> None:
+    rss_before = rss_bytes()
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss_peak = rss_before
+    drained = 0
+
+    async with driver.connect(*hostile("flood-stderr"), config=QUICK) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+
+        def mostly_drained() -> bool:
+            nonlocal rss_peak, drained
+            rss_peak = max(rss_peak, rss_bytes())
+            dropped = re.match(r"\[(\d+) earlier bytes dropped\]", client.stderr_tail)
+            drained = int(dropped.group(1)) if dropped else 0
+            return drained >= 150 * MIB
+
+        await until(client, mostly_drained, timeout=60.0)
+        assert text_of(await client.call_tool("poke")) == "ok"
+    assert len(client.stderr_tail) < 2 * MIB
+    assert rss_peak - rss_before < 100 * MIB
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before < 100 * MIB
+
+
+async def test_slow_start_past_initialize_timeout_fails_the_handshake(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, initialize_timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout):
+        async with driver.connect(*hostile("slow-start", "5"), config=config):
+            pytest.fail("the handshake succeeded")
+    assert time.monotonic() - started < 2.0
