@@ -18,6 +18,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from . import modern
 from .config import ClientConfig
 from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
 from .events import (
@@ -45,7 +46,6 @@ from .session import ClientSession, Phase, _Pending
 from .sse import SseParser
 from .types import ClientCapabilities
 from .urls import Url, parse_url, resolve_url, same_origin
-from . import modern
 from .www_authenticate import parse_www_authenticate
 
 __all__ = ["HttpClient", "TransportMode"]
