@@ -169,6 +169,15 @@ class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
     stable_after: float = 60.0
     cooldown: float = 300.0
 
+    def __post_init__(self) -> None:
+        """Reject periods that are negative or not finite.
+
+        Raises:
+            LocalProtocolError: ``stable_after`` or ``cooldown`` is negative or not finite.
+        """
+        if not all(math.isfinite(value) and value >= 0 for value in (self.stable_after, self.cooldown)):
+            raise LocalProtocolError(f"stable_after and cooldown must be finite and >= 0: {self!r}")
+
 
 class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Every limit of a server manager.

@@ -1,7 +1,9 @@
 """The ``mcp-sansio`` command line: a demo, ``inspect`` and ``call``, on the asyncio driver.
 
 With no arguments it starts the bundled demo server and shows what a new user wants to
-see. Every failure is one line on stderr and a non-zero exit status, never a traceback.
+see. ``servers``, ``tools`` and ``call mcp__<server>__<tool>`` run the configured servers
+(:mod:`mcp_sansio_cli.host`). Every failure is one line on stderr and a non-zero exit
+status, never a traceback.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import msgspec
 
 from mcp_sansio import ClientConfig, McpSansioError
 from mcp_sansio.types import CallToolResult, ContentBlock, ImageContent, TextContent
-from mcp_sansio_asyncio import StdioConnection, connect_stdio
+from mcp_sansio_asyncio import AsyncClient, connect_stdio
 
-__all__ = ["main"]
+__all__ = ["CliError", "main", "parse_arguments", "print_result"]
 
 _EXIT_FAILURE: Final = 1
 _EXIT_USAGE: Final = 2
 _EXIT_INTERRUPTED: Final = 130
+_DEFAULT_TIMEOUT: Final = 60.0
 
 
 class CliError(Exception):
@@ -35,17 +38,23 @@ def _parser() -> argparse.ArgumentParser:
         prog="mcp-sansio",
         description="Talk to MCP servers. With no command, run the bundled demo server.",
     )
+    from . import host
+
     sub = parser.add_subparsers(dest="command")
-    common = argparse.ArgumentParser(add_help=False)
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--json", action="store_true", help="machine-readable output")
+    common = argparse.ArgumentParser(add_help=False, parents=[output])
+    common.add_argument("--timeout", type=float, help="seconds per request (default 60)")
     common.add_argument("--stdio", metavar="CMD", help='server command line, e.g. "python server.py"')
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    common.add_argument("--url", help="server URL (Streamable HTTP, falling back to HTTP+SSE)")
     sub.add_parser("demo", parents=[common], help="run the bundled demo server (the default)")
     sub.add_parser("inspect", parents=[common], help="server info, tools, resources and prompts")
-    call = sub.add_parser("call", parents=[common], help="call one tool")
+    config = host.add_commands(sub, output)
+    call = sub.add_parser("call", parents=[common, config], help=(
+        "call one tool: mcp__<server>__<tool> of the configured servers, or a tool of --stdio/--url"))
     call.add_argument("tool", help="the tool's name")
     call.add_argument("--args", default="{}", help="the arguments as a JSON object")
-    parser.set_defaults(command="demo", stdio=None, json=False, timeout=60.0)
+    parser.set_defaults(command="demo", stdio=None, url=None, json=False, timeout=None)
     return parser
 
 
@@ -77,7 +86,7 @@ def _content_text(block: ContentBlock) -> str:
     return f"[{type(block).__name__}]"
 
 
-async def _inspect(client: StdioConnection, as_json: bool) -> None:
+async def _inspect(client: AsyncClient, as_json: bool) -> None:
     caps = client.server_capabilities
     tools = await client.list_tools() if caps.tools is not None else []
     resources = await client.list_resources() if caps.resources is not None else []
@@ -109,19 +118,29 @@ async def _inspect(client: StdioConnection, as_json: bool) -> None:
         console.print(table)
 
 
-async def _call(client: StdioConnection, tool: str, raw_args: str, as_json: bool, timeout: float) -> int:
+def parse_arguments(raw_args: str) -> dict[str, object]:
+    """The ``--args`` JSON object.
+
+    Raises:
+        CliError: it is not JSON, or not an object.
+    """
     try:
         arguments = msgspec.json.decode(raw_args)
     except msgspec.DecodeError as exc:
         raise CliError(f"--args is not JSON: {exc}") from exc
     if not isinstance(arguments, dict):
         raise CliError("--args must be a JSON object")
-    result = await client.call_tool(tool, arguments, timeout=timeout)
-    _print_result(result, as_json)
+    return arguments
+
+
+async def _call(client: AsyncClient, tool: str, raw_args: str, as_json: bool, timeout: float) -> int:
+    result = await client.call_tool(tool, parse_arguments(raw_args), timeout=timeout)
+    print_result(result, as_json)
     return _EXIT_FAILURE if result.is_error else 0
 
 
-def _print_result(result: CallToolResult, as_json: bool) -> None:
+def print_result(result: CallToolResult, as_json: bool) -> None:
+    """Write a tool result to stdout: its wire shape, or its content as text."""
     if as_json:
         sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
         return
@@ -131,7 +150,7 @@ def _print_result(result: CallToolResult, as_json: bool) -> None:
         sys.stdout.write(msgspec.json.encode(result.structured_content).decode() + "\n")
 
 
-async def _demo(client: StdioConnection) -> None:
+async def _demo(client: AsyncClient) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -161,15 +180,29 @@ async def _demo(client: StdioConnection) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from . import host
+
+    if host.uses_config(args):
+        return await host.run(args)
+    timeout = args.timeout or _DEFAULT_TIMEOUT
+    if args.url is not None:
+        from mcp_sansio_asyncio.http import connect_http  # loads h11 and ssl: only when asked for
+
+        async with connect_http(args.url, config=_config(timeout)) as remote:
+            return await _session(remote, args, timeout)
     command, argv = _server_command(args.stdio)
-    async with connect_stdio(command, argv, config=_config(args.timeout)) as client:
-        if args.command == "inspect":
-            await _inspect(client, args.json)
-            return 0
-        if args.command == "call":
-            return await _call(client, args.tool, args.args, args.json, args.timeout)
-        await _demo(client)
+    async with connect_stdio(command, argv, config=_config(timeout)) as client:
+        return await _session(client, args, timeout)
+
+
+async def _session(client: AsyncClient, args: argparse.Namespace, timeout: float) -> int:
+    if args.command == "inspect":
+        await _inspect(client, args.json)
         return 0
+    if args.command == "call":
+        return await _call(client, args.tool, args.args, args.json, timeout)
+    await _demo(client)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

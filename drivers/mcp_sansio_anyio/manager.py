@@ -1,0 +1,147 @@
+"""Many stdio MCP servers at once on anyio (asyncio or trio): batched start-up, restarts, names.
+
+The flow is :class:`mcp_sansio_asyncio.manager.AsyncServerManager`'s; this module gives it
+anyio's primitives. Each connection lives in a task of the manager's task group (an anyio
+connection must be closed by the task that opened it), so the manager is used as
+``async with ServerManager(entries) as manager:``. The anyio driver speaks stdio only, so
+remote servers are reported failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from types import TracebackType
+from typing import TypeVar, cast
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup, TaskStatus
+
+from mcp_sansio import ClientConfig
+from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.hostconfig import StdioServerConfig
+from mcp_sansio.manager import ConnectPlan
+from mcp_sansio_asyncio.manager import AsyncServerManager, Handlers, Opened, Signal
+
+from .stdio import connect_stdio
+
+__all__ = ["ServerManager"]
+
+T = TypeVar("T")
+log = logging.getLogger("mcp_sansio.manager")
+
+
+class ServerManager(AsyncServerManager):
+    """Many stdio MCP servers at once on anyio; see ``AsyncServerManager`` for the API.
+
+    Only ``async with ServerManager(entries, ...) as manager:`` starts it.
+    """
+
+    TRANSPORTS = frozenset({"stdio"})
+    _tg: TaskGroup | None
+    _scopes: set[anyio.CancelScope]
+    _background: int
+    _idle: anyio.Event
+
+    def _init_driver(self) -> None:
+        self._tg = None
+        self._scopes = set()
+        self._background = 0
+        self._idle = anyio.Event()
+
+    async def __aenter__(self) -> ServerManager:
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        tg = self._tg
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+        finally:
+            if tg is not None:
+                self._tg = None
+                # Every task has ended: passing the body's exception would only wrap it.
+                await tg.__aexit__(None, None, None)
+
+    def _group(self) -> TaskGroup:
+        if self._tg is None:
+            raise LocalProtocolError("use the anyio ServerManager as `async with ServerManager(...)`")
+        return self._tg
+
+    def _now(self) -> float:
+        return anyio.current_time()
+
+    async def _sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    def _signal(self) -> Signal:
+        return anyio.Event()
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self._background += 1
+        self._group().start_soon(self._scoped, fn)
+
+    async def _scoped(self, fn: Callable[[], Awaitable[None]]) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                self._scopes.add(scope)
+                await fn()
+        finally:
+            self._scopes.discard(scope)
+            self._background -= 1
+            if not self._background:
+                self._idle.set()
+
+    async def _stop_background(self) -> None:
+        for scope in self._scopes:
+            scope.cancel()
+        if self._background:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    async def _run_all(self, fns: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        async with anyio.create_task_group() as tg:
+            for fn in fns:
+                tg.start_soon(_call, fn)
+
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(fn)
+
+    async def _open(self, plan: ConnectPlan, config: ClientConfig, handlers: Handlers) -> Opened:
+        server = cast(StdioServerConfig, plan.config)  # the core starts nothing else here
+        opened: Opened = await self._group().start(self._hold, server, config, handlers)
+        return opened
+
+    async def _hold(self, server: StdioServerConfig, config: ClientConfig, handlers: Handlers, *,
+                    task_status: TaskStatus[Opened]) -> None:
+        """Open one connection and keep it, in this task, until its closer is called."""
+        closing, closed = anyio.Event(), anyio.Event()
+        started = False
+        try:
+            async with connect_stdio(server.command, server.args, env=server.env, cwd=server.cwd,
+                                     config=config, **handlers) as client:
+                task_status.started((client, partial(_release, closing, closed)))
+                started = True
+                await closing.wait()
+        except Exception:
+            if not started:
+                raise  # to start(): the attempt failed
+            # Once started, a failure must not take the manager's task group down with it.
+            log.exception("the connection to %s failed while closing", server.command)
+        finally:
+            closed.set()
+
+
+async def _call(fn: Callable[[], Awaitable[None]]) -> None:
+    await fn()
+
+
+async def _release(closing: anyio.Event, closed: anyio.Event) -> None:
+    closing.set()
+    await closed.wait()
