@@ -30,7 +30,7 @@ from mcp_sansio.events import (
     ServerRequestReceived,
 )
 from mcp_sansio.handlers import coerce_result, roots_result
-from mcp_sansio.session import ClientSession
+from mcp_sansio.session import ClientSession, Phase
 from mcp_sansio.types import (
     CallToolResult,
     CompleteResult,
@@ -118,6 +118,11 @@ class Client:
     def instructions(self) -> str | None:
         """The server's instructions for the model, if any."""
         return self._core.instructions
+
+    @property
+    def closed(self) -> bool:
+        """The connection has ended (closed by us, or the server went away)."""
+        return self._core.phase is Phase.CLOSED
 
     # ------------------------------------------------------------- requests
 

@@ -53,7 +53,6 @@ from mcp_sansio.manager import (
 )
 from mcp_sansio.naming import UnknownToolName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
-from mcp_sansio.session import ClientSession, Phase
 from mcp_sansio.types import CallToolResult, Prompt, Resource, Tool
 
 from .client import Client, ElicitationHandler, RootsArg, SamplingHandler
@@ -70,17 +69,14 @@ Opened = tuple[StdioConnection, contextlib.ExitStack]
 _RESULT_DIR: Final = "mcp-sansio-results"
 
 
-class _HasSession(Protocol):
+class _Closable(Protocol):
     @property
-    def _core(self) -> ClientSession: ...
+    def closed(self) -> bool: ...
 
 
-def session_closed(client: _HasSession) -> bool:
-    """Whether a client's connection has ended (process exited, socket closed, closed).
-
-    The clients have no public flag for it, so this reads their session's phase.
-    """
-    return client._core.phase is Phase.CLOSED
+def session_closed(client: _Closable) -> bool:
+    """Whether a client's connection has ended (process exited, socket closed, closed)."""
+    return client.closed
 
 
 def stderr_of(client: object) -> str:
