@@ -14,8 +14,7 @@ from typing import Protocol, TypeVar, cast
 
 import msgspec
 
-from mcp_sansio import jsonrpc
-from mcp_sansio.errors import McpSansioError, RequestError
+from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
     ConnectionTerminated,
     Event,
@@ -30,7 +29,7 @@ from mcp_sansio.events import (
     ResponseReceived,
     ServerRequestReceived,
 )
-from mcp_sansio.handlers import coerce_result, roots_result
+from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
 from mcp_sansio.session import ClientSession, Phase
 from mcp_sansio.types import (
     CallToolResult,
@@ -44,6 +43,7 @@ from mcp_sansio.types import (
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
+    ListRootsResult,
     ListToolsResult,
     Prompt,
     PromptReference,
@@ -130,6 +130,11 @@ class AsyncClient:
     def instructions(self) -> str | None:
         """The server's instructions for the model, if any."""
         return self._core.instructions
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` (the stateless 2026-07-28 protocol) or ``"legacy"`` (``initialize``)."""
+        return self._core.era or "legacy"
 
     @property
     def closed(self) -> bool:
@@ -312,29 +317,19 @@ class AsyncClient:
 
     async def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and send its answer."""
-        rid, method = event.request_id, event.method
-        try:
-            if method == "roots/list" and self._roots is not None:
-                result: msgspec.Struct | Mapping[str, object] = roots_result(self._roots)
-            elif method == "sampling/createMessage" and self._on_sampling is not None:
-                sampled = await self._on_sampling(cast(CreateMessageRequestParams, event.params))
-                result = coerce_result(method, sampled)
-            elif method == "elicitation/create" and self._on_elicitation is not None:
-                elicited = await self._on_elicitation(cast(ElicitRequestParams, event.params))
-                result = coerce_result(method, elicited)
-            else:
-                self._core.respond_error(rid, jsonrpc.METHOD_NOT_FOUND, f"no handler for {method}")
-                self._flush()
-                return
-        except RequestError as exc:
-            self._core.respond_error(rid, exc.code, exc.message, exc.data)
-        except McpSansioError as exc:
-            self._core.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(exc))
-        except Exception as exc:  # an application bug must still answer the server
-            log.exception("the %s handler raised", method)
-            # Only the type goes back: the message may hold data the server must not see.
-            self._core.respond_error(rid, jsonrpc.INTERNAL_ERROR,
-                                     f"the client's {method} handler failed ({type(exc).__name__})")
-        else:
-            self._core.respond(rid, result)
+        handler: Callable[[msgspec.Struct], Awaitable[object]] | None = handler_for(
+            event.method, roots=None if self._roots is None else self._list_roots,
+            sampling=self._on_sampling, elicitation=self._on_elicitation)
+        outcome: object = NO_HANDLER
+        if handler is not None:
+            try:
+                outcome = await handler(event.params)
+            except Exception as exc:  # an application bug must still answer the server
+                if not isinstance(exc, McpSansioError):
+                    log.exception("the %s handler raised", event.method)
+                outcome = exc
+        answer(self._core, event, outcome)
         self._flush()
+
+    async def _list_roots(self) -> ListRootsResult:
+        return roots_result(self._roots or ())
