@@ -355,8 +355,10 @@ class ClientSession:
         self._probe_version = version
         rid = self._allocate_id()
         self._init_id = rid
-        auto = self.config.protocol == "auto"
-        self._init_deadline = now + (self.config.discover_timeout if auto else self.config.initialize_timeout)
+        # Only an auto client's first probe may go unanswered by a legacy server; once the
+        # server named versions it is modern, and its silence is a handshake timeout.
+        wait = self.config.discover_timeout if self._probing_blind() else self.config.initialize_timeout
+        self._init_deadline = now + wait
         meta = modern.request_meta(version, self.capabilities, self._client_info, None)
         self._send_request(rid, jsonrpc.encode_request(rid, "server/discover", {"_meta": meta}))
 
@@ -417,6 +419,10 @@ class ClientSession:
         # No mutual modern revision: a dual-era server (or none at all) for ``auto``.
         legacy = auto and not any(v in self._modern_choices() for v in listed)
         self._retry_discover(listed, version, now, legacy=legacy)
+
+    def _probing_blind(self) -> bool:
+        """An ``auto`` client's first probe is out: the server's era is still unknown."""
+        return self.config.protocol == "auto" and len(self._tried_modern) == 1
 
     def _modern_choices(self) -> tuple[str, ...]:
         """The stateless revisions this client may speak, preferred first."""
@@ -874,7 +880,7 @@ class ClientSession:
         ``InitializeFailed(reason=TIMEOUT)``.
         """
         if self._init_deadline is not None and self._init_deadline <= now:
-            if self._probe_version is not None and self.config.protocol == "auto":
+            if self._probe_version is not None and self._probing_blind():
                 self._fall_back_to_initialize(now)  # a handshake-era server may ignore it
             else:
                 what = "server/discover" if self._probe_version is not None else "initialize"
