@@ -151,7 +151,7 @@ def test_config_rejects_unusable_limits(options: dict[str, object]) -> None:
 @pytest.mark.parametrize("options", [{"stable_after": -1.0}, {"cooldown": math.inf}])
 def test_restart_policy_rejects_unusable_periods(options: dict[str, float]) -> None:
     with pytest.raises(LocalProtocolError, match="finite"):
-        RestartPolicy(**options)
+        RestartPolicy(stable_after=options.get("stable_after", 60.0), cooldown=options.get("cooldown", 300.0))
 
 
 # ------------------------------------------------------------------- set-up
