@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "ConnectionClosed",
     "HttpError",
+    "InsufficientScope",
     "LocalProtocolError",
     "McpSansioError",
     "MessageTooLarge",
@@ -134,3 +135,8 @@ class Unauthorized(McpSansioError):
         super().__init__(message)
         self.status = status
         self.params = params
+
+
+class InsufficientScope(Unauthorized):
+    """The server kept answering 403 ``insufficient_scope`` after every step-up authorization
+    allowed (``OAuthConfig.max_authorization_attempts``)."""

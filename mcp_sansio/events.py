@@ -15,6 +15,7 @@ import msgspec
 from .errors import (
     ConnectionClosed,
     HttpError,
+    InsufficientScope,
     McpSansioError,
     MessageTooLarge,
     PaginationError,
@@ -74,6 +75,7 @@ class FailureReason(enum.Enum):
     UNSUPPORTED_VERSION = "unsupported-version"
     HTTP_ERROR = "http-error"
     AUTHORIZATION_REQUIRED = "authorization-required"
+    INSUFFICIENT_SCOPE = "insufficient-scope"
 
 
 class DiscardReason(enum.Enum):
@@ -278,6 +280,8 @@ def _exception_for(
         return HttpError(message, status=event.status or 0, body_excerpt=(event.detail or {}).get("body", ""))
     if reason is FailureReason.AUTHORIZATION_REQUIRED:
         return Unauthorized(message, status=event.status or 0, params=dict(event.detail or {}))
+    if reason is FailureReason.INSUFFICIENT_SCOPE:
+        return InsufficientScope(message, status=event.status or 0, params=dict(event.detail or {}))
     return RemoteProtocolError(message)
 
 

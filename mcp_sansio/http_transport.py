@@ -119,9 +119,9 @@ class _Exchange:
     """One HTTP request of ours and what we know about its response."""
 
     __slots__ = (
-        "attempt", "body", "buffer", "challenge", "headers", "id", "kind", "last_event_id",
-        "method", "redirects", "request_ids", "response_headers", "retry", "sse", "status", "tag",
-        "url",
+        "attempt", "body", "buffer", "challenge", "credential", "headers", "id", "kind",
+        "last_event_id", "method", "redirects", "request_ids", "response_headers", "retry", "sse",
+        "status", "tag", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -143,6 +143,7 @@ class _Exchange:
         self.challenge: dict[str, str] = {}  # WWW-Authenticate parameters of a 401/403
         self.tag = 0  # a side request's id for the caller
         self.response_headers: tuple[Header, ...] = ()
+        self.credential = 0  # what _credential() said when it was last sent
 
 
 class HttpClient(ClientSession):
@@ -196,6 +197,7 @@ class HttpClient(ClientSession):
         self._finished = False
         self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}  # x-mcp-header paths
         self._reissued: set[int] = set()  # origins re-issued after a lost stream (once each)
+        self._auth_held: list[_Exchange] = []  # refused or deferred until authorization ends
         self._rng = (jitter_seed * 6364136223846793005 + 1442695040888963407) & (2**64 - 1) or 1
         self._now = 0.0
 
@@ -330,6 +332,7 @@ class HttpClient(ClientSession):
         for ex in list(self._exchanges.values()):
             self._abandon(ex, now)
         self._scheduled.clear()
+        self._auth_held.clear()
         if self._session_id is not None and not self._legacy:
             self._closing_at = now + self.config.close_timeout
             self._submit(self._exchange(_Kind.DELETE, "DELETE", self.url, b"", ()), now)
@@ -446,6 +449,9 @@ class HttpClient(ClientSession):
         return headers
 
     def _submit(self, ex: _Exchange, now: float) -> None:
+        if ex.kind is not _Kind.SIDE and ex.kind is not _Kind.DELETE and self._authorization_pending():
+            self._auth_held.append(ex)  # it would only be refused: it goes once authorized
+            return
         self._next_exchange += 1  # a fresh id per attempt: late pool events of an old one are ignored
         ex.id = self._next_exchange
         self._exchanges[ex.id] = ex
@@ -454,6 +460,7 @@ class HttpClient(ClientSession):
         ex.buffer = None
         headers = ex.headers
         if ex.kind is not _Kind.SIDE:
+            ex.credential = self._credential()
             extra = self._authorization(ex.method, ex.url)
             if extra:
                 headers = (*headers, *extra)
@@ -503,10 +510,12 @@ class HttpClient(ClientSession):
 
     def _on_started(self, ex: _Exchange, event: ResponseStarted, now: float) -> None:
         status = ex.status = event.status
+        ex.response_headers = event.headers
         if ex.kind is _Kind.SIDE:
-            ex.response_headers = event.headers
             ex.buffer = bytearray()
             return
+        if status not in (401, 403):
+            self._authorization_answered(status, event.headers, ex.credential, now)
         headers = dict(event.headers)
         if status in (307, 308) and "location" in headers:
             self._redirect(ex, headers["location"], now)
@@ -574,7 +583,7 @@ class HttpClient(ClientSession):
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
         if ex.kind is _Kind.SIDE:
             self._abandon(ex, now)
-            self._events.append(SideRequestFailed(tag=ex.tag, message=f"{what} is too large"))
+            self._side_failed(ex.tag, f"{what} is too large", now)
             return
         self._fail_exchange(ex, FailureReason.MESSAGE_TOO_LARGE,
                             f"{what} exceeds max_response_bytes ({self.config.max_response_bytes})", now)
@@ -582,8 +591,7 @@ class HttpClient(ClientSession):
     def _on_ended(self, ex: _Exchange, now: float) -> None:
         status = ex.status
         if ex.kind is _Kind.SIDE:
-            self._events.append(SideResponseReceived(tag=ex.tag, status=status, headers=ex.response_headers,
-                                                     body=bytes(ex.buffer or b"")))
+            self._side_answered(ex.tag, status, ex.response_headers, bytes(ex.buffer or b""), now)
             return
         if ex.kind is _Kind.DELETE:
             self._finish()
@@ -644,7 +652,7 @@ class HttpClient(ClientSession):
 
     def _on_exchange_failed(self, ex: _Exchange, event: ExchangeFailed, now: float) -> None:
         if ex.kind is _Kind.SIDE:
-            self._events.append(SideRequestFailed(tag=ex.tag, message=event.message))
+            self._side_failed(ex.tag, event.message, now)
             return
         if ex.kind is _Kind.DELETE:
             self._finish()
@@ -664,6 +672,10 @@ class HttpClient(ClientSession):
         if ex.kind is _Kind.GET_STREAM:
             return  # 405: the server offers no such stream; any other status: do without it too
         if status in (401, 403):
+            self._auth_held.append(ex)
+            if self._authorization_refused(status, ex.response_headers, ex.credential, now):
+                return  # held (or already re-sent, or failed) by the authorization
+            self._auth_held.remove(ex)
             self._fail_ids(ex, FailureReason.AUTHORIZATION_REQUIRED,
                            f"the server requires authorization (HTTP {status})",
                            status=status, detail=ex.challenge)
@@ -732,6 +744,7 @@ class HttpClient(ClientSession):
         for ex in list(self._exchanges.values()):
             self._abandon(ex, now)  # late answers of the old session are never read
         self._scheduled.clear()
+        self._auth_held.clear()  # they carry the old session id; the pending ones are re-sent
         if not restart:
             self.connection_lost(f"the server no longer knows session {old!r} (HTTP {status})",
                                  reason=FailureReason.SESSION_EXPIRED)
@@ -748,6 +761,54 @@ class HttpClient(ClientSession):
     def _authorization(self, method: str, url: Url) -> list[Header]:
         """Headers that authorize one MCP request (a subclass adds ``Authorization``)."""
         return []
+
+    def _credential(self) -> int:
+        """Which credential :meth:`_authorization` adds now; it comes back with the answer."""
+        return 0
+
+    def _authorization_pending(self) -> bool:
+        """Whether MCP requests should wait (held) instead of going out unauthorized."""
+        return False
+
+    def _authorization_answered(self, status: int, headers: tuple[Header, ...], credential: int,
+                                now: float) -> None:
+        """An MCP request sent with ``credential`` got a status other than 401 and 403."""
+
+    def _authorization_refused(self, status: int, headers: tuple[Header, ...], credential: int,
+                               now: float) -> bool:
+        """An MCP request sent with ``credential`` got 401 or 403 (its exchange is held).
+
+        Returns:
+            True to keep it held until :meth:`_release_held` or :meth:`_fail_held`; False
+            fails it at once (``RequestFailed(reason=AUTHORIZATION_REQUIRED)``).
+        """
+        return False
+
+    def _release_held(self, now: float) -> None:
+        """Send every held request again (with fresh :meth:`_authorization` headers)."""
+        held, self._auth_held = self._auth_held, []
+        for ex in held:
+            if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
+                continue  # the session ended, or the requests it carries ended meanwhile
+            self._submit(ex, now)
+
+    def _fail_held(self, reason: FailureReason, message: str) -> None:
+        """Fail every held request with ``reason``."""
+        held, self._auth_held = self._auth_held, []
+        for ex in held:
+            if ex.kind is _Kind.LEGACY_STREAM:
+                self.connection_lost(message, reason=reason)
+                continue
+            self._fail_ids(ex, reason, message, status=ex.status or None, detail=ex.challenge)
+
+    def _side_answered(self, tag: int, status: int, headers: tuple[Header, ...], body: bytes,
+                       now: float) -> None:
+        """A side request was answered (a subclass may consume its own)."""
+        self._events.append(SideResponseReceived(tag=tag, status=status, headers=headers, body=body))
+
+    def _side_failed(self, tag: int, message: str, now: float) -> None:
+        """A side request got no answer (a subclass may consume its own)."""
+        self._events.append(SideRequestFailed(tag=tag, message=message))
 
     def side_request(self, method: str, url: str, headers: tuple[Header, ...], body: bytes, *,
                      now: float) -> int:

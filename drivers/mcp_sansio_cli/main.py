@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="mcp-sansio",
         description="Talk to MCP servers. With no command, run the bundled demo server.",
     )
-    from . import host
+    from . import auth_cmd, host
 
     sub = parser.add_subparsers(dest="command")
     output = argparse.ArgumentParser(add_help=False)
@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", parents=[common], help="run the bundled demo server (the default)")
     sub.add_parser("inspect", parents=[common], help="server info, tools, resources and prompts")
     config = host.add_commands(sub, output)
+    auth_cmd.add_commands(sub, output)
     call = sub.add_parser("call", parents=[common, config], help=(
         "call one tool: mcp__<server>__<tool> of the configured servers, or a tool of --stdio/--url"))
     call.add_argument("tool", help="the tool's name")
@@ -180,8 +181,10 @@ async def _demo(client: AsyncClient) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from . import host
+    from . import auth_cmd, host
 
+    if args.command == "auth":
+        return await auth_cmd.run(args)
     if host.uses_config(args):
         return await host.run(args)
     timeout = args.timeout or _DEFAULT_TIMEOUT

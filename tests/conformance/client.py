@@ -16,8 +16,15 @@ from collections.abc import Mapping
 import msgspec
 
 from mcp_sansio import ClientConfig, McpSansioError, RequestError
+from mcp_sansio.auth import (
+    ClientCredentials,
+    ClientCredentialsGrant,
+    IdJagGrant,
+    JwtBearerGrant,
+)
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, Tool
 from mcp_sansio_asyncio import connect_http
+from mcp_sansio_asyncio.oauth import OAuth, es256_key
 
 log = logging.getLogger("conformance")
 
@@ -30,9 +37,8 @@ def _default_for(schema: Mapping[str, object]) -> object:
     if isinstance(enum, list) and enum:
         return enum[0]
     kind = schema.get("type")
-    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
-        kind if isinstance(kind, str) else "", None
-    )
+    defaults = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    return defaults.get(kind if isinstance(kind, str) else "")
 
 
 def _arguments_for(tool: Tool) -> dict[str, object]:
@@ -70,7 +76,8 @@ async def _elicit(params: ElicitRequestParams) -> ElicitResult:
 async def run(url: str, scenario: str) -> None:
     """Connect, list the tools, and exercise the scenario's tools."""
     config = ClientConfig(client_name="mcp-sansio-conformance", request_timeout=20.0)
-    async with connect_http(url, config=config, on_elicitation=_elicit) as client:
+    auth = _oauth_for(scenario, _context()) if scenario.startswith("auth/") else None
+    async with connect_http(url, config=config, on_elicitation=_elicit, auth=auth) as client:
         tools = await client.list_tools() if client.server_capabilities.tools is not None else []
         by_name = {tool.name: tool for tool in tools}
         if scenario == "json-schema-2020-12-preservation" and "json_schema_echo" in by_name:
@@ -91,13 +98,48 @@ async def run(url: str, scenario: str) -> None:
             log.info("%s -> %s", name, msgspec.json.encode(result)[:200])
 
 
+# The Client ID Metadata Document URL the suite expects (it never fetches it).
+_CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def _context() -> dict[str, object]:
+    """``MCP_CONFORMANCE_CONTEXT`` as a dict (empty when unset)."""
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    context = msgspec.json.decode(raw) if raw else {}
+    return context if isinstance(context, dict) else {}
+
+
+def _oauth_for(scenario: str, context: Mapping[str, object]) -> OAuth:
+    """The OAuth settings of one auth scenario, headless (the mocks redirect at once)."""
+    def text(key: str) -> str:
+        return str(context[key])
+
+    if "client-credentials" in scenario:
+        key = es256_key(text("private_key_pem")) if "jwt" in scenario else None
+        secret = None if key is not None else text("client_secret")
+        client = ClientCredentials(client_id=text("client_id"), client_secret=secret, signing_key=key)
+        return OAuth(headless=True, grant=ClientCredentialsGrant(), client=client)
+    if "cross-app-access" in scenario or "enterprise-managed" in scenario:
+        grant = IdJagGrant(idp_token_endpoint=text("idp_token_endpoint"), id_token=text("idp_id_token"),
+                           idp_client_id=text("idp_client_id"))
+        client = ClientCredentials(client_id=text("client_id"), client_secret=text("client_secret"))
+        return OAuth(headless=True, grant=grant, client=client)
+    if "wif" in scenario:
+        return OAuth(headless=True, grant=JwtBearerGrant(assertion=text("valid_jwt")),
+                     client=ClientCredentials(client_id=text("client_id")))
+    if "pre-registration" in scenario:
+        issuer = context.get("issuer")
+        client = ClientCredentials(client_id=text("client_id"), client_secret=text("client_secret"),
+                                   issuer=str(issuer) if issuer is not None else None)
+        return OAuth(headless=True, client=client, client_metadata_url=_CLIENT_METADATA_URL)
+    dpop = es256_key() if "dpop" in scenario else None
+    return OAuth(headless=True, client_metadata_url=_CLIENT_METADATA_URL, dpop_key=dpop)
+
+
 def _planned_calls() -> list[tuple[str, dict[str, object]]] | None:
     """The tool calls a scenario prescribes in ``MCP_CONFORMANCE_CONTEXT`` (``toolCalls``)."""
-    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
-    if not raw:
-        return None
-    context = msgspec.json.decode(raw)
-    calls = context.get("toolCalls") if isinstance(context, dict) else None
+    context = _context()
+    calls = context.get("toolCalls")
     if not isinstance(calls, list):
         return None
     return [(str(c.get("name")), dict(c.get("arguments") or {})) for c in calls if isinstance(c, dict)]

@@ -22,7 +22,7 @@ from mcp_sansio import (
     SessionExpired,
     UnsupportedProtocolVersion,
 )
-from mcp_sansio.errors import HttpError, Unauthorized
+from mcp_sansio.errors import HttpError, InsufficientScope, Unauthorized
 
 EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.ERROR_RESPONSE: RemoteProtocolError,  # without an error object to carry
@@ -37,6 +37,7 @@ EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.UNSUPPORTED_VERSION: RemoteProtocolError,
     FailureReason.HTTP_ERROR: HttpError,
     FailureReason.AUTHORIZATION_REQUIRED: Unauthorized,
+    FailureReason.INSUFFICIENT_SCOPE: InsufficientScope,
 }
 
 
