@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from .config import ClientConfig
 from .errors import (
     ConnectionClosed,
+    HttpError,
+    InsufficientScope,
     LocalProtocolError,
     McpSansioError,
     MessageTooLarge,
@@ -18,6 +20,7 @@ from .errors import (
     RequestError,
     RequestTimeout,
     SessionExpired,
+    Unauthorized,
     UnsupportedProtocolVersion,
 )
 from .events import (
@@ -84,6 +87,8 @@ __all__ = [
     "InitializeFailed",
     "InterruptProcess",
     "KillProcess",
+    "HttpError",
+    "InsufficientScope",
     "LocalProtocolError",
     "McpSansioError",
     "MessageDiscarded",
@@ -106,5 +111,6 @@ __all__ = [
     "StderrTail",
     "StdioClient",
     "TerminateProcess",
+    "Unauthorized",
     "UnsupportedProtocolVersion",
 ]

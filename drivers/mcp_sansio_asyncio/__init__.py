@@ -11,11 +11,13 @@ from .stdio import StdioConnection, connect_stdio
 
 if TYPE_CHECKING:
     from .http import HttpConnection, connect_http
+    from .oauth import OAuth
     from .websocket import WebSocketConnection, connect_websocket
 
 __all__ = [
     "AsyncClient",
     "HttpConnection",
+    "OAuth",
     "StdioConnection",
     "WebSocketConnection",
     "connect_http",
@@ -26,6 +28,7 @@ __all__ = [
 _LAZY = {
     "HttpConnection": "http",
     "connect_http": "http",
+    "OAuth": "oauth",
     "WebSocketConnection": "websocket",
     "connect_websocket": "websocket",
 }
