@@ -16,11 +16,9 @@ import argparse
 import json
 import os
 import platform
-import pstats
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final, NamedTuple, cast
@@ -28,11 +26,28 @@ from typing import Final, NamedTuple, cast
 if __name__ == "__main__":  # run as a script: make the package ``bench`` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.stdio_clients import ASYNC_CLIENTS, SYNC_CLIENTS, Plan, Results
+from bench._common import (
+    HERE,
+    Results,
+    Target,
+    add_run_options,
+    cell,
+    child_env,
+    merge_passes,
+    num,
+    print_hot_spots,
+    print_table,
+    print_targets,
+    ratio,
+    run_json,
+    scaled,
+    scratch_file,
+    start_run,
+    targets_json,
+)
+from bench.stdio_clients import ASYNC_CLIENTS, SYNC_CLIENTS, Plan
 from bench.stdio_decode import IMPLS, SIZES, DecodePlan
 
-HERE: Final = os.path.dirname(os.path.abspath(__file__))
-ROOT: Final = os.path.dirname(HERE)
 CLIENTS: Final = (*ASYNC_CLIENTS, *SYNC_CLIENTS)
 BLOCKING: Final = frozenset(SYNC_CLIENTS)
 MB10: Final = 10_000_000
@@ -86,37 +101,6 @@ COLUMNS: Final = (
 )
 
 
-# asyncio reads pipes 256 KiB at a time. With glibc's defaults such a buffer is mmapped
-# (above the 128 KiB threshold) or, once the threshold has risen, taken from the heap top
-# and trimmed back on free: either way syscalls and page faults on every read, 10-20 us
-# per call, on or off depending on the process's malloc history. Fixed thresholds take
-# that lottery out of every worker alike (--default-malloc shows the untuned numbers).
-MALLOC_ENV: Final = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(8 << 20)}
-
-
-def child_env() -> dict[str, str]:
-    """The environment of every worker: the repo and the drivers importable, and bytecode
-    cached (outside the tree), as it is for installed packages: compiling our modules
-    anew in every process, as PYTHONDONTWRITEBYTECODE would, doubles their import time."""
-    path = os.pathsep.join([ROOT, os.path.join(ROOT, "drivers")])
-    old = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{old}" if old else path,
-           "PYTHONPYCACHEPREFIX": os.path.join(tempfile.gettempdir(), "mcp-sansio-bench-pycache")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
-
-
-def run_json(args: Sequence[str]) -> dict[str, object]:
-    """Run a worker script in bench/ and return the JSON object it printed last."""
-    proc = subprocess.run([sys.executable, *args], cwd=HERE, env=child_env(),
-                          capture_output=True, text=True, timeout=600, check=False)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode or not lines:
-        raise RuntimeError(f"{' '.join(args[:2])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    result: dict[str, object] = json.loads(lines[-1])
-    return result
-
-
 def import_ms(statement: str, runs: int) -> float | None:
     """Median milliseconds ``statement`` takes in a fresh interpreter (``None`` if it fails)."""
     code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
@@ -131,13 +115,6 @@ def import_ms(statement: str, runs: int) -> float | None:
     return statistics.median(samples)
 
 
-def ratio(value: object, ref: object) -> float | None:
-    """``value / ref`` when both are numbers."""
-    if isinstance(value, int | float) and isinstance(ref, int | float) and ref:
-        return value / ref
-    return None
-
-
 def floor_of(client: str) -> str:
     """The floor a client is compared with: the blocking one for blocking clients."""
     return "blocking-floor" if client in BLOCKING else "floor"
@@ -146,35 +123,17 @@ def floor_of(client: str) -> str:
 # ---------------------------------------------------------------------- output
 
 
-def _cell(value: object, fmt: str) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int | float):
-        return fmt.format(value)
-    return str(value)
-
-
-def print_table(title: str, rows: Sequence[tuple[str, Sequence[str]]], headers: Sequence[str]) -> None:
-    """A plain fixed-width table."""
-    widths = [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(headers)]
-    name_w = max(16, *(len(r[0]) for r in rows))
-    print(f"\n{title}")
-    print(" " * name_w + "".join(f"  {h:>{w}}" for h, w in zip(headers, widths, strict=True)))
-    for name, cells in rows:
-        print(f"{name:<{name_w}}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True)))
-
-
 def client_tables(clients: Mapping[str, Results]) -> None:
     """Absolute numbers, then ratios to the SDK and to the floor."""
     live = {name: r for name, r in clients.items() if "skipped" not in r}
     headers = [c.title for c in COLUMNS]
     print_table("Clients (absolute; CPU = client process only, best round)",
-                [(n, [_cell(r.get(c.key), c.fmt) for c in COLUMNS]) for n, r in live.items()], headers)
+                [(n, [cell(r.get(c.key), c.fmt) for c in COLUMNS]) for n, r in live.items()], headers)
     for label, ref_of in (("SDK", lambda _: "sdk"), ("floor*", floor_of)):
         rows = []
         for name, r in live.items():
             ref = live.get(ref_of(name), {})
-            rows.append((name, [_cell(ratio(r.get(c.key), ref.get(c.key)), "{:.2f}x") for c in COLUMNS]))
+            rows.append((name, [cell(ratio(r.get(c.key), ref.get(c.key)), "{:.2f}x") for c in COLUMNS]))
         print_table(f"Ratio to {label} (value / reference)", rows, headers)
     print("* floor = the asyncio floor for async clients, the blocking floor for blocking ones")
     for name, r in clients.items():
@@ -191,35 +150,9 @@ def decode_table(decode: Mapping[str, Mapping[str, float]]) -> None:
         cells = []
         for size in SIZES:
             value = values.get(f"{size}_us")
-            cells += [_cell(value, "{:.2f}"), _cell(ratio(value, raw.get(f"{size}_us")), "{:.2f}x")]
+            cells += [cell(value, "{:.2f}"), cell(ratio(value, raw.get(f"{size}_us")), "{:.2f}x")]
         rows.append((impl, cells))
     print_table("Decode one tools/call response (small = echo reply, 64k = 64 KiB text)", rows, headers)
-
-
-class Target(NamedTuple):
-    """One goal: ``value`` compared with ``limit`` (``<=`` or ``>=``)."""
-
-    name: str
-    value: float | None
-    op: str
-    limit: float | None
-
-    @property
-    def verdict(self) -> str:
-        """PASS, FAIL or n/a."""
-        if self.value is None or self.limit is None:
-            return "n/a"
-        ok = self.value <= self.limit if self.op == "<=" else self.value >= self.limit
-        return "PASS" if ok else "FAIL"
-
-
-def _num(results: Mapping[str, object], key: str) -> float | None:
-    value = results.get(key)
-    return float(value) if isinstance(value, int | float) else None
-
-
-def _scaled(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor
 
 
 def targets(clients: Mapping[str, Results], decode: Mapping[str, Mapping[str, float]]) -> list[Target]:
@@ -230,38 +163,29 @@ def targets(clients: Mapping[str, Results], decode: Mapping[str, Mapping[str, fl
         ours = clients.get(name, {})
         if "skipped" in ours or not ours:
             continue
-        sdk_import = _num(sdk, "import_ms")
+        sdk_import = num(sdk, "import_ms")
         out += [
-            Target(f"{name}: seq CPU/call <= 1.3x floor", _num(ours, "seq_cpu_us"), "<=",
-                   _scaled(_num(floor, "seq_cpu_us"), 1.3)),
-            Target(f"{name}: 32-in-flight calls/s >= 8x SDK", _num(ours, "conc_calls_s"), ">=",
-                   _scaled(_num(sdk, "conc_calls_s"), 8)),
-            Target(f"{name}: 10 MB MB/s >= 5x SDK", _num(ours, "big_mb_s"), ">=",
-                   _scaled(_num(sdk, "big_mb_s"), 5)),
-            Target(f"{name}: import <= SDK/8 and <= 65 ms", _num(ours, "import_ms"), "<=",
+            Target(f"{name}: seq CPU/call <= 1.3x floor", num(ours, "seq_cpu_us"), "<=",
+                   scaled(num(floor, "seq_cpu_us"), 1.3)),
+            Target(f"{name}: 32-in-flight calls/s >= 8x SDK", num(ours, "conc_calls_s"), ">=",
+                   scaled(num(sdk, "conc_calls_s"), 8)),
+            Target(f"{name}: 10 MB MB/s >= 5x SDK", num(ours, "big_mb_s"), ">=",
+                   scaled(num(sdk, "big_mb_s"), 5)),
+            Target(f"{name}: import <= SDK/8 and <= 65 ms", num(ours, "import_ms"), "<=",
                    min(65.0, sdk_import / 8) if sdk_import is not None else 65.0),
-            Target(f"{name}: RSS <= SDK/3", _num(ours, "rss_mb"), "<=", _scaled(_num(sdk, "rss_mb"), 1 / 3)),
-            Target(f"{name}: RSS net <= SDK's/3", _num(ours, "rss_net_mb"), "<=",
-                   _scaled(_num(sdk, "rss_net_mb"), 1 / 3)),
+            Target(f"{name}: RSS <= SDK/3", num(ours, "rss_mb"), "<=", scaled(num(sdk, "rss_mb"), 1 / 3)),
+            Target(f"{name}: RSS net <= SDK's/3", num(ours, "rss_net_mb"), "<=",
+                   scaled(num(sdk, "rss_net_mb"), 1 / 3)),
         ]
     core, raw = decode.get("core", {}), decode.get("raw", {})
     for size in SIZES:
         key = f"{size}_us"
         out.append(Target(f"core decode ({size}) <= 1.5x raw msgspec", core.get(key), "<=",
-                          _scaled(raw.get(key), 1.5)))
+                          scaled(raw.get(key), 1.5)))
     sync = clients.get("sync", {})
     if sync and "skipped" not in sync:
-        out.append(Target("sync: seq CPU/call <= 50 us", _num(sync, "seq_cpu_us"), "<=", 50.0))
+        out.append(Target("sync: seq CPU/call <= 50 us", num(sync, "seq_cpu_us"), "<=", 50.0))
     return out
-
-
-def print_targets(goals: Sequence[Target]) -> None:
-    """One line per goal with its verdict."""
-    print("\nTargets")
-    for t in goals:
-        value = "n/a" if t.value is None else f"{t.value:,.1f}"
-        limit = "n/a" if t.limit is None else f"{t.limit:,.1f}"
-        print(f"  {t.verdict:<4}  {t.name:<46} {value:>10} {t.op} {limit}")
 
 
 # --------------------------------------------------------------------- profile
@@ -273,9 +197,7 @@ def profile(plan: Plan, clients: Sequence[str], top: int) -> None:
         for section in plan["sections"]:
             if section == "conc" and name in BLOCKING:
                 continue
-            with tempfile.NamedTemporaryFile(suffix=".pstats", delete=False) as tmp:
-                out = tmp.name
-            try:
+            with scratch_file(".pstats") as out:
                 one: Plan = {**plan, "sections": [section], "profile": section, "profile_out": out,
                              "seq_calls": 2000, "seq_rounds": 1, "conc_calls": 8192, "conc_rounds": 1,
                              "big_rounds": 1}
@@ -283,11 +205,7 @@ def profile(plan: Plan, clients: Sequence[str], top: int) -> None:
                 if "skipped" in result:
                     print(f"\nskipped {name}: {result['skipped']}")
                     break
-                print(f"\n=== profile: {name} / {section} (cProfile, sorted by self time)")
-                stats = pstats.Stats(out)
-                stats.sort_stats("tottime").print_stats(top)
-            finally:
-                os.unlink(out)
+                print_hot_spots(f"{name} / {section}", out, top)
     print("\n=== import time of mcp_sansio_asyncio (python -X importtime, top self times)")
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import mcp_sansio_asyncio"],
                           cwd=HERE, env=child_env(), capture_output=True, text=True, check=False)
@@ -301,23 +219,6 @@ def profile(plan: Plan, clients: Sequence[str], top: int) -> None:
 
 
 # ------------------------------------------------------------------------ main
-
-
-def merge_passes(passes: Sequence[Results]) -> Results:
-    """One row from several passes of a client: the best value of each metric (the noise
-    of a shared machine only ever makes a number worse), the median of the medians."""
-    if any("skipped" in p for p in passes):
-        return dict(passes[0])
-    merged: Results = {}
-    for key in passes[0]:
-        values = [v for p in passes if isinstance(v := p.get(key), int | float)]
-        if not values:
-            merged[key] = None
-        elif key.endswith("_median"):
-            merged[key] = statistics.median(values)
-        else:
-            merged[key] = max(values) if key.startswith(HIGHER_IS_BETTER) else min(values)
-    return merged
 
 
 def measure_clients(
@@ -346,44 +247,30 @@ def measure_clients(
                 result = run_json(["stdio_clients.py", name, json.dumps(worker)])
                 row.update({k: v for k, v in result.items() if v is None or isinstance(v, float | str)})
             runs[name].append(row)
-    return {name: merge_passes(r) for name, r in runs.items()}, runs
+    return {name: merge_passes(r, HIGHER_IS_BETTER) for name, r in runs.items()}, runs
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Measure every client and print the tables (or, with ``--profile``, the hot spots)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer iterations (under 30 s)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    add_run_options(parser, quick_help="fewer iterations (under 30 s)")
     parser.add_argument("--clients", help=f"comma-separated subset of {','.join(CLIENTS)}")
-    parser.add_argument("--unpinned", action="store_true",
-                        help="do not pin the sequential workload (and its server) to one CPU")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="leave glibc's dynamic mmap threshold alone (see MALLOC_ENV)")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile our drivers on each workload instead of benchmarking")
     opts = parser.parse_args(argv)
-    if not opts.default_malloc:
-        os.environ.update(MALLOC_ENV)  # for the workers: child_env() copies os.environ
     plan = QUICK if opts.quick else FULL
-    seq_cpu = None if opts.unpinned else max(os.sched_getaffinity(0))
     chosen = opts.clients.split(",") if opts.clients else list(CLIENTS)
     unknown = set(chosen) - set(CLIENTS)
     if unknown:
         parser.error(f"unknown clients: {', '.join(sorted(unknown))}")
+    started = time.perf_counter()
+    seq_cpu, load_before = start_run(opts)
     if opts.profile:
         ours = [c for c in chosen if c not in ("sdk", "floor", "blocking-floor")]
         profile(plan, ours, top=25)
         return
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()[0]
     mode = "quick" if opts.quick else "full"
-    pinning = "seq unpinned" if seq_cpu is None else f"seq pinned to CPU {seq_cpu}"
-    malloc = "glibc malloc defaults" if opts.default_malloc else "malloc thresholds fixed (MALLOC_ENV)"
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load {load_before:.2f}; {mode} run; {pinning}; {malloc}")
-    if load_before > 1.0:
-        print("warning: the machine is busy; the numbers will be noisy")
     clients, passes = measure_clients(chosen, plan, PASSES[mode], seq_cpu)
     for name in chosen:
         if "skipped" not in clients[name]:
@@ -415,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "load": [load_before, os.getloadavg()[0]], "seconds": elapsed, "plan": plan,
                 "decode_plan": decode_plan, "clients": clients, "passes": passes, "decode_us": decode,
                 "baseline_rss_mb": base_rss,
-                "targets": [{**t._asdict(), "verdict": t.verdict} for t in goals],
+                "targets": targets_json(goals),
             }, f, indent=2)
 
 

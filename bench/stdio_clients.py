@@ -14,25 +14,31 @@ import contextlib
 import importlib
 import json
 import os
-import resource
-import statistics
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Protocol, TypedDict, cast
+from typing import Final, Protocol, TypedDict, cast
 
-if TYPE_CHECKING:
-    import cProfile
+from bench._common import (
+    ECHO_ARGS,
+    PICKS,
+    Call,
+    Results,
+    Round,
+    ToolResult,
+    check_text,
+    first_text,
+    per_call,
+    record_seq,
+    sansio_text_getter,
+    sequential,
+)
 
 SERVER: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast_server.py")
-ECHO_ARGS: Final[dict[str, object]] = {"message": "hello world"}
 IN_FLIGHT: Final = 32
 
-Call = Callable[[str, dict[str, object]], Awaitable[str]]
 SyncCall = Callable[[str, dict[str, object]], str]
 Job = Callable[[], Coroutine[object, object, None]]
 Gather = Callable[[Sequence[Job]], Awaitable[None]]
-Results = dict[str, float | str | None]
 
 
 class Plan(TypedDict):
@@ -55,12 +61,6 @@ class Plan(TypedDict):
 # ------------------------------------------------------------------ measuring
 
 
-def cpu_seconds() -> float:
-    """User + system CPU time of this process (the client only: the server is a child)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def rss_mb() -> float:
     """``VmRSS`` of this process, in MB (10^6 bytes)."""
     with open("/proc/self/status", "rb") as status:
@@ -70,53 +70,20 @@ def rss_mb() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-class _Round:
-    """Times one round (client CPU and wall clock); profiles it if the plan says so."""
-
-    def __init__(self, plan: Plan, section: str) -> None:
-        self._profiler: cProfile.Profile | None = None
-        if plan["profile"] == section:
-            import cProfile
-
-            self._profiler = cProfile.Profile()
-        self._out = plan["profile_out"]
-        self.cpu = self.wall = self._cpu0 = self._wall0 = 0.0
-
-    def __enter__(self) -> _Round:
-        if self._profiler is not None:
-            self._profiler.enable()
-        self._cpu0, self._wall0 = cpu_seconds(), time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self._wall0
-        self.cpu = cpu_seconds() - self._cpu0
-        if self._profiler is not None:
-            self._profiler.disable()
-            self._profiler.dump_stats(self._out)
+def _profile_out(plan: Plan, section: str) -> str | None:
+    """Where the pstats of ``section`` go, if the plan profiles it."""
+    return plan["profile_out"] if plan["profile"] == section else None
 
 
-def _per_call(rounds: list[_Round], calls: int, pick: Callable[[list[float]], float]) -> tuple[float, float]:
-    """(CPU, wall) seconds per call of the rounds, each picked by ``pick`` (min or median)."""
-    return pick([r.cpu for r in rounds]) / calls, pick([r.wall for r in rounds]) / calls
-
-
-def _check(text: str, size: int) -> None:
-    if len(text) != size:
-        raise RuntimeError(f"wrong tool result: {text[:80]!r}... ({len(text)} chars, expected {size})")
-
-
-def _record(out: Results, plan: Plan, seq: list[_Round], conc: list[_Round], big: list[_Round]) -> None:
+def _record(out: Results, plan: Plan, seq: list[Round], conc: list[Round], big: list[Round]) -> None:
     """Store the best round (noise on a shared machine only adds) and, as ``*_median``, the median."""
-    for suffix, pick in (("", min), ("_median", statistics.median)):
-        if seq:
-            cpu, wall = _per_call(seq, plan["seq_calls"], pick)
-            out[f"seq_cpu_us{suffix}"], out[f"seq_wall_us{suffix}"] = cpu * 1e6, wall * 1e6
+    record_seq(out, seq, plan["seq_calls"])
+    for suffix, pick in PICKS:
         if conc:
-            cpu, wall = _per_call(conc, plan["conc_calls"], pick)
+            cpu, wall = per_call(conc, plan["conc_calls"], pick)
             out[f"conc_calls_s{suffix}"], out[f"conc_cpu_us{suffix}"] = 1 / wall, cpu * 1e6
         if big:
-            cpu, wall = _per_call(big, 1, pick)
+            cpu, wall = per_call(big, 1, pick)
             out[f"big_mb_s{suffix}"] = plan["big_bytes"] / wall / 1e6
             out[f"big_cpu_ms{suffix}"] = cpu * 1e3
 
@@ -135,31 +102,26 @@ def _jobs(call: Call, total: int) -> list[Job]:
 async def run_async(call: Call, gather: Gather, plan: Plan) -> Results:
     """Run the plan's workloads through an async ``call``; ``gather`` runs jobs concurrently."""
     out: Results = {"rss_mb": rss_mb()}
-    _check(await call("echo", ECHO_ARGS), len("hello world"))
+    check_text(await call("echo", ECHO_ARGS), len("hello world"))
     sections = plan["sections"]
-    seq: list[_Round] = []
-    conc: list[_Round] = []
-    big: list[_Round] = []
+    seq: list[Round] = []
+    conc: list[Round] = []
+    big: list[Round] = []
     if "seq" in sections:
-        for _ in range(plan["seq_warmup"]):
-            await call("echo", ECHO_ARGS)
-        for _ in range(plan["seq_rounds"]):
-            with _Round(plan, "seq") as r:
-                for _ in range(plan["seq_calls"]):
-                    await call("echo", ECHO_ARGS)
-            seq.append(r)
+        seq = await sequential(call, warmup=plan["seq_warmup"], calls=plan["seq_calls"],
+                               rounds=plan["seq_rounds"], profile_out=_profile_out(plan, "seq"))
     if "conc" in sections:
         await gather(_jobs(call, plan["conc_warmup"]))
         for _ in range(plan["conc_rounds"]):
             jobs = _jobs(call, plan["conc_calls"])
-            with _Round(plan, "conc") as r:
+            with Round(_profile_out(plan, "conc")) as r:
                 await gather(jobs)
             conc.append(r)
     if "big" in sections:
         size: dict[str, object] = {"size": plan["big_bytes"]}
-        _check(await call("big", size), plan["big_bytes"])
+        check_text(await call("big", size), plan["big_bytes"])
         for _ in range(plan["big_rounds"]):
-            with _Round(plan, "big") as r:
+            with Round(_profile_out(plan, "big")) as r:
                 await call("big", size)
             big.append(r)
     _record(out, plan, seq, conc, big)
@@ -169,23 +131,23 @@ async def run_async(call: Call, gather: Gather, plan: Plan) -> Results:
 def run_sync(call: SyncCall, plan: Plan) -> Results:
     """The same workloads through a blocking ``call``; there is no 32-in-flight one."""
     out: Results = {"rss_mb": rss_mb()}
-    _check(call("echo", ECHO_ARGS), len("hello world"))
+    check_text(call("echo", ECHO_ARGS), len("hello world"))
     sections = plan["sections"]
-    seq: list[_Round] = []
-    big: list[_Round] = []
+    seq: list[Round] = []
+    big: list[Round] = []
     if "seq" in sections:
         for _ in range(plan["seq_warmup"]):
             call("echo", ECHO_ARGS)
         for _ in range(plan["seq_rounds"]):
-            with _Round(plan, "seq") as r:
+            with Round(_profile_out(plan, "seq")) as r:
                 for _ in range(plan["seq_calls"]):
                     call("echo", ECHO_ARGS)
             seq.append(r)
     if "big" in sections:
         size: dict[str, object] = {"size": plan["big_bytes"]}
-        _check(call("big", size), plan["big_bytes"])
+        check_text(call("big", size), plan["big_bytes"])
         for _ in range(plan["big_rounds"]):
-            with _Round(plan, "big") as r:
+            with Round(_profile_out(plan, "big")) as r:
                 call("big", size)
             big.append(r)
     _record(out, plan, seq, [], big)
@@ -230,28 +192,17 @@ async def sdk_client(command: str, args: list[str]) -> AsyncIterator[Call]:
         await session.list_tools()
 
         async def call(name: str, arguments: dict[str, object]) -> str:
-            result = await session.call_tool(name, arguments)
-            block = result.content[0]
-            if not isinstance(block, TextContent):
-                raise TypeError(f"expected text, got {block!r}")
-            return block.text
+            return first_text((await session.call_tool(name, arguments)).content, TextContent)
 
         yield call
 
 
-class _ToolResult(Protocol):
-    """What our drivers' ``call_tool`` returns (a ``CallToolResult``)."""
-
-    @property
-    def content(self) -> Sequence[object]: ...
-
-
 class _AsyncDriverClient(Protocol):
-    async def call_tool(self, name: str, arguments: Mapping[str, object] | None = None) -> _ToolResult: ...
+    async def call_tool(self, name: str, arguments: Mapping[str, object] | None = None) -> ToolResult: ...
 
 
 class _SyncDriverClient(Protocol):
-    def call_tool(self, name: str, arguments: Mapping[str, object] | None = None) -> _ToolResult: ...
+    def call_tool(self, name: str, arguments: Mapping[str, object] | None = None) -> ToolResult: ...
 
 
 AsyncConnect = Callable[[str, Sequence[str]], contextlib.AbstractAsyncContextManager[_AsyncDriverClient]]
@@ -272,23 +223,11 @@ def driver_connect(module: str) -> object:
     return connect
 
 
-def _text_getter() -> Callable[[_ToolResult], str]:
-    from mcp_sansio.types import TextContent
-
-    def text_of(result: _ToolResult) -> str:
-        block = result.content[0]
-        if not isinstance(block, TextContent):
-            raise TypeError(f"expected text, got {block!r}")
-        return block.text
-
-    return text_of
-
-
 @contextlib.asynccontextmanager
 async def async_driver_client(module: str, command: str, args: list[str]) -> AsyncIterator[Call]:
     """One of our async drivers, through its ``connect_stdio``."""
     connect = cast(AsyncConnect, driver_connect(module))
-    text_of = _text_getter()
+    text_of = sansio_text_getter()
     async with connect(command, args) as client:
 
         async def call(name: str, arguments: dict[str, object]) -> str:
@@ -301,7 +240,7 @@ async def async_driver_client(module: str, command: str, args: list[str]) -> Asy
 def sync_driver_client(command: str, args: list[str]) -> Iterator[SyncCall]:
     """Our blocking driver, through its ``connect_stdio``."""
     connect = cast(SyncConnect, driver_connect("mcp_sansio_sync"))
-    text_of = _text_getter()
+    text_of = sansio_text_getter()
     with connect(command, args) as client:
 
         def call(name: str, arguments: dict[str, object]) -> str:
