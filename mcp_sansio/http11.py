@@ -404,7 +404,12 @@ class HttpPool:
 
     def next_deadline(self) -> float | None:
         """When the first idle connection expires, or ``None``; changes nothing."""
-        return min((conn.idle_at for conn in self._idle.values()), default=None)
+        idle = self._idle
+        if not idle:
+            return None
+        if len(idle) == 1:
+            return next(iter(idle.values())).idle_at
+        return min(conn.idle_at for conn in idle.values())
 
     def handle_timeout(self, now: float) -> None:
         """Close the idle connections whose keep-alive period ended at or before ``now``.

@@ -232,15 +232,16 @@ class HttpClient(ClientSession):
 
     def next_deadline(self) -> float | None:
         """The earliest of request deadlines, retries, pool timers and the close bound."""
-        candidates = [
-            d for d in (
-                super().next_deadline(),
-                self._scheduled[0][0] if self._scheduled else None,
-                self._pool.next_deadline(),
-                self._closing_at,
-            ) if d is not None
-        ]
-        return min(candidates) if candidates else None
+        # Plain comparisons: this runs after every input, so it stays cheap.
+        best = super().next_deadline()
+        for d in (
+            self._scheduled[0][0] if self._scheduled else None,
+            self._pool.next_deadline(),
+            self._closing_at,
+        ):
+            if d is not None and (best is None or d < best):
+                best = d
+        return best
 
     # ------------------------------------------------------------- driver input
 
