@@ -1,27 +1,58 @@
 """Pure helpers every driver shares for what the server asks of the client.
 
-Which capabilities to declare from the handlers an application registered, and how a
-handler's return value (a typed Struct or a plain wire-shape dict) becomes an answer.
-Validation happens here so every driver rejects a malformed answer the same way.
+Which capabilities to declare from the handlers an application registered, which
+handler answers which server request, and how a handler's outcome (a typed Struct, a
+plain wire-shape dict, or the exception it raised) becomes the answer. Deciding here
+makes every driver answer, and reject a malformed answer, the same way; the drivers
+only call the handler (awaiting it or not).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, Protocol, TypeVar, cast
 
 import msgspec
 
-from .errors import LocalProtocolError
+from . import jsonrpc
+from .errors import LocalProtocolError, McpSansioError, RequestError
+from .events import RequestId, ServerRequestReceived
 from .types import (
     RESULT_TYPES,
     ClientCapabilities,
+    CreateMessageRequestParams,
+    ElicitRequestParams,
     ListRootsResult,
     Root,
     RootsCapability,
 )
 
-__all__ = ["client_capabilities", "coerce_result", "roots_result"]
+__all__ = [
+    "NO_HANDLER",
+    "answer",
+    "client_capabilities",
+    "coerce_result",
+    "handler_for",
+    "roots_result",
+]
+
+T = TypeVar("T")
+
+
+class _NoHandler(enum.Enum):
+    NO_HANDLER = "no handler"
+
+
+NO_HANDLER: Final = _NoHandler.NO_HANDLER
+"""The outcome to :func:`answer` when :func:`handler_for` found no handler."""
+
+
+class _Answering(Protocol):
+    """The part of a client session that answers server requests."""
+
+    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object]) -> None: ...
+    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None: ...
 
 _URL_AND_FORM: Final[dict[str, object]] = {"form": {}, "url": {}}
 
@@ -75,3 +106,57 @@ def roots_result(roots: Sequence[Root | Mapping[str, object]]) -> ListRootsResul
         except msgspec.ValidationError as exc:
             raise LocalProtocolError(f"invalid root {root!r}: {exc}") from exc
     return ListRootsResult(roots=out)
+
+
+def handler_for(
+    method: str,
+    *,
+    roots: Callable[[], T] | None,
+    sampling: Callable[[CreateMessageRequestParams], T] | None,
+    elicitation: Callable[[ElicitRequestParams], T] | None,
+) -> Callable[[msgspec.Struct], T] | None:
+    """The application handler that answers the server's ``method`` request, if any.
+
+    The handler takes the request's decoded params; ``roots`` serves ``roots/list``
+    from the roots the application set. ``None`` means nobody answers it: pass
+    :data:`NO_HANDLER` to :func:`answer`.
+    """
+    if method == "roots/list" and roots is not None:
+        serve = roots
+        return lambda _params: serve()
+    if method == "sampling/createMessage" and sampling is not None:
+        sample = sampling
+        return lambda params: sample(cast(CreateMessageRequestParams, params))
+    if method == "elicitation/create" and elicitation is not None:
+        elicit = elicitation
+        return lambda params: elicit(cast(ElicitRequestParams, params))
+    return None
+
+
+def answer(session: _Answering, event: ServerRequestReceived, outcome: object) -> None:
+    """Queue the answer to the server's request from what its handler came to.
+
+    ``outcome`` is the handler's return value (checked by :func:`coerce_result`), the
+    exception it raised, or :data:`NO_HANDLER`. A :class:`RequestError` goes back as
+    that JSON-RPC error; another mcp-sansio error (a malformed answer) as an internal
+    error with its message; any other exception as an internal error naming only its
+    type, since its message may hold data the server must not see.
+
+    Raises:
+        LocalProtocolError: the server request is not awaiting an answer.
+    """
+    rid, method = event.request_id, event.method
+    if outcome is NO_HANDLER:
+        session.respond_error(rid, jsonrpc.METHOD_NOT_FOUND, f"no handler for {method}")
+    elif isinstance(outcome, RequestError):
+        session.respond_error(rid, outcome.code, outcome.message, outcome.data)
+    elif isinstance(outcome, McpSansioError):
+        session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(outcome))
+    elif isinstance(outcome, BaseException):
+        session.respond_error(rid, jsonrpc.INTERNAL_ERROR,
+                              f"the client's {method} handler failed ({type(outcome).__name__})")
+    else:
+        try:
+            session.respond(rid, coerce_result(method, outcome))
+        except LocalProtocolError as exc:  # malformed, or a value JSON cannot hold
+            session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(exc))

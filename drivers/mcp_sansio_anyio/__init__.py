@@ -1,5 +1,41 @@
-"""anyio driver for mcp-sansio (asyncio or trio): ``async with connect_stdio(cmd, args) as client``."""
+"""anyio driver for mcp-sansio (asyncio or trio): ``connect_stdio``, ``connect_http``,
+``connect_websocket``, each ``async with connect_*(...) as client``.
+
+The HTTP and WebSocket parts load on first use, so a stdio-only program never imports
+h11, wsproto or ssl.
+"""
+
+from typing import TYPE_CHECKING
 
 from .stdio import StdioConnection, connect_stdio
 
-__all__ = ["StdioConnection", "connect_stdio"]
+if TYPE_CHECKING:
+    from .http import HttpConnection, connect_http
+    from .websocket import WebSocketConnection, connect_websocket
+
+__all__ = [
+    "HttpConnection",
+    "StdioConnection",
+    "WebSocketConnection",
+    "connect_http",
+    "connect_stdio",
+    "connect_websocket",
+]
+
+_LAZY = {
+    "HttpConnection": "http",
+    "connect_http": "http",
+    "WebSocketConnection": "websocket",
+    "connect_websocket": "websocket",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

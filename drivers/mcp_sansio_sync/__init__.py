@@ -1,6 +1,43 @@
-"""Blocking driver for mcp-sansio: ``with connect_stdio(cmd, args) as client: client.call_tool(...)``."""
+"""Blocking driver for mcp-sansio: ``with connect_stdio(cmd, args) as client:
+client.call_tool(...)``, and likewise ``connect_http`` and ``connect_websocket``.
+
+The HTTP and WebSocket parts load on first use, so a stdio-only program never imports
+h11, wsproto or ssl.
+"""
+
+from typing import TYPE_CHECKING
 
 from .client import Client
 from .stdio import StdioConnection, connect_stdio
 
-__all__ = ["Client", "StdioConnection", "connect_stdio"]
+if TYPE_CHECKING:
+    from .http import HttpConnection, connect_http
+    from .websocket import WebSocketConnection, connect_websocket
+
+__all__ = [
+    "Client",
+    "HttpConnection",
+    "StdioConnection",
+    "WebSocketConnection",
+    "connect_http",
+    "connect_stdio",
+    "connect_websocket",
+]
+
+_LAZY = {
+    "HttpConnection": "http",
+    "connect_http": "http",
+    "WebSocketConnection": "websocket",
+    "connect_websocket": "websocket",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,11 +1,11 @@
 """The adapter that runs every driver test body on every driver.
 
-Test bodies are async and see one client API. The blocking driver is wrapped, without
-threads, in an object whose methods are coroutines that run the blocking call at once,
-and its handlers are the tests' async handlers run to completion inline (they must not
-suspend). A call is abandoned as each driver's users do it: by cancelling the task
-(asyncio), with a cancel scope (anyio), with an alarm signal standing in for Ctrl-C
-(blocking).
+Test bodies are async and see one client API, over stdio, HTTP or WebSocket. The
+blocking driver is wrapped, without threads, in an object whose methods are coroutines
+that run the blocking call at once, and its handlers are the tests' async handlers run
+to completion inline (they must not suspend). A call is abandoned as each driver's
+users do it: by cancelling the task (asyncio), with a cancel scope (anyio), with an
+alarm signal standing in for Ctrl-C (blocking).
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from functools import partial
 from types import FrameType
-from typing import Final, Protocol, TypeVar, cast
+from typing import Final, Literal, Protocol, TypeVar, cast
 
 import anyio
+import anyio.to_thread
 import msgspec
 import pytest
+from peer_servers import running_http_server
 
 import mcp_sansio_anyio
 import mcp_sansio_asyncio
@@ -61,10 +64,13 @@ QUICK: Final = ClientConfig(
 
 T = TypeVar("T")
 R = TypeVar("R")
+C = TypeVar("C", bound="SessionUnderTest")
+Transport = Literal["auto", "streamable-http", "sse"]
 
 
-class ClientUnderTest(Protocol):
-    """The client API every driver offers, seen through the adapter (all awaitable)."""
+class SessionUnderTest(Protocol):
+    """The client API every driver offers on every transport, seen through the adapter
+    (all awaitable)."""
 
     @property
     def server_info(self) -> Implementation: ...
@@ -75,9 +81,7 @@ class ClientUnderTest(Protocol):
     @property
     def instructions(self) -> str | None: ...
     @property
-    def stderr_tail(self) -> str: ...
-    @property
-    def pid(self) -> int | None: ...
+    def closed(self) -> bool: ...
 
     async def list_tools(self, *, timeout: float | None = None) -> list[Tool]: ...
     async def call_tool(
@@ -107,6 +111,33 @@ class ClientUnderTest(Protocol):
     async def set_roots(self, roots: RootsArg) -> None: ...
 
 
+class ClientUnderTest(SessionUnderTest, Protocol):
+    """A client of a stdio server."""
+
+    @property
+    def stderr_tail(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+
+
+class HttpUnderTest(SessionUnderTest, Protocol):
+    """A client of an HTTP server."""
+
+    @property
+    def transport(self) -> str: ...
+    @property
+    def session_id(self) -> str | None: ...
+
+
+class WebSocketUnderTest(SessionUnderTest, Protocol):
+    """A client of a WebSocket server."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def subprotocol(self) -> str | None: ...
+
+
 class Interrupted(BaseException):
     """What the alarm raises inside a blocking call, as Ctrl-C would."""
 
@@ -126,9 +157,10 @@ class Driver:
     ) -> AbstractAsyncContextManager[ClientUnderTest]:
         """``connect_stdio`` of this driver, with the tests' async handlers."""
         if self.name == "sync":
-            return _connect_sync(command, args, config=config, env=env, on_sampling=on_sampling,
-                                 on_elicitation=on_elicitation, roots=roots,
-                                 on_notification=on_notification)
+            return _blocking(mcp_sansio_sync.connect_stdio(
+                command, args, config=config, env=env, on_sampling=_inline(on_sampling),
+                on_elicitation=_inline(on_elicitation), roots=roots,
+                on_notification=_inline(on_notification)))
         if self.name == "asyncio":
             return mcp_sansio_asyncio.connect_stdio(
                 command, args, config=config, env=env, on_sampling=on_sampling,
@@ -136,6 +168,36 @@ class Driver:
         return mcp_sansio_anyio.connect_stdio(
             command, args, config=config, env=env, on_sampling=on_sampling,
             on_elicitation=on_elicitation, roots=roots, on_notification=on_notification)
+
+    def connect_http(
+        self, url: str, *, headers: Mapping[str, str] | None = None, transport: Transport = "auto",
+        config: ClientConfig | None = None, on_sampling: SamplingHandler | None = None,
+        on_elicitation: ElicitationHandler | None = None, roots: RootsArg | None = None,
+        on_notification: NotificationHandler | None = None,
+    ) -> AbstractAsyncContextManager[HttpUnderTest]:
+        """``connect_http`` of this driver, with the tests' async handlers."""
+        if self.name == "sync":
+            return _blocking(mcp_sansio_sync.connect_http(
+                url, headers=headers, transport=transport, config=config,
+                on_sampling=_inline(on_sampling), on_elicitation=_inline(on_elicitation),
+                roots=roots, on_notification=_inline(on_notification)))
+        connect = (mcp_sansio_asyncio.connect_http if self.name == "asyncio"
+                   else mcp_sansio_anyio.connect_http)
+        return connect(url, headers=headers, transport=transport, config=config,
+                       on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
+                       on_notification=on_notification)
+
+    def connect_websocket(
+        self, url: str, *, headers: Mapping[str, str] | None = None, config: ClientConfig | None = None,
+        ping_interval: float | None = None,
+    ) -> AbstractAsyncContextManager[WebSocketUnderTest]:
+        """``connect_websocket`` of this driver."""
+        if self.name == "sync":
+            return _blocking(mcp_sansio_sync.connect_websocket(
+                url, headers=headers, config=config, ping_interval=ping_interval))
+        connect = (mcp_sansio_asyncio.connect_websocket if self.name == "asyncio"
+                   else mcp_sansio_anyio.connect_websocket)
+        return connect(url, headers=headers, config=config, ping_interval=ping_interval)
 
     def cancel_after(self, seconds: float) -> AbstractContextManager[object]:
         """Abandon what the block is waiting for after ``seconds``, and go on after it,
@@ -150,6 +212,35 @@ class Driver:
 # ---------------------------------------------------------------- helpers
 
 
+class Restartable:
+    """An HTTP peer (see ``running_http_server``) that a test can restart on its port;
+    the new process knows none of the old one's sessions."""
+
+    def __init__(self, command: str, args: Sequence[str], env: Mapping[str, str] | None, port: int,
+                 path: str) -> None:
+        self._start = partial(running_http_server, command, args, env, port, path)
+        self._stack = contextlib.ExitStack()
+        self.url = ""
+
+    def __enter__(self) -> Restartable:
+        self.url = self._stack.enter_context(self._start())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stack.close()
+
+    async def restart(self) -> None:
+        """Stop the server and start it again, in a worker thread: an application's event
+        loop keeps running meanwhile, so the async drivers see the old one go."""
+        await anyio.to_thread.run_sync(self._restart)
+
+    def _restart(self) -> None:
+        self._stack.close()
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(self._start())
+
+
+
 def text_of(result: CallToolResult) -> str:
     """The text of a tool result's first block."""
     block = result.content[0]
@@ -162,7 +253,7 @@ def process_is_gone(pid: int | None) -> bool:
     return pid is not None and not os.path.exists(f"/proc/{pid}")
 
 
-async def until(client: ClientUnderTest, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+async def until(client: SessionUnderTest, condition: Callable[[], bool], timeout: float = 10.0) -> None:
     """Ping until ``condition()`` holds (a blocking client reads only while a call waits,
     so the pings follow each other closely)."""
     deadline = time.monotonic() + timeout
@@ -179,7 +270,7 @@ async def until(client: ClientUnderTest, condition: Callable[[], bool], timeout:
 class _Awaitable:
     """A blocking client whose methods are coroutines (that complete without suspending)."""
 
-    def __init__(self, client: mcp_sansio_sync.StdioConnection) -> None:
+    def __init__(self, client: mcp_sansio_sync.Client) -> None:
         self._client = client
 
     def __getattr__(self, name: str) -> object:
@@ -210,16 +301,10 @@ def _inline(handler: Callable[[T], Awaitable[R]] | None) -> Callable[[T], R] | N
 
 
 @contextlib.asynccontextmanager
-async def _connect_sync(
-    command: str, args: Sequence[str], *, config: ClientConfig | None, env: Mapping[str, str] | None,
-    on_sampling: SamplingHandler | None, on_elicitation: ElicitationHandler | None,
-    roots: RootsArg | None, on_notification: NotificationHandler | None,
-) -> AsyncIterator[ClientUnderTest]:
-    with mcp_sansio_sync.connect_stdio(
-        command, args, config=config, env=env, on_sampling=_inline(on_sampling),
-        on_elicitation=_inline(on_elicitation), roots=roots, on_notification=_inline(on_notification),
-    ) as client:
-        yield cast(ClientUnderTest, _Awaitable(client))
+async def _blocking(connect: AbstractContextManager[mcp_sansio_sync.Client]) -> AsyncIterator[C]:
+    """Enter a blocking driver's ``connect_*`` and yield its client with awaitable methods."""
+    with connect as client:
+        yield cast(C, _Awaitable(client))
 
 
 @contextlib.contextmanager
