@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
 from typing import Final
 
 import anyio
-import msgspec
-from anyio.abc import ByteReceiveStream, Process, TaskGroup
+from anyio.abc import ByteReceiveStream, Process
 
 from mcp_sansio import (
     Action,
@@ -33,20 +31,13 @@ from mcp_sansio import (
     TerminateProcess,
 )
 from mcp_sansio.errors import ConnectionClosed, McpSansioError
-from mcp_sansio.events import InitializeFailed, RequestId
+from mcp_sansio.events import InitializeFailed
 from mcp_sansio.handlers import client_capabilities
-from mcp_sansio_asyncio.client import (
-    AsyncClient,
-    ElicitationHandler,
-    NotificationHandler,
-    ProgressCallback,
-    RootsArg,
-    SamplingHandler,
-)
+from mcp_sansio_asyncio.client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
+
+from ._loop import AnyioDriver, Waiter
 
 __all__ = ["StdioConnection", "connect_stdio"]
-
-log = logging.getLogger("mcp_sansio.anyio")
 
 _SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
                    KillProcess: signal.SIGKILL}
@@ -55,36 +46,7 @@ _STDERR_GRACE: Final = 0.5
 _BROKEN: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
-class _Waiter:
-    """A one-shot slot for the answer one caller awaits (anyio has no Future)."""
-
-    __slots__ = ("_error", "_event", "_result")
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self._result: msgspec.Struct | None = None
-        self._error: BaseException | None = None
-
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    def set_result(self, result: msgspec.Struct, /) -> None:
-        self._result = result
-        self._event.set()
-
-    def set_exception(self, exc: BaseException, /) -> None:
-        self._error = exc
-        self._event.set()
-
-    async def wait(self) -> msgspec.Struct:
-        await self._event.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None  # set before the event
-        return self._result
-
-
-class StdioConnection(AsyncClient):
+class StdioConnection(AnyioDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
     def __init__(
@@ -110,16 +72,10 @@ class StdioConnection(AsyncClient):
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._process: Process | None = None
-        self._tg: TaskGroup | None = None
-        self._task_scopes: set[anyio.CancelScope] = set()
-        self._stopping = False
         # stdin is our own non-blocking pipe, written from the pump; only what the pipe
         # cannot take at once waits for a task (no task hop per message).
         self._stdin: int | None = None
         self._unsent = bytearray()
-        self._flush_pending = False
-        self._timer_scope: anyio.CancelScope | None = None
-        self._timer_at: float | None = None
         self._exited = anyio.Event()
         self._stderr_done = anyio.Event()
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
@@ -154,17 +110,12 @@ class StdioConnection(AsyncClient):
             os.close(child_stdin)
         self._process = process
         assert process.stdout and process.stderr  # both are pipes
-        # Entered here and exited in aclose(): a body exception must not pass through the
-        # task group, or it would come out wrapped in an ExceptionGroup.
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
+        await self._enter()
         try:
             self._start(partial(self._read_stdout, process.stdout))
             self._start(partial(self._read_stderr, process.stderr))
             self._start(partial(self._watch_exit, process))
-            self._start(self._run_timer)
-            waiter = _Waiter()
+            waiter = Waiter()
             self._init_waiter = waiter
             self._client.start(now=anyio.current_time())
             self._pump()
@@ -176,70 +127,25 @@ class StdioConnection(AsyncClient):
     async def aclose(self) -> None:
         """Close: pending calls fail, then stdin closes and the shutdown ladder runs until
         the process has exited; no child, task or pipe is left behind."""
-        tg, process = self._tg, self._process
-        if tg is None or process is None:
+        process = self._process
+        if self._tg is None or process is None:
             return
         with anyio.CancelScope(shield=True):
             self._client.close(now=anyio.current_time())
             self._pump()
             await self._exited.wait()
             self._reap_group(process)
-        self._stopping = True
-        for scope in self._task_scopes:
-            scope.cancel()
         try:
-            await tg.__aexit__(None, None, None)
+            await self._exit()
         finally:
-            self._tg = None
             self._close_stdin()
             with anyio.CancelScope(shield=True):
                 await process.aclose()
 
     # ------------------------------------------------------- AsyncClient API
 
-    def _now(self) -> float:
-        return anyio.current_time()
-
-    async def _wait(
-        self, request_id: RequestId, on_progress: ProgressCallback | None = None
-    ) -> msgspec.Struct:
-        waiter = _Waiter()
-        self._waiters[request_id] = waiter
-        if on_progress is not None:
-            self._progress[request_id] = on_progress
-        self._flush()
-        try:
-            return await waiter.wait()
-        finally:
-            if not waiter.done():  # the caller was cancelled: so is the request
-                self._waiters.pop(request_id, None)
-                self._progress.pop(request_id, None)
-                # Already finished or the connection is gone: then there is nothing to cancel.
-                with contextlib.suppress(McpSansioError):
-                    self._client.cancel(request_id, now=anyio.current_time(),
-                                        reason="cancelled by the caller")
-                self._pump()
-
-    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        self._start(partial(_logged, fn))
-
     def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
         return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
-
-    def _flush(self) -> None:
-        # A lone call goes out at once; calls started together go out in one write, from
-        # a task that runs once they have all been queued.
-        if self._flush_pending:
-            return
-        if len(self._waiters) <= 1:
-            self._pump()
-        else:
-            self._flush_pending = True
-            self._start(self._flush_later)
-
-    async def _flush_later(self) -> None:
-        self._flush_pending = False
-        self._pump()
 
     # ------------------------------------------------------------- the pump
 
@@ -253,12 +159,7 @@ class StdioConnection(AsyncClient):
         data = client.data_to_send()
         if data:
             self._write(data)
-        deadline = client.next_deadline()
-        # Only ever move the timer earlier: waking early is harmless (STYLE.md section 8).
-        if deadline is not None and (self._timer_at is None or deadline < self._timer_at):
-            self._timer_at = deadline
-            if self._timer_scope is not None:
-                self._timer_scope.deadline = deadline
+        self._arm(client.next_deadline())
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, CloseInput):
@@ -306,35 +207,6 @@ class StdioConnection(AsyncClient):
 
     # ---------------------------------------------------------------- tasks
 
-    def _start(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run ``fn`` in the task group, shielded: a cancelled body must not stop the
-        readers and the exit watcher that its shutdown needs; only :meth:`aclose` does."""
-        if self._tg is not None and not self._stopping:
-            self._tg.start_soon(self._shielded, fn)
-
-    async def _shielded(self, fn: Callable[[], Awaitable[None]]) -> None:
-        if self._stopping:  # started too late: aclose() already stopped the others
-            return
-        with anyio.CancelScope(shield=True) as scope:
-            self._task_scopes.add(scope)
-            try:
-                await fn()
-            finally:
-                self._task_scopes.discard(scope)
-
-    async def _run_timer(self) -> None:
-        """The one timer: sleep until the armed deadline, then let the core fire it."""
-        while True:
-            at = self._timer_at
-            with anyio.CancelScope(deadline=math.inf if at is None else at) as scope:
-                self._timer_scope = scope
-                await anyio.sleep_forever()
-            self._timer_scope = None
-            at, self._timer_at = self._timer_at, None
-            now = anyio.current_time()
-            self._client.handle_timeout(now if at is None else max(at, now))
-            self._pump()
-
     async def _read_stdout(self, stream: ByteReceiveStream) -> None:
         client = self._client
         with contextlib.suppress(*_BROKEN):
@@ -368,14 +240,6 @@ class StdioConnection(AsyncClient):
         self._client.process_exited(self._returncode, anyio.current_time())
         self._pump()
         self._exited.set()
-
-
-async def _logged(fn: Callable[[], Awaitable[None]]) -> None:
-    """Run a handler task; an application bug is logged, never fatal to the connection."""
-    try:
-        await fn()
-    except Exception:
-        log.exception("a handler of the MCP client raised")
 
 
 @contextlib.asynccontextmanager

@@ -114,7 +114,10 @@ class SocketDriver(LoopDriver):
                 pending.cancel()
             sock = self._sockets.pop(action.connection, None)
             if sock is not None:
-                sock.close()
+                data = self._net.data_to_send(action.connection)  # e.g. a WebSocket Close frame
+                if data:
+                    sock.write(data)
+                sock.close()  # after the queued bytes are written
 
     async def _open(self, action: OpenConnection) -> None:
         conn = action.connection
