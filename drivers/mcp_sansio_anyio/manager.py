@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from functools import partial
 from types import TracebackType
-from typing import TypeVar, cast
+from typing import Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -21,8 +22,9 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.errors import LocalProtocolError
-from mcp_sansio.hostconfig import StdioServerConfig
+from mcp_sansio.hostconfig import ServerConfig, StdioServerConfig, Transport
 from mcp_sansio.manager import ConnectPlan
+from mcp_sansio_asyncio.client import AsyncClient
 from mcp_sansio_asyncio.manager import AsyncServerManager, Handlers, Opened, Signal
 
 from .stdio import connect_stdio
@@ -34,12 +36,11 @@ log = logging.getLogger("mcp_sansio.manager")
 
 
 class ServerManager(AsyncServerManager):
-    """Many stdio MCP servers at once on anyio; see ``AsyncServerManager`` for the API.
+    """Many MCP servers at once on anyio; see ``AsyncServerManager`` for the API.
 
     Only ``async with ServerManager(entries, ...) as manager:`` starts it.
     """
 
-    TRANSPORTS = frozenset({"stdio"})
     _tg: TaskGroup | None
     _scopes: set[anyio.CancelScope]
     _background: int
@@ -114,18 +115,16 @@ class ServerManager(AsyncServerManager):
         return await anyio.to_thread.run_sync(fn)
 
     async def _open(self, plan: ConnectPlan, config: ClientConfig, handlers: Handlers) -> Opened:
-        server = cast(StdioServerConfig, plan.config)  # the core starts nothing else here
-        opened: Opened = await self._group().start(self._hold, server, config, handlers)
+        opened: Opened = await self._group().start(self._hold, plan.config, config, handlers)
         return opened
 
-    async def _hold(self, server: StdioServerConfig, config: ClientConfig, handlers: Handlers, *,
+    async def _hold(self, server: ServerConfig, config: ClientConfig, handlers: Handlers, *,
                     task_status: TaskStatus[Opened]) -> None:
         """Open one connection and keep it, in this task, until its closer is called."""
         closing, closed = anyio.Event(), anyio.Event()
         started = False
         try:
-            async with connect_stdio(server.command, server.args, env=server.env, cwd=server.cwd,
-                                     config=config, **handlers) as client:
+            async with _connector(server, config, handlers) as client:
                 task_status.started((client, partial(_release, closing, closed)))
                 started = True
                 await closing.wait()
@@ -133,7 +132,7 @@ class ServerManager(AsyncServerManager):
             if not started:
                 raise  # to start(): the attempt failed
             # Once started, a failure must not take the manager's task group down with it.
-            log.exception("the connection to %s failed while closing", server.command)
+            log.exception("the connection to %s failed while closing", _describe(server))
         finally:
             closed.set()
 
@@ -145,3 +144,24 @@ async def _call(fn: Callable[[], Awaitable[None]]) -> None:
 async def _release(closing: anyio.Event, closed: anyio.Event) -> None:
     closing.set()
     await closed.wait()
+
+
+def _connector(server: ServerConfig, config: ClientConfig,
+               handlers: Handlers) -> AsyncContextManager[AsyncClient]:
+    """The driver's ``connect_*`` for one configured server."""
+    if isinstance(server, StdioServerConfig):
+        return connect_stdio(server.command, server.args, env=server.env, cwd=server.cwd, config=config,
+                             **handlers)
+    if server.transport is Transport.WS:
+        from .websocket import connect_websocket
+
+        return connect_websocket(server.url, headers=server.headers, config=config, **handlers)
+    from .http import connect_http
+
+    mode: Literal["sse", "streamable-http"] = (
+        "sse" if server.transport is Transport.SSE else "streamable-http")
+    return connect_http(server.url, headers=server.headers, transport=mode, config=config, **handlers)
+
+
+def _describe(server: ServerConfig) -> str:
+    return server.command if isinstance(server, StdioServerConfig) else server.url

@@ -24,14 +24,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Protocol, TypeVar, cast
+from typing import Final, Literal, Protocol, TypeVar, cast
 
 import msgspec
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, McpSansioError, RequestError
 from mcp_sansio.events import NotificationReceived
-from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry, StdioServerConfig
+from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry, StdioServerConfig, Transport
 from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager import (
     Connected,
@@ -56,7 +56,7 @@ from mcp_sansio.result_policy import PersistResult, ResultPolicy
 from mcp_sansio.types import CallToolResult, Prompt, Resource, Tool
 
 from .client import Client, ElicitationHandler, RootsArg, SamplingHandler
-from .stdio import StdioConnection, connect_stdio
+from .stdio import connect_stdio
 
 __all__ = ["ServerManager", "ServerNotificationHandler", "session_closed", "stderr_of", "write_result_file"]
 
@@ -65,7 +65,7 @@ log = logging.getLogger("mcp_sansio.manager")
 T = TypeVar("T")
 ServerNotificationHandler = Callable[[str, NotificationReceived], object]
 """Sees ``(server name, notification)`` for every notification of every server."""
-Opened = tuple[StdioConnection, contextlib.ExitStack]
+Opened = tuple[Client, contextlib.ExitStack]
 _RESULT_DIR: Final = "mcp-sansio-results"
 
 
@@ -104,7 +104,7 @@ def write_result_file(result_dir: Path | None, decision: PersistResult) -> str:
 
 
 class ServerManager:
-    """Many stdio MCP servers at once, blocking; ``with ServerManager(entries) as manager:``.
+    """Many MCP servers at once, blocking; ``with ServerManager(entries) as manager:``.
 
     The API is the async managers' without ``await``; handlers are plain callables.
     """
@@ -132,7 +132,7 @@ class ServerManager:
         """
         config = ManagerConfig(max_local=max_local, max_remote=max_remote, restart=restart or RestartPolicy(),
                                result_policy=result_policy or ResultPolicy())
-        self._core = ServerManagerCore(entries, env=env, config=config, transports=frozenset({"stdio"}))
+        self._core = ServerManagerCore(entries, env=env, config=config)
         self._max_local = max_local
         self._client_config = client_config or ClientConfig()
         self._on_sampling = on_sampling
@@ -140,8 +140,8 @@ class ServerManager:
         self._roots = roots
         self._on_notification = on_notification
         self._result_dir = None if result_dir is None else Path(result_dir)
-        self._clients: dict[str, StdioConnection] = {}
-        self._stacks: dict[StdioConnection, contextlib.ExitStack] = {}
+        self._clients: dict[str, Client] = {}
+        self._stacks: dict[Client, contextlib.ExitStack] = {}
         self._closed = False
 
     @property
@@ -293,14 +293,30 @@ class ServerManager:
             self._core.connected(name, time.monotonic())
 
     def _open(self, plan: ConnectPlan) -> Opened:
-        server = cast(StdioServerConfig, plan.config)  # the core starts nothing else here
+        server = plan.config
         config = msgspec.structs.replace(self._client_config, initialize_timeout=plan.timeout)
+        notified = partial(self._notified, plan.name)
+        sampling, elicitation, roots = self._on_sampling, self._on_elicitation, self._roots
         stack = contextlib.ExitStack()
-        client = stack.enter_context(connect_stdio(
-            server.command, server.args, env=server.env, cwd=server.cwd, config=config,
-            on_sampling=self._on_sampling, on_elicitation=self._on_elicitation, roots=self._roots,
-            on_notification=partial(self._notified, plan.name),
-        ))
+        client: Client
+        if isinstance(server, StdioServerConfig):
+            client = stack.enter_context(connect_stdio(
+                server.command, server.args, env=server.env, cwd=server.cwd, config=config,
+                on_sampling=sampling, on_elicitation=elicitation, roots=roots, on_notification=notified))
+        elif server.transport is Transport.WS:
+            from .websocket import connect_websocket
+
+            client = stack.enter_context(connect_websocket(
+                server.url, headers=server.headers, config=config,
+                on_sampling=sampling, on_elicitation=elicitation, roots=roots, on_notification=notified))
+        else:
+            from .http import connect_http
+
+            mode: Literal["sse", "streamable-http"] = (
+                "sse" if server.transport is Transport.SSE else "streamable-http")
+            client = stack.enter_context(connect_http(
+                server.url, headers=server.headers, transport=mode, config=config,
+                on_sampling=sampling, on_elicitation=elicitation, roots=roots, on_notification=notified))
         return client, stack
 
     def _notified(self, name: str, notification: NotificationReceived) -> None:
@@ -321,7 +337,7 @@ class ServerManager:
         if self._clients.get(name) is not client:
             return  # noticed already
         connection = self._clients.pop(name)
-        tail = connection.stderr_tail
+        tail = stderr_of(connection)
         failure = Failure(message="the connection closed", stderr_tail=tail) if exc is None else (
             failure_from(exc, stderr_tail=tail))
         self._core.connection_lost(name, failure, time.monotonic(), random.random())

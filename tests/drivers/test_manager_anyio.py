@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from peer_servers import free_port, running_http_server, sdk_server
 
 from mcp_sansio.errors import ConnectionClosed, LocalProtocolError
 from mcp_sansio.hostconfig import HttpServerConfig
@@ -27,6 +29,15 @@ from .manager_helpers import (
 pytestmark = [pytest.mark.anyio, pytest.mark.peer]
 
 
+@pytest.fixture
+def remote_url() -> Iterator[str]:
+    """An official-SDK server over Streamable HTTP, for a remote entry."""
+    port = free_port()
+    command, args = sdk_server("sdk_server", "--transport", "streamable-http", "--port", str(port))
+    with running_http_server(command, args, None, port, "/mcp") as url:
+        yield url
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """The anyio manager runs on both backends."""
@@ -34,16 +45,16 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return backend
 
 
-async def test_servers_connect_fail_and_restart_after_a_crash() -> None:
+async def test_servers_connect_fail_and_restart_after_a_crash(remote_url: str) -> None:
     entries = [entry("demo", DEMO), entry("broken", NONEXISTENT),
-               entry("remote", HttpServerConfig(url="http://127.0.0.1:9/mcp")),
+               entry("remote", HttpServerConfig(url=remote_url)),
                entry("crashy", hostile("crash-after", "3"))]
     async with ServerManager(entries, restart=FAST_RESTART, client_config=QUICK) as manager:
         await manager.connect_all()
         states = manager.states
         assert {name: status.state.value for name, status in states.items()} == {
-            "demo": "connected", "broken": "failed", "remote": "failed", "crashy": "connected"}
-        assert states["remote"].error == "this driver cannot connect to http servers"
+            "demo": "connected", "broken": "failed", "remote": "connected", "crashy": "connected"}
+        assert text_of(await manager.call_tool("mcp__remote__echo", {"message": "far"})) == "far"
         assert "mcp__demo__echo" in [tool.name for tool in await manager.tools()]
         assert text_of(await manager.call_tool("mcp__demo__echo", {"message": "hi"})) == "hi"
         first = await manager.connect("crashy")
