@@ -435,10 +435,7 @@ class HttpClient(ClientSession):
 
     def _standard_headers(self, body: bytes) -> list[Header]:
         """``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` mirrored from a message body."""
-        try:
-            head = _OUTGOING.decode(body)
-        except msgspec.DecodeError:
-            return []
+        head = _OUTGOING.decode(body)  # a message this client encoded: always an object
         if head.method is None:
             return []  # a response or a batch: nothing to mirror
         headers = modern.standard_headers(head.method, head.params)

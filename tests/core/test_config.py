@@ -64,3 +64,13 @@ def test_each_supported_version_has_rules() -> None:
 
 def test_only_2025_03_26_allows_batches() -> None:
     assert [v for v in SUPPORTED_VERSIONS if VERSIONS[v].batches] == ["2025-03-26"]
+
+
+def test_an_unknown_protocol_is_refused() -> None:
+    with pytest.raises(LocalProtocolError, match="protocol must be"):
+        ClientConfig(protocol="1999-01-01")
+
+
+def test_modern_versions_must_be_known_stateless_revisions() -> None:
+    with pytest.raises(LocalProtocolError, match="modern_versions"):
+        ClientConfig(modern_versions=("2025-11-25",))
