@@ -35,6 +35,7 @@ from .types import (
     NOTIFICATION_PARAMS,
     REQUEST_PARAMS,
     RESULT_TYPES,
+    CancelledNotificationParams,
     EmptyResult,
     Implementation,
     InitializeRequestParams,
@@ -240,8 +241,8 @@ class ServerSession:
                 params = msgspec.json.decode(params if isinstance(params, Raw) else b"{}", type=tp)
             except (msgspec.DecodeError, RecursionError):
                 return
-        if method == "notifications/cancelled":
-            cancelled = params.request_id  # type: ignore[attr-defined]
+        if isinstance(params, CancelledNotificationParams):
+            cancelled = params.request_id
             if cancelled in self._inbound:
                 self._inbound.discard(cancelled)
                 self._cancelled.add(cancelled)
@@ -249,13 +250,15 @@ class ServerSession:
 
     def _on_response(self, env: Envelope) -> None:
         rid = env.id
-        method = self._outbound.pop(rid, None) if isinstance(rid, int) else None
+        if not isinstance(rid, int):
+            return  # we only send int ids
+        method = self._outbound.pop(rid, None)
         if method is None:
             return
         if isinstance(env.error, jsonrpc.ErrorObject):
             err = env.error
             self._events.append(RequestFailed(
-                request_id=rid, method=method, reason=FailureReason.ERROR_RESPONSE,  # type: ignore[arg-type]
+                request_id=rid, method=method, reason=FailureReason.ERROR_RESPONSE,
                 message=err.message, error=ErrorData(code=err.code, message=err.message, data=err.data),
             ))
             return
@@ -266,10 +269,10 @@ class ServerSession:
             result = msgspec.json.decode(raw, type=RESULT_TYPES.get(method, EmptyResult))
         except (msgspec.DecodeError, RecursionError) as exc:
             self._events.append(RequestFailed(
-                request_id=rid, method=method, reason=FailureReason.INVALID_RESULT,  # type: ignore[arg-type]
+                request_id=rid, method=method, reason=FailureReason.INVALID_RESULT,
                 message=str(exc)))
             return
-        self._events.append(ResponseReceived(request_id=rid, method=method, result=result, raw=raw))  # type: ignore[arg-type]
+        self._events.append(ResponseReceived(request_id=rid, method=method, result=result, raw=raw))
 
     def _take(self, request_id: RequestId) -> bool:
         if request_id in self._inbound:

@@ -44,6 +44,7 @@ from .types import (
     REQUEST_PARAMS,
     RESULT_TYPES,
     CallToolRequestParams,
+    CancelledNotificationParams,
     ClientCapabilities,
     CompleteRequestParams,
     CompletionArgument,
@@ -55,6 +56,7 @@ from .types import (
     InitializeResult,
     LoggingLevel,
     PaginatedRequestParams,
+    ProgressNotificationParams,
     PromptReference,
     ReadResourceRequestParams,
     ResourceTemplateReference,
@@ -1142,18 +1144,18 @@ class ClientSession:
                 self._discard(DiscardReason.INVALID_PARAMS, f"invalid {method} params: {exc}",
                               memoryview(raw) if raw is not None else b"")
                 return
-        if method == "notifications/progress":
+        if isinstance(params, ProgressNotificationParams):
             self._on_progress(params, now)
             return
-        if method == "notifications/cancelled":
-            cancelled = params.request_id  # type: ignore[attr-defined]
+        if isinstance(params, CancelledNotificationParams):
+            cancelled = params.request_id
             if cancelled in self._inbound:
                 self._inbound.discard(cancelled)
                 self._cancelled.add(cancelled)
         self._events.append(NotificationReceived(method=method, params=params))
 
-    def _on_progress(self, params: object, now: float) -> None:
-        token = params.progress_token  # type: ignore[attr-defined]
+    def _on_progress(self, params: ProgressNotificationParams, now: float) -> None:
+        token = params.progress_token
         pending = self._pending.get(token) if type(token) is int else None
         if pending is None:
             return  # progress for something already finished: harmless
@@ -1165,8 +1167,8 @@ class ClientSession:
                 pending.deadline = deadline
                 heapq.heappush(self._heap, (deadline, pending.id))
         self._events.append(ProgressReceived(
-            request_id=pending.origin, progress=params.progress,  # type: ignore[attr-defined]
-            total=params.total, message=params.message,  # type: ignore[attr-defined]
+            request_id=pending.origin, progress=params.progress,
+            total=params.total, message=params.message,
         ))
 
     def _on_request(self, env: Envelope) -> None:

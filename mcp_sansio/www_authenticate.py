@@ -66,7 +66,7 @@ def _parse_params(text: str, pos: int, params: dict[str, str]) -> int:
         after = _SPACE.match(text, m.end()).end()  # type: ignore[union-attr]  # always matches
         if after >= len(text) or text[after] != "=":
             return start  # a new challenge's scheme
-        pos = _SPACE.match(text, after + 1).end()  # type: ignore[union-attr]
+        pos = _SPACE.match(text, after + 1).end()  # type: ignore[union-attr]  # "[ \t]*" always matches
         name = m.group().lower()
         if pos < len(text) and text[pos] == '"':
             value, pos = _quoted(text, pos + 1)

@@ -131,10 +131,10 @@ class DemoServer:
             if params.name == "echo":
                 self._text(rid, str(args["message"]))
             elif params.name == "add":
-                self._text(rid, repr(float(args["a"]) + float(args["b"])))  # type: ignore[arg-type]
+                self._text(rid, repr(_number(args["a"]) + _number(args["b"])))
             elif params.name == "long_task":
-                steps = int(args.get("steps", 20))  # type: ignore[call-overload]
-                interval = float(args.get("interval", 0.1))  # type: ignore[arg-type]
+                steps = int(_number(args.get("steps", 20)))
+                interval = _number(args.get("interval", 0.1))
                 self._schedule(now, rid, self._long_task(rid, event.progress_token, steps, interval))
             else:
                 self.session.respond_error(rid, _INVALID_PARAMS, f"unknown tool: {params.name}")
@@ -167,6 +167,13 @@ class DemoServer:
 
     def _text(self, rid: RequestId, text: str) -> None:
         self.session.respond(rid, CallToolResult(content=[TextContent(text=text)]))
+
+
+def _number(value: object) -> float:
+    """A JSON number argument (a bool or a string is a bad argument, not a number)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected a number, got {value!r}")
 
 
 def main() -> None:

@@ -80,4 +80,4 @@ def test_grants_without_a_user_need_client_credentials(grant: ClientCredentialsG
 )
 def test_limits_must_be_sensible(fields: dict[str, float]) -> None:
     with pytest.raises(LocalProtocolError):
-        OAuthConfig(grant=AuthorizationCodeGrant(redirect_uri=REDIRECT_URI), **fields)  # type: ignore[arg-type]
+        OAuthConfig(grant=AuthorizationCodeGrant(redirect_uri=REDIRECT_URI), **fields)  # type: ignore[arg-type]  # deliberately wrong values

@@ -65,7 +65,7 @@ def entry(name: str, config: ServerConfig = LOCAL, *, disabled: bool = False) ->
 
 
 def core(*entries: ServerEntry, env: dict[str, str] | None = None, **config: object) -> ServerManagerCore:
-    options = ManagerConfig(**{"restart": RESTART, **config})  # type: ignore[arg-type]
+    options = ManagerConfig(**{"restart": RESTART, **config})  # type: ignore[arg-type]  # overrides of any field
     return ServerManagerCore(entries or (entry("a"),), env=env or {}, config=options)
 
 
@@ -145,7 +145,7 @@ def test_a_call_timeout_must_be_positive_and_finite(timeout: float) -> None:
 )
 def test_config_rejects_unusable_limits(options: dict[str, object]) -> None:
     with pytest.raises(LocalProtocolError):
-        ManagerConfig(**options)  # type: ignore[arg-type]
+        ManagerConfig(**options)  # type: ignore[arg-type]  # deliberately wrong values
 
 
 @pytest.mark.parametrize("options", [{"stable_after": -1.0}, {"cooldown": math.inf}])
