@@ -112,16 +112,30 @@ def test_stored_token_needs_no_browser(server_url: str) -> None:
     assert (len(first.opened), len(again.opened)) == (1, 0)
 
 
+class _SignallingStore(MemoryTokenStore):
+    """A token store that says when a token was saved (so tests wait on it, not on time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved = asyncio.Event()
+
+    def save(self, server_url: str, token: StoredToken) -> None:
+        super().save(server_url, token)
+        self.saved.set()
+
+
 def test_token_is_refreshed_before_it_expires(server_url: str) -> None:
     browser = Browser()
-    store = MemoryTokenStore()
+    store = _SignallingStore()
 
     async def twice() -> tuple[str, str]:
         auth = OAuth(open_browser=browser, store=store)
         async with connect_http(server_url, config=CONFIG, auth=auth) as c:
             first = text_of(await c.call_tool("whoami", {}))
             before = store.load(server_url)
-            await asyncio.sleep(2.5)  # the 2 s token is renewed after 1 s
+            store.saved.clear()
+            # The 2 s token is renewed (and stored) about 1 s in: wait for that, bounded.
+            await asyncio.wait_for(store.saved.wait(), 5.0)
             second = text_of(await c.call_tool("whoami", {}))
             after = store.load(server_url)
             assert before is not None and after is not None and after.access_token != before.access_token
