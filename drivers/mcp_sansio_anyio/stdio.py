@@ -231,6 +231,10 @@ class StdioConnection(AnyioDriver):
         with contextlib.suppress(anyio.ClosedResourceError):  # CloseInput came first
             while self._unsent and self._stdin is not None:
                 await anyio.wait_writable(self._stdin)
+                # Woken but not yet run when another task closed stdin (trio raises
+                # ClosedResourceError only to a task still waiting): then stop.
+                if self._stdin is None:
+                    return
                 del self._unsent[: self._send(self._unsent)]
 
     async def _watch_exit(self, process: Process) -> None:
