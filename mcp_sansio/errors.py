@@ -15,6 +15,7 @@ __all__ = [
     "McpSansioError",
     "MessageTooLarge",
     "PaginationError",
+    "ProxyError",
     "RemoteProtocolError",
     "RequestCancelled",
     "RequestError",
@@ -120,6 +121,20 @@ class HttpError(McpSansioError):
         super().__init__(message)
         self.status = status
         self.body_excerpt = body_excerpt
+
+
+class ProxyError(McpSansioError):
+    """The HTTP proxy refused to open a tunnel to the server (its answer to CONNECT).
+
+    Attributes:
+        status: the proxy's HTTP status (407: it wants credentials, ``user:password@`` in
+            the proxy URL; 403: it forbids the target; 502/503/504: it cannot reach it),
+            or 0 when it is not known.
+    """
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Unauthorized(McpSansioError):

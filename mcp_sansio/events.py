@@ -19,6 +19,7 @@ from .errors import (
     McpSansioError,
     MessageTooLarge,
     PaginationError,
+    ProxyError,
     RemoteProtocolError,
     RequestCancelled,
     RequestError,
@@ -76,6 +77,7 @@ class FailureReason(enum.Enum):
     HTTP_ERROR = "http-error"
     AUTHORIZATION_REQUIRED = "authorization-required"
     INSUFFICIENT_SCOPE = "insufficient-scope"
+    PROXY_ERROR = "proxy-error"
 
 
 class DiscardReason(enum.Enum):
@@ -280,6 +282,8 @@ def _exception_for(
         return HttpError(message, status=event.status or 0, body_excerpt=(event.detail or {}).get("body", ""))
     if reason is FailureReason.AUTHORIZATION_REQUIRED:
         return Unauthorized(message, status=event.status or 0, params=dict(event.detail or {}))
+    if reason is FailureReason.PROXY_ERROR:
+        return ProxyError(message, status=event.status or 0)
     if reason is FailureReason.INSUFFICIENT_SCOPE:
         return InsufficientScope(message, status=event.status or 0, params=dict(event.detail or {}))
     return RemoteProtocolError(message)

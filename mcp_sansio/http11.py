@@ -4,7 +4,9 @@ The pool turns :class:`HttpRequest` messages into bytes on keep-alive connection
 server's bytes into response events, one exchange per connection at a time (RFC 9112;
 no pipelining). It asks the driver to open and close connections with actions, streams
 response bodies as they arrive, and never raises h11's exceptions: a misbehaving server
-becomes an :class:`ExchangeFailed` event. It knows nothing of MCP.
+becomes an :class:`ExchangeFailed` event. It knows nothing of MCP. Through a proxy it
+opens a CONNECT tunnel (:class:`~mcp_sansio.proxy.Tunnel`) on each new connection and,
+for ``https``, asks the driver to start TLS on it (:class:`StartTls`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.events import Action
+from mcp_sansio.proxy import ProxySettings, Tunnel, TunnelFailed
 from mcp_sansio.urls import Url
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "ResponseData",
     "ResponseEnded",
     "ResponseStarted",
+    "StartTls",
 ]
 
 Header = tuple[str, str]
@@ -64,12 +68,27 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OpenConnection(Action, frozen=True, kw_only=True):
-    """Open a TCP connection (with TLS when ``tls``), then call ``connection_made``."""
+    """Open a TCP connection (with TLS when ``tls``), then call ``connection_made``.
+
+    Through a proxy, ``host`` and ``port`` are the proxy's and ``tls`` is false: TLS with
+    the target, if any, comes later with :class:`StartTls`.
+    """
 
     connection: int
     host: str
     port: int
     tls: bool
+    server_hostname: str
+
+
+class StartTls(Action, frozen=True, kw_only=True):
+    """Start TLS with ``server_hostname`` on the open ``connection`` (a tunnel through a
+    proxy), verifying its certificate; then call ``tls_started``, or ``connection_failed``.
+
+    Until then, read nothing from the connection: the handshake's bytes are the TLS layer's.
+    """
+
+    connection: int
     server_hostname: str
 
 
@@ -111,12 +130,15 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
         stale_connection: the request went out on a reused keep-alive connection that
             the server had closed before any response byte arrived. HTTP clients retry
             this case for idempotent methods only.
+        proxy_status: the proxy refused the tunnel with this HTTP status; the request
+            never left (``sent`` is false).
     """
 
     exchange: int
     message: str
     sent: bool
     stale_connection: bool = False
+    proxy_status: int | None = None
 
 
 PoolEvent = ResponseStarted | ResponseData | ResponseEnded | ExchangeFailed
@@ -127,6 +149,8 @@ class _State(enum.Enum):
     """Where a connection is in its life; a closed connection is dropped from the pool."""
 
     CONNECTING = "connecting"  # OpenConnection issued, exchange bound
+    TUNNELING = "tunneling"  # connected to the proxy, CONNECT out, awaiting its answer
+    SECURING = "securing"  # tunnel open, StartTls issued
     ACTIVE = "active"  # connected, exchange in flight
     IDLE = "idle"  # connected, keep-alive, no exchange
 
@@ -170,6 +194,7 @@ class _Connection:
         "sent",
         "started",
         "state",
+        "tunnel",
     )
 
     def __init__(self, connection: int, exchange: _Exchange, max_header_bytes: int) -> None:
@@ -181,6 +206,7 @@ class _Connection:
         self.outgoing: list[bytes] = []
         self.idle_at = 0.0
         self.reused = False  # an earlier exchange completed on this connection
+        self.tunnel: Tunnel | None = None  # the CONNECT under way, through a proxy
         # Per exchange, reset by HttpPool._start:
         self.sent = False  # bytes of the request were handed to data_to_send
         self.received = False  # a response byte (not EOF) arrived
@@ -203,10 +229,13 @@ class HttpPool:
 
     The response head (1xx heads included) may not exceed ``max_header_bytes``, however
     the bytes are split; bodies are not bounded here, since an SSE stream may last hours.
+    The same bound applies to a proxy's answer to CONNECT. A proxy that refuses the
+    tunnel fails the exchange with ``proxy_status`` set.
     """
 
     def __init__(
-        self, *, max_connections: int = 8, max_header_bytes: int = 64 * 1024, idle_timeout: float = 30.0
+        self, *, max_connections: int = 8, max_header_bytes: int = 64 * 1024, idle_timeout: float = 30.0,
+        proxies: ProxySettings | None = None,
     ) -> None:
         """Create an empty pool.
 
@@ -215,6 +244,7 @@ class HttpPool:
             max_header_bytes: the largest response head, in bytes; also bounds a chunk
                 header line and the trailer block.
             idle_timeout: seconds an idle keep-alive connection is kept for reuse.
+            proxies: which proxy each new connection goes through; ``None``: none.
 
         Raises:
             LocalProtocolError: a limit is not positive, or ``idle_timeout`` is negative.
@@ -226,12 +256,13 @@ class HttpPool:
         self._max_connections = max_connections
         self._max_header_bytes = max_header_bytes
         self._idle_timeout = idle_timeout
+        self._proxies = proxies
         self._connections: dict[int, _Connection] = {}
         self._idle: dict[int, _Connection] = {}  # in the order they became idle
         self._exchanges: dict[int, _Exchange] = {}  # queued or bound, in submission order
         self._queue: deque[_Exchange] = deque()
         self._events: deque[PoolEvent] = deque()
-        self._actions: deque[OpenConnection | CloseConnection] = deque()
+        self._actions: deque[OpenConnection | StartTls | CloseConnection] = deque()
         self._next_connection = 1
         self._closed = False
 
@@ -285,7 +316,8 @@ class HttpPool:
         self._dispatch()
 
     def connection_made(self, connection: int, now: float) -> None:
-        """The driver connected ``connection`` (TLS handshake included); its request is queued.
+        """The driver connected ``connection`` (TLS handshake included); its request is
+        queued, or the CONNECT to the proxy.
 
         Args:
             connection: the id from ``OpenConnection``.
@@ -299,6 +331,27 @@ class HttpPool:
             return
         if conn.state is not _State.CONNECTING or conn.exchange is None:
             raise LocalProtocolError(f"connection {connection} is already connected")
+        if conn.tunnel is None:
+            self._start(conn, conn.exchange)
+        else:
+            conn.state = _State.TUNNELING
+            conn.outgoing.append(conn.tunnel.request)
+
+    def tls_started(self, connection: int, now: float) -> None:
+        """The driver completed the TLS handshake a ``StartTls`` asked for; the request is queued.
+
+        Args:
+            connection: the id from ``StartTls``.
+            now: the current time.
+
+        Raises:
+            LocalProtocolError: the pool never allocated this id, or asked for no TLS on it.
+        """
+        conn = self._lookup(connection)
+        if conn is None:
+            return
+        if conn.state is not _State.SECURING or conn.exchange is None:
+            raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start(conn, conn.exchange)
 
     def connection_failed(self, connection: int, message: str, now: float) -> None:
@@ -333,21 +386,27 @@ class HttpPool:
             now: the current time; an idle connection's keep-alive period starts here.
 
         Raises:
-            LocalProtocolError: the pool never allocated this id, or it is still connecting.
+            LocalProtocolError: the pool never allocated this id, or it is still connecting
+                (or starting TLS).
 
         Events: ``ResponseStarted``, ``ResponseData``, ``ResponseEnded``,
         ``ExchangeFailed``. Actions: ``CloseConnection`` when the connection cannot be
-        reused; ``OpenConnection`` for a waiting request.
+        reused; ``OpenConnection`` for a waiting request; ``StartTls`` once a tunnel to
+        an ``https`` origin is open.
         """
         conn = self._lookup(connection)
         if conn is None:
             return
-        if conn.state is _State.CONNECTING:
-            raise LocalProtocolError(f"connection {connection} is not connected yet")
-        if conn.state is _State.IDLE:
-            # Bytes or EOF with no request outstanding: a 408, junk, or a plain close.
-            self._close(conn)
-            self._dispatch()
+        state = conn.state
+        if state is not _State.ACTIVE:
+            if state is _State.IDLE:
+                # Bytes or EOF with no request outstanding: a 408, junk, or a plain close.
+                self._close(conn)
+                self._dispatch()
+            elif state is _State.TUNNELING:
+                self._tunnel_data(conn, data, now)
+            else:
+                raise LocalProtocolError(f"connection {connection} is not connected yet")
             return
         if data:
             conn.received = True
@@ -387,14 +446,14 @@ class HttpPool:
             return b""
         data = b"".join(conn.outgoing)
         conn.outgoing.clear()
-        conn.sent = True
+        conn.sent = conn.state is not _State.TUNNELING  # the CONNECT is not the request
         return data
 
     def connections_with_data(self) -> list[int]:
         """The connections with bytes waiting in ``data_to_send``; changes nothing."""
         return [conn.id for conn in self._connections.values() if conn.outgoing]
 
-    def next_action(self) -> OpenConnection | CloseConnection | None:
+    def next_action(self) -> OpenConnection | StartTls | CloseConnection | None:
         """Pop the next connection the driver must open or close, or ``None``."""
         return self._actions.popleft() if self._actions else None
 
@@ -470,15 +529,36 @@ class HttpPool:
         self._connections[conn.id] = conn
         exchange.connection = conn
         url = exchange.url
-        self._actions.append(
-            OpenConnection(
-                connection=conn.id,
-                host=url.host,
-                port=url.port,
-                tls=url.scheme == "https",
-                server_hostname=url.host,
-            )
-        )
+        tls = url.scheme == "https"
+        proxy = None if self._proxies is None else self._proxies.select(url)
+        if proxy is None:
+            action = OpenConnection(connection=conn.id, host=url.host, port=url.port, tls=tls,
+                                    server_hostname=url.host)
+        else:
+            conn.tunnel = Tunnel(proxy, url.host, url.port, tls=tls, max_header_bytes=self._max_header_bytes)
+            action = OpenConnection(connection=conn.id, host=proxy.host, port=proxy.port, tls=False,
+                                    server_hostname=proxy.host)
+        self._actions.append(action)
+
+    def _tunnel_data(self, conn: _Connection, data: bytes, now: float) -> None:
+        """Feed the proxy's answer to CONNECT; once the tunnel is open, use it."""
+        assert conn.tunnel is not None and conn.exchange is not None  # TUNNELING has both
+        outcome = conn.tunnel.receive_data(data)
+        if outcome is None:
+            return
+        if isinstance(outcome, TunnelFailed):
+            self._fail(conn, outcome.message, proxy_status=outcome.status)
+            self._dispatch()
+            return
+        conn.tunnel = None
+        url = conn.exchange.url
+        if url.scheme == "https":
+            conn.state = _State.SECURING
+            self._actions.append(StartTls(connection=conn.id, server_hostname=url.host))
+            return
+        self._start(conn, conn.exchange)
+        if outcome.leftover:
+            self.receive_data(conn.id, outcome.leftover, now)
 
     def _start(self, conn: _Connection, exchange: _Exchange) -> None:
         """Write ``exchange``'s request on the connected ``conn``."""
@@ -544,12 +624,15 @@ class HttpPool:
             message = f"invalid HTTP response: {exc}"
         return self._fail(conn, message)
 
-    def _fail(self, conn: _Connection, message: str, *, stale: bool = False) -> _Outcome:
+    def _fail(
+        self, conn: _Connection, message: str, *, stale: bool = False, proxy_status: int | None = None
+    ) -> _Outcome:
         """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
         assert conn.exchange is not None  # callers check
         exchange = conn.exchange.id
         self._events.append(
-            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale)
+            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale,
+                           proxy_status=proxy_status)
         )
         del self._exchanges[exchange]
         self._close(conn)

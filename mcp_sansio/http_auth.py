@@ -37,6 +37,7 @@ from .errors import LocalProtocolError
 from .events import Event, FailureReason
 from .http11 import Header
 from .http_transport import HttpClient, TransportMode
+from .proxy import ProxySettings
 from .session import Params
 from .types import ClientCapabilities
 from .urls import Url
@@ -103,6 +104,7 @@ class AuthorizingHttpClient(HttpClient):
         headers: Mapping[str, str] | None = None,
         transport: TransportMode | Literal["auto", "streamable-http", "sse"] = TransportMode.AUTO,
         jitter_seed: int = 0,
+        proxies: ProxySettings | None = None,
     ) -> None:
         """Create the client; nothing is sent until :meth:`connect`.
 
@@ -126,6 +128,7 @@ class AuthorizingHttpClient(HttpClient):
             headers: see :class:`HttpClient`; an ``Authorization`` header is refused here.
             transport: see :class:`HttpClient`.
             jitter_seed: see :class:`HttpClient`.
+            proxies: see :class:`HttpClient`.
 
         Raises:
             LocalProtocolError: what :class:`HttpClient` raises; ``entropy`` is too short;
@@ -138,7 +141,7 @@ class AuthorizingHttpClient(HttpClient):
         if redirect_timeout <= 0:
             raise LocalProtocolError("redirect_timeout must be positive")
         super().__init__(url, config=config, capabilities=capabilities, headers=headers,
-                         transport=transport, jitter_seed=jitter_seed)
+                         transport=transport, jitter_seed=jitter_seed, proxies=proxies)
         self._flow = OAuthFlow(self.url, oauth)
         self._seed = hashlib.sha512(entropy).digest()
         self._counter = 0

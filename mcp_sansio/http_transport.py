@@ -41,6 +41,7 @@ from .http11 import (
     ResponseEnded,
     ResponseStarted,
 )
+from .proxy import ProxySettings
 from .retry import GiveUp, decide
 from .session import ClientSession, Phase, _Pending
 from .sse import SseParser
@@ -165,8 +166,12 @@ class HttpClient(ClientSession):
         headers: Mapping[str, str] | None = None,
         transport: TransportMode | Literal["auto", "streamable-http", "sse"] = TransportMode.AUTO,
         jitter_seed: int = 0,
+        proxies: ProxySettings | None = None,
     ) -> None:
         """Create the client; nothing is sent until :meth:`connect`.
+
+        ``proxies`` says which connections go through a CONNECT tunnel (see
+        :func:`~mcp_sansio.proxy.proxy_settings`); ``None`` connects directly.
 
         Raises:
             LocalProtocolError: ``url`` is not an http(s) URL, ``transport`` is unknown, or
@@ -180,7 +185,7 @@ class HttpClient(ClientSession):
         except ValueError as exc:
             raise LocalProtocolError(f"unknown HTTP transport {transport!r}") from exc
         self._user_headers: tuple[Header, ...] = tuple(_checked_headers(headers or {}))
-        self._pool = HttpPool(max_connections=cfg.max_connections)
+        self._pool = HttpPool(max_connections=cfg.max_connections, proxies=proxies)
         self._next_exchange = 0
         self._exchanges: dict[int, _Exchange] = {}
         self._scheduled: list[tuple[float, int, _Exchange]] = []  # (at, exchange id, exchange)
@@ -269,6 +274,16 @@ class HttpClient(ClientSession):
         """
         self._now = now
         self._pool.connection_made(connection, now)
+        self._drain_pool(now)
+
+    def tls_started(self, connection: int, now: float) -> None:
+        """The driver completed the TLS handshake a ``StartTls`` asked for; the request is queued.
+
+        Raises:
+            LocalProtocolError: the client never asked for ``connection``, or for no TLS on it.
+        """
+        self._now = now
+        self._pool.tls_started(connection, now)
         self._drain_pool(now)
 
     def connection_failed(self, connection: int, message: str, now: float) -> None:
@@ -655,6 +670,10 @@ class HttpClient(ClientSession):
         if ex.kind is _Kind.DELETE:
             self._finish()
             return
+        if event.proxy_status is not None and ex.kind is not _Kind.GET_STREAM:
+            # The proxy's answer is deliberate, as a server's status is: no retry.
+            self._fail_exchange(ex, FailureReason.PROXY_ERROR, event.message, now, status=event.proxy_status)
+            return
         if ex.sse is not None or ex.kind in (_Kind.GET_STREAM, _Kind.RESUME, _Kind.LEGACY_STREAM):
             if not event.sent and ex.kind is not _Kind.GET_STREAM and self._schedule(ex, now, None):
                 return
@@ -886,12 +905,13 @@ class HttpClient(ClientSession):
         pending = self._pending.get(rid)
         return pending is not None and not pending.awaiting
 
-    def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float) -> None:
+    def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float, *,
+                       status: int | None = None) -> None:
         self._abandon(ex, now)
         if ex.kind is _Kind.LEGACY_STREAM:
             self.connection_lost(message, reason=reason)
             return
-        self._fail_ids(ex, reason, message)
+        self._fail_ids(ex, reason, message, status=status)
 
     def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, *, status: int | None = None,
                   detail: dict[str, str] | None = None) -> None:

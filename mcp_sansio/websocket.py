@@ -4,7 +4,9 @@
 subprotocol ``mcp`` (RFC 6455 section 4), as the official Python SDK 1.x serves it
 (``mcp.server.websocket``); the MCP specification itself defines no WebSocket transport.
 Control frames (section 5.5) and the closing handshake (section 7) are handled here; the
-driver only opens the socket it is told to and copies bytes. This is the only module that
+driver only opens the socket it is told to and copies bytes. Through a proxy, the
+connection is a CONNECT tunnel (:class:`~mcp_sansio.proxy.Tunnel`), with TLS started in
+it for ``wss``. This is the only module that
 imports wsproto. wsproto draws the handshake nonce and the frame masks from
 ``os.urandom`` itself, as section 10.3 requires a strong source: our output bytes are
 therefore not reproducible, and tests decode them with a wsproto server instead.
@@ -27,7 +29,8 @@ from wsproto.utilities import ProtocolError
 from .config import ClientConfig
 from .errors import LocalProtocolError
 from .events import Action, AuthorizationRequired, DiscardReason, FailureReason
-from .http11 import CloseConnection, OpenConnection
+from .http11 import CloseConnection, OpenConnection, StartTls
+from .proxy import ProxySettings, Tunnel, TunnelFailed
 from .session import ClientSession
 from .types import ClientCapabilities
 from .urls import Url, parse_url
@@ -58,6 +61,8 @@ class _Link(enum.Enum):
 
     NEW = "new"  # connect() not called yet
     CONNECTING = "connecting"  # OpenConnection issued
+    TUNNELING = "tunneling"  # connected to a proxy, CONNECT out, awaiting its answer
+    SECURING = "securing"  # the tunnel is open, StartTls issued
     UPGRADING = "upgrading"  # the upgrade request is out; awaiting 101
     REJECTED = "rejected"  # the server answered with another status: reading its body's start
     OPEN = "open"
@@ -68,6 +73,8 @@ class _Link(enum.Enum):
 
 # Nothing more the server sends is read: after both Close frames (RFC 6455 section 7.1.1) or the end.
 _UNREAD: Final = frozenset({_Link.DRAINING, _Link.DONE})
+# The connection is not open yet: initialize_timeout ends these.
+_OPENING: Final = frozenset({_Link.CONNECTING, _Link.TUNNELING, _Link.SECURING, _Link.UPGRADING})
 
 
 def parse_ws_url(text: str) -> Url:
@@ -90,9 +97,9 @@ class WebSocketClient(ClientSession):
     """An MCP client over one WebSocket connection.
 
     Driver contract (as :class:`~mcp_sansio.http_transport.HttpClient`): perform each
-    :meth:`next_action` (``OpenConnection`` / ``CloseConnection``; before closing, write
-    what :meth:`data_to_send` still holds, such as our Close frame), report
-    :meth:`connection_made` / :meth:`connection_failed`, feed :meth:`receive_data`
+    :meth:`next_action` (``OpenConnection`` / ``StartTls`` / ``CloseConnection``; before
+    closing, write what :meth:`data_to_send` still holds, such as our Close frame), report
+    :meth:`connection_made` / :meth:`tls_started` / :meth:`connection_failed`, feed :meth:`receive_data`
     (``b""`` at EOF), write :meth:`data_to_send` for each of :meth:`connections_with_data`,
     and call :meth:`handle_timeout` at :meth:`next_deadline`. After :meth:`close`, stop
     once :attr:`finished` is true.
@@ -115,6 +122,7 @@ class WebSocketClient(ClientSession):
         max_message_bytes: int | None = None,
         ping_interval: float | None = None,
         ping_timeout: float | None = None,
+        proxies: ProxySettings | None = None,
     ) -> None:
         """Create the client; nothing is sent until :meth:`connect`.
 
@@ -127,6 +135,8 @@ class WebSocketClient(ClientSession):
                 is fragmented (default ``config.max_response_bytes``).
             ping_interval: seconds between keepalive pings; ``None`` sends none.
             ping_timeout: seconds a Pong may take (default ``ping_interval``).
+            proxies: whether the connection goes through a CONNECT tunnel (``ws`` URLs
+                use the ``http`` proxy, ``wss`` the ``https`` one); ``None``: directly.
 
         Raises:
             LocalProtocolError: ``url`` is not a ws(s) URL, a header is malformed or one
@@ -142,8 +152,17 @@ class WebSocketClient(ClientSession):
             raise LocalProtocolError("max_message_bytes, ping_interval and ping_timeout must be positive")
         # (interval, timeout) of the keepalive, when it is on.
         self._keepalive = None if ping_interval is None or timeout is None else (ping_interval, timeout)
-        self._open = OpenConnection(connection=_CONNECTION, host=target.host, port=target.port,
-                                    tls=target.scheme == "https", server_hostname=target.host)
+        tls = target.scheme == "https"
+        self._target = target
+        proxy = None if proxies is None else proxies.select(target)
+        if proxy is None:
+            self._tunnel: Tunnel | None = None
+            self._open = OpenConnection(connection=_CONNECTION, host=target.host, port=target.port,
+                                        tls=tls, server_hostname=target.host)
+        else:
+            self._tunnel = Tunnel(proxy, target.host, target.port, tls=tls, max_header_bytes=_MAX_HEAD)
+            self._open = OpenConnection(connection=_CONNECTION, host=proxy.host, port=proxy.port,
+                                        tls=False, server_hostname=proxy.host)
         self._ws = WSConnection(ConnectionType.CLIENT)
         # Built now, so that a bad header fails here rather than once connected.
         self._upgrade = _upgrade_request(self._ws, target, headers or {}, cfg.user_agent)
@@ -217,7 +236,8 @@ class WebSocketClient(ClientSession):
         self._actions.append(self._open)
 
     def connection_made(self, connection: int, now: float) -> None:
-        """The driver connected (TLS included): the upgrade request is queued.
+        """The driver connected (TLS included): the upgrade request is queued (or the
+        CONNECT, through a proxy).
 
         Raises:
             LocalProtocolError: ``connection`` was never opened, or is connected already.
@@ -226,8 +246,23 @@ class WebSocketClient(ClientSession):
             return
         if self._link is not _Link.CONNECTING:
             raise LocalProtocolError(f"connection {connection} is already connected")
-        self._link = _Link.UPGRADING
-        self._out += self._upgrade
+        if self._tunnel is None:
+            self._start_upgrade()
+        else:
+            self._link = _Link.TUNNELING
+            self._out += self._tunnel.request
+
+    def tls_started(self, connection: int, now: float) -> None:
+        """The driver completed the TLS handshake ``StartTls`` asked for: the upgrade is queued.
+
+        Raises:
+            LocalProtocolError: ``connection`` was never opened, or no TLS was asked for.
+        """
+        if not self._live(connection):
+            return
+        if self._link is not _Link.SECURING:
+            raise LocalProtocolError(f"connection {connection} is not starting TLS")
+        self._start_upgrade()
 
     def connection_failed(self, connection: int, message: str, now: float) -> None:
         """Connecting, reading or writing failed.
@@ -244,8 +279,10 @@ class WebSocketClient(ClientSession):
         """Bytes read from ``connection``; ``b""`` at EOF.
 
         Raises:
-            LocalProtocolError: ``connection`` was never opened, or is not connected yet.
-        Events: whatever the messages cause; a refused upgrade is ``InitializeFailed``
+            LocalProtocolError: ``connection`` was never opened, or is not connected yet
+                (or starting TLS).
+        Events: whatever the messages cause; a proxy refusing the tunnel is
+        ``InitializeFailed(reason=PROXY_ERROR)``; a refused upgrade is ``InitializeFailed``
         (HTTP_ERROR, or AUTHORIZATION_REQUIRED after ``AuthorizationRequired``); a message
         over ``max_message_bytes`` fails the connection with MESSAGE_TOO_LARGE, a protocol
         violation with PROTOCOL_ERROR, a drop with CONNECTION_LOST. Actions:
@@ -253,8 +290,11 @@ class WebSocketClient(ClientSession):
         """
         if not self._live(connection):
             return
-        if self._link is _Link.CONNECTING:
+        if self._link is _Link.CONNECTING or self._link is _Link.SECURING:
             raise LocalProtocolError(f"connection {connection} is not connected yet")
+        if self._link is _Link.TUNNELING:
+            self._tunnel_data(data, now)
+            return
         if not data:
             self._on_eof()
             return
@@ -276,7 +316,7 @@ class WebSocketClient(ClientSession):
         if init_at is not None and init_at <= now:
             if self._link is _Link.REJECTED:
                 self._rejected()  # report what the refusal said so far
-            elif self._link in (_Link.CONNECTING, _Link.UPGRADING):
+            elif self._link in _OPENING:
                 self._abort(f"could not open the WebSocket to {self.url} within"
                             f" {self.config.initialize_timeout:g} s", FailureReason.TIMEOUT)
         super().handle_timeout(now)
@@ -321,6 +361,34 @@ class WebSocketClient(ClientSession):
             self._out += self._ws.send(wsevents.TextMessage(data=message.decode()))
         else:  # only initialize, until the upgrade completes: once closed, the session sends nothing
             self._held.append(message)
+
+    # ------------------------------------------------------------------ proxy
+
+    def _tunnel_data(self, data: bytes, now: float) -> None:
+        """Feed the proxy's answer to CONNECT; once the tunnel is open, use it."""
+        assert self._tunnel is not None  # TUNNELING has one
+        outcome = self._tunnel.receive_data(data)
+        if outcome is None:
+            return
+        if isinstance(outcome, TunnelFailed):
+            if outcome.status is None:  # the proxy closed or spoke nonsense: a connection failure
+                self._abort(outcome.message)
+                return
+            self._initialize_failed(FailureReason.PROXY_ERROR, outcome.message, status=outcome.status)
+            self._abort(outcome.message, FailureReason.PROXY_ERROR)
+            return
+        self._tunnel = None
+        if self._target.scheme == "https":
+            self._link = _Link.SECURING
+            self._actions.append(StartTls(connection=_CONNECTION, server_hostname=self._target.host))
+            return
+        self._start_upgrade()
+        if outcome.leftover:
+            self.receive_data(_CONNECTION, outcome.leftover, now)
+
+    def _start_upgrade(self) -> None:
+        self._link = _Link.UPGRADING
+        self._out += self._upgrade
 
     # ------------------------------------------------------------ wsproto events
 

@@ -22,7 +22,7 @@ from mcp_sansio import (
     SessionExpired,
     UnsupportedProtocolVersion,
 )
-from mcp_sansio.errors import HttpError, InsufficientScope, Unauthorized
+from mcp_sansio.errors import HttpError, InsufficientScope, ProxyError, Unauthorized
 
 EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.ERROR_RESPONSE: RemoteProtocolError,  # without an error object to carry
@@ -38,6 +38,7 @@ EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.HTTP_ERROR: HttpError,
     FailureReason.AUTHORIZATION_REQUIRED: Unauthorized,
     FailureReason.INSUFFICIENT_SCOPE: InsufficientScope,
+    FailureReason.PROXY_ERROR: ProxyError,
 }
 
 
@@ -83,6 +84,9 @@ def test_http_failures_carry_status_and_detail() -> None:
     auth = _failed(FailureReason.AUTHORIZATION_REQUIRED, status=401, detail={"scope": "x"}).to_exception()
     assert isinstance(auth, Unauthorized)
     assert (auth.status, auth.params) == (401, {"scope": "x"})
+    proxy = _failed(FailureReason.PROXY_ERROR, status=407).to_exception()
+    assert isinstance(proxy, ProxyError)
+    assert proxy.status == 407
 
 
 def test_http_failures_without_detail_default_their_fields() -> None:
