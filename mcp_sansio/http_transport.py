@@ -589,9 +589,9 @@ class HttpClient(ClientSession):
             if ex.id not in self._exchanges:
                 return  # abandoned by what an earlier event caused: deliver nothing more
             if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
-                self._on_endpoint(ex, sse_event.data, now)
+                self._on_endpoint(ex, sse_event.text, now)
             elif sse_event.data and sse_event.event == "message":
-                self.receive_message(sse_event.data.encode(), now)
+                self.receive_message(sse_event.data, now)
 
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
         if ex.kind is _Kind.SIDE:

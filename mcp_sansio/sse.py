@@ -2,14 +2,19 @@
 
 Implements the WHATWG HTML "event stream interpretation" rules
 (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)
-for the bodies of Streamable HTTP responses and GET streams. The parser works on bytes
-and decodes UTF-8 (with replacement) once per field, which gives the same text as decoding
-the whole stream first: every byte the rules look at is ASCII, and an ASCII byte always
-ends a malformed UTF-8 sequence.
+for the bodies of Streamable HTTP responses and GET streams.
+
+The parser works on bytes. Every byte the rules look at is ASCII, and an ASCII byte
+always ends a malformed UTF-8 sequence, so decoding each field on its own gives the same
+text as decoding the whole stream first. An event's data stays bytes (:attr:`SseEvent.data`):
+MCP hands it straight to the JSON decoder, which wants UTF-8 bytes, and decoding it to
+text first would only be undone. :attr:`SseEvent.text` gives the spec's text.
 """
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import itemgetter
 from typing import Final
 
 import msgspec
@@ -22,24 +27,32 @@ _BOM: Final = b"\xef\xbb\xbf"
 # A ``retry:`` value that does not fit in 64 bits is ignored: no timer could honour it.
 _MAX_RETRY_MS: Final = 2**64 - 1
 _MAX_RETRY_DIGITS: Final = len(str(_MAX_RETRY_MS))
+_LF: Final = 0x0A
+_CR: Final = 0x0D
 
 
-class SseEvent(msgspec.Struct, frozen=True, kw_only=True):
+class SseEvent(msgspec.Struct, frozen=True):
     """One dispatched event.
 
     Attributes:
+        data: the ``data:`` lines joined with ``\\n``, as the bytes that arrived
+            (UTF-8 by the spec; see :attr:`text`).
         event: the ``event:`` field, ``"message"`` when absent or empty.
-        data: the ``data:`` lines joined with ``\\n``.
         id: the stream's last event ID when the event was dispatched (it may have been
             set by an earlier event).
         retry: the stream's reconnection time in milliseconds at dispatch, or ``None``
             if the stream has not set one yet.
     """
 
+    data: bytes
     event: str = "message"
-    data: str
     id: str = ""
     retry: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The data as the spec's text: UTF-8, malformed sequences replaced by U+FFFD."""
+        return self.data.decode("utf-8", "replace")
 
 
 class SseParser:
@@ -89,7 +102,7 @@ class SseParser:
         self._retry: int | None = None
         # The spec's per-stream buffers; data is kept as lines, joined at dispatch.
         self._id_buffer = ""
-        self._event_type = b""
+        self._event_type = "message"
         self._data: list[bytes] = []
         self._event_size = 0  # bytes of the pending event's field lines
         # Pieces of the current unterminated line (or of a possible BOM at the start).
@@ -134,15 +147,38 @@ class SseParser:
             return []
         if self._after_cr:
             self._after_cr = False
-            if data[0] == 0x0A:
+            if data[0] == _LF:
                 data = data[1:]
                 if not data:
                     return []
+        # Runs of whole events of one usual shape are read in bulk (_batch); the line
+        # path (_lines) takes the rest: the end of an event begun in an earlier chunk,
+        # anything unusual, and the incomplete event at the end.
+        lines = data.split(b"\n")
+        cr = b"\r" if b"\r" in data else b""  # then lines should end with CR (CRLF)
+        first = start = 0
+        events: list[SseEvent] = []
+        if self._tail or self._event_size:
+            try:  # the first blank line (not the end of a held line) ends the pending event
+                first = lines.index(cr, 1 if self._tail else 0, len(lines) - 1) + 1
+            except ValueError:
+                return self._lines(data)
+            start = sum(map(len, lines[:first])) + first
+            events = self._lines(data[:start])
+        if start < len(data):
+            events += self._batch(data, lines, first, start, cr)
+        return events
+
+    def _lines(self, data: bytes) -> list[SseEvent]:
+        """Split ``data`` into lines, keep the unterminated rest, interpret the others."""
         if b"\r" in data:
+            # bytes.splitlines() ends lines at CR, LF and CRLF alone, as the spec does. A CR
+            # that ends the chunk has ended its line; an LF that starts the next one is
+            # its partner.
             lines = data.splitlines()
             last = data[-1]
-            self._after_cr = last == 0x0D
-            tail = b"" if last in b"\r\n" else lines.pop()
+            self._after_cr = last == _CR
+            tail = b"" if last in (_CR, _LF) else lines.pop()
         else:
             lines = data.split(b"\n")
             tail = lines.pop()
@@ -165,6 +201,54 @@ class SseParser:
                 raise self._too_large("an SSE line", longest)
         return self._process(lines)
 
+    def _batch(self, data: bytes, lines: list[bytes], first: int, start: int, cr: bytes) -> list[SseEvent]:
+        """Interpret ``data[start:]``, which starts a line (``lines[first]``, split at
+        LF) with no event pending, in bulk when it is a run of events of one usual
+        shape; else line by line.
+
+        The usual shapes are what MCP servers send: an optional ``event: message``
+        line, an optional ``id: X`` line, one ``data: D`` line and a blank line, each
+        line ended by LF, or by CRLF when ``cr``. The first event fixes the shape;
+        every whole event after it is then checked and taken apart with list slices
+        and C-level ``map``, not with a Python step per line. A run that breaks the
+        shape anywhere (another field, a second data line, a stray CR, a NUL in an id),
+        or data larger than the event bound, goes to the line path, which gives the
+        same result for these shapes.
+        """
+        has_event = lines[first] == b"event: message" + cr
+        has_id = len(lines) > first + has_event and lines[first + has_event].startswith(b"id: ")
+        width = 2 + has_event + has_id
+        count = (len(lines) - 1 - first) // width  # whole events (the last piece is unterminated)
+        if not count or len(data) - start > self._limit:
+            return self._lines(data[start:])
+        end = first + width * count
+        values = lines[first + has_event + has_id : end : width]
+        ids = lines[first + has_event : end : width] if has_id else []
+        if (
+            (has_event and lines[first:end:width].count(lines[first]) != count)
+            or lines[first + width - 1 : end : width].count(cr) != count
+            or not all(map(bytes.startswith, values, repeat(b"data: ")))
+            or not all(map(bytes.startswith, ids, repeat(b"id: ")))
+            or b"\0" in b"".join(ids)
+            or (cr and not (_crlf_ended(values) and _crlf_ended(ids)))
+        ):
+            return self._lines(data[start:])
+        cut = slice(6, -1) if cr else slice(6, None)
+        payloads = map(itemgetter(cut), values)
+        if has_id:
+            id_cut = slice(4, -1) if cr else slice(4, None)
+            # One decode for all: LF is ASCII, so it cannot join or split a UTF-8 sequence.
+            id_list = b"\n".join(map(itemgetter(id_cut), ids)).decode("utf-8", "replace").split("\n")
+            self._id_buffer = self._last_event_id = id_list[-1]
+            events = list(map(SseEvent, payloads, repeat("message"), id_list, repeat(self._retry)))
+        else:
+            events = list(map(SseEvent, payloads, repeat("message"), repeat(self._last_event_id),
+                              repeat(self._retry)))
+        rest = lines[end:]  # the lines after the run, the unterminated last one included
+        if len(rest) > 1 or rest[0]:
+            events += self._lines(data[len(data) - sum(map(len, rest)) - len(rest) + 1 :])
+        return events
+
     def close(self) -> list[SseEvent]:
         """End of stream: discard any incomplete event, as the spec requires.
 
@@ -177,7 +261,7 @@ class SseParser:
         self._tail_size = 0
         self._data = []
         self._event_size = 0
-        self._event_type = b""
+        self._event_type = "message"
         return []
 
     def _skip_bom(self, data: bytes) -> bytes:
@@ -195,7 +279,11 @@ class SseParser:
         return data.removeprefix(_BOM)
 
     def _process(self, lines: list[bytes]) -> list[SseEvent]:
-        """Interpret complete lines (the spec's per-line steps); the hot loop."""
+        """Interpret complete lines (the spec's per-line steps); the hot loop.
+
+        The tests are ordered by how often MCP servers send each line: data, blank,
+        then the rest.
+        """
         events: list[SseEvent] = []
         data = self._data
         size = self._event_size
@@ -205,46 +293,41 @@ class SseParser:
         retry = self._retry
         limit = self._limit
         for line in lines:
-            if not line:
-                last_id = id_buffer
-                if data:
-                    joined = data[0] if len(data) == 1 else b"\n".join(data)
-                    events.append(
-                        SseEvent(
-                            event=event_type.decode("utf-8", "replace") if event_type else "message",
-                            data=joined.decode("utf-8", "replace"),
-                            id=last_id,
-                            retry=retry,
-                        )
-                    )
-                    data = []
-                event_type = b""
-                size = 0
-                continue
-            if line[:6] == b"data: ":  # the common spelling: no partition, one copy fewer
+            if line[:6] == b"data: ":  # the common spelling: no partition
                 size += len(line)
+                data.append(line[6:])
+            elif not line:
                 if size > limit:
                     raise self._too_large("an SSE event", size)
-                data.append(line[6:])
-                continue
-            name, _, value = line.partition(b":")
-            if not name:
-                continue  # a comment
-            size += len(line)
-            if size > limit:
-                raise self._too_large("an SSE event", size)
-            if value[:1] == b" ":
-                value = value[1:]
-            if name == b"data":
-                data.append(value)
-            elif name == b"id":
-                if b"\0" not in value:
-                    id_buffer = value.decode("utf-8", "replace")
-            elif name == b"event":
-                event_type = value
-            elif name == b"retry":
-                retry = _parse_retry(value, retry)
-            # Any other field is ignored.
+                last_id = id_buffer
+                if data:
+                    events.append(SseEvent(data[0] if len(data) == 1 else b"\n".join(data),
+                                           event_type, last_id, retry))
+                    data = []
+                event_type = "message"
+                size = 0
+            elif line == b"event: message":
+                size += 14
+                event_type = "message"
+            else:
+                name, _, value = line.partition(b":")
+                if not name:
+                    continue  # a comment
+                size += len(line)
+                if value[:1] == b" ":
+                    value = value[1:]
+                if name == b"data":
+                    data.append(value)
+                elif name == b"id":
+                    if b"\0" not in value:
+                        id_buffer = value.decode("utf-8", "replace")
+                elif name == b"event":
+                    event_type = value.decode("utf-8", "replace") if value else "message"
+                elif name == b"retry":
+                    retry = _parse_retry(value, retry)
+                # Any other field is ignored.
+        if size > limit:
+            raise self._too_large("an SSE event", size)
         self._data = data
         self._event_size = size
         self._event_type = event_type
@@ -259,6 +342,13 @@ class SseParser:
             f"{what} exceeds {self._limit} bytes (at least {size})", limit=self._limit
         )
         return self._error
+
+
+def _crlf_ended(lines: list[bytes]) -> bool:
+    """Whether every line (split at LF) ends with CR and holds no other: then each was
+    ended by CRLF, with no lone CR (itself a line end) inside. ``find`` is a memchr."""
+    return sum(map(bytes.find, lines, repeat(b"\r"))) == sum(map(len, lines)) - len(lines) and all(
+        map(bytes.endswith, lines, repeat(b"\r")))
 
 
 def _parse_retry(value: bytes, current: int | None) -> int | None:

@@ -47,24 +47,18 @@ class ResourceTemplate(WireStruct, kw_only=True, omit_defaults=True):
 
 
 class ListResourcesResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/list``: one page of resources (caching hints as on
-    :class:`ListToolsResult`)."""
+    """The result of ``resources/list``: one page of resources."""
 
     resources: list[Resource] = required_list()
     next_cursor: str | None = None
-    ttl_ms: int | None = None
-    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 
 class ListResourceTemplatesResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/templates/list``: one page of templates (caching hints as
-    on :class:`ListToolsResult`)."""
+    """The result of ``resources/templates/list``: one page of templates."""
 
     resource_templates: list[ResourceTemplate] = required_list()
     next_cursor: str | None = None
-    ttl_ms: int | None = None
-    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 
@@ -88,12 +82,9 @@ class UnsubscribeRequestParams(ResourceRequestParams, kw_only=True, omit_default
 
 
 class ReadResourceResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/read``: one or more contents (a directory may give many);
-    caching hints as on :class:`ListToolsResult`."""
+    """The result of ``resources/read``: one or more contents (a directory may give many)."""
 
     contents: list[ResourceContents] = required_list()
-    ttl_ms: int | None = None
-    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 

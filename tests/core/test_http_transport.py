@@ -26,6 +26,7 @@ from mcp_sansio.events import (
     ConnectionTerminated,
     FailureReason,
     InitializeCompleted,
+    MessageDiscarded,
     NotificationReceived,
     ProgressReceived,
     RequestFailed,
@@ -264,6 +265,17 @@ def test_sse_events_other_than_message_are_ignored() -> None:
     server.reply_sse(post, [sse_event(b"x", event="other"), sse_event(json_body(
         {"jsonrpc": "2.0", "id": rid, "result": {}}))], now=1.0)
     assert [type(e) for e in drain_events(client)] == [ResponseReceived]
+
+
+def test_sse_message_with_invalid_utf8_is_discarded_as_on_stdio() -> None:
+    client, server, _ = ready_http_client()
+    rid = client.ping(now=1.0)
+    (post,) = server.pump(now=1.0)
+    server.reply_sse(post, [sse_event(b'{"jsonrpc": "2.0", "method": "x\xff"}'), sse_event(json_body(
+        {"jsonrpc": "2.0", "id": rid, "result": {}}))], now=1.0)
+    discarded, answered = drain_events(client)
+    assert isinstance(discarded, MessageDiscarded)
+    assert isinstance(answered, ResponseReceived)
 
 
 def test_notification_answered_202_queues_nothing() -> None:
