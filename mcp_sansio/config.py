@@ -45,6 +45,9 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             failing the connection.
         stderr_limit_bytes: how much of a subprocess's stderr the driver keeps (the tail).
         max_list_pages: bound on pages followed by a "list everything" call.
+        max_skill_files: files a skill may list to be loaded (the Skills extension's
+            512; a host may accept more).
+        max_skill_bytes: total size of a skill's files for it to be loaded (16 MiB).
         shutdown_close_delay: after closing the server's stdin, how long to wait for it
             to exit before interrupting it (SIGINT).
         shutdown_interrupt_delay: after SIGINT, how long before SIGTERM.
@@ -78,6 +81,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     skip_non_json_lines: bool = True
     stderr_limit_bytes: int = 1 * _MIB
     max_list_pages: int = 1000
+    max_skill_files: int = 512
+    max_skill_bytes: int = 16 * _MIB
     shutdown_close_delay: float = 1.0
     shutdown_interrupt_delay: float = 0.5
     shutdown_terminate_delay: float = 0.5
@@ -112,5 +117,6 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             if getattr(self, name) < 0:
                 raise LocalProtocolError(f"{name} must not be negative")
         if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
-                or self.max_connections < 1 or self.max_response_bytes < 1):
+                or self.max_connections < 1 or self.max_response_bytes < 1
+                or self.max_skill_files < 1 or self.max_skill_bytes < 0):
             raise LocalProtocolError("size and page limits must be positive")

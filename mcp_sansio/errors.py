@@ -11,6 +11,7 @@ __all__ = [
     "ConnectionClosed",
     "HttpError",
     "InsufficientScope",
+    "InvalidSkillEntry",
     "LocalProtocolError",
     "McpSansioError",
     "MessageTooLarge",
@@ -21,6 +22,12 @@ __all__ = [
     "RequestError",
     "RequestTimeout",
     "SessionExpired",
+    "SkillDigestMismatch",
+    "SkillError",
+    "SkillFileNotListed",
+    "SkillFrontmatterMismatch",
+    "SkillSizeMismatch",
+    "SkillVerificationError",
     "Unauthorized",
     "UnsupportedProtocolVersion",
 ]
@@ -155,3 +162,39 @@ class Unauthorized(McpSansioError):
 class InsufficientScope(Unauthorized):
     """The server kept answering 403 ``insufficient_scope`` after every step-up authorization
     allowed (``OAuthConfig.max_authorization_attempts``)."""
+
+
+class SkillError(McpSansioError):
+    """A skill (Skills extension, SEP-2640) cannot be used; nothing unverified is returned.
+
+    Attributes:
+        uri: the skill's ``SKILL.md`` URI, or the file the failure is about.
+    """
+
+    def __init__(self, message: str, *, uri: str) -> None:
+        super().__init__(message)
+        self.uri = uri
+
+
+class InvalidSkillEntry(SkillError):
+    """The skill's entry cannot be loaded: malformed, or over the per-skill limits."""
+
+
+class SkillVerificationError(SkillError):
+    """A skill file read does not match the held entry: it must not be used."""
+
+
+class SkillDigestMismatch(SkillVerificationError):
+    """The file's SHA-256 digest differs from the entry's ``digest``."""
+
+
+class SkillSizeMismatch(SkillVerificationError):
+    """The file's length in bytes differs from the entry's ``size``."""
+
+
+class SkillFrontmatterMismatch(SkillVerificationError):
+    """``SKILL.md``'s YAML frontmatter is missing, unparsable, or differs from the entry's."""
+
+
+class SkillFileNotListed(SkillVerificationError):
+    """A read of a file the held entry does not list (or outside the skill's directory)."""

@@ -15,7 +15,7 @@ from typing import Final, Protocol, TypeVar, cast
 
 import msgspec
 
-from . import jsonrpc
+from . import jsonrpc, skills
 from .errors import LocalProtocolError, McpSansioError, RequestError
 from .events import RequestId, ServerRequestReceived
 from .types import (
@@ -58,11 +58,13 @@ _URL_AND_FORM: Final[dict[str, object]] = {"form": {}, "url": {}}
 
 
 def client_capabilities(*, sampling: bool, elicitation: bool, roots: bool) -> ClientCapabilities:
-    """The capabilities to declare: only what a handler exists for (no handler, no claim)."""
+    """The capabilities to declare: only what a handler exists for (no handler, no claim),
+    and the extensions the drivers implement themselves (Skills)."""
     return ClientCapabilities(
         sampling={} if sampling else None,
         elicitation=dict(_URL_AND_FORM) if elicitation else None,
         roots=RootsCapability(list_changed=True) if roots else None,
+        extensions={skills.EXTENSION: {}},
     )
 
 

@@ -4,8 +4,15 @@ The host keeps each server's last ``tools/list`` (and the others) here so it nee
 again before every model turn. Entries are keyed by server, kind and cursor (``None``
 for the whole list) and evicted least-recently-used beyond ``max_entries_per_server``.
 A ``notifications/*/list_changed`` invalidates the kinds :func:`kinds_invalidated_by`
-names; a closed connection invalidates the whole server. A TTL (such as a ``ttlMs`` hint
-converted to seconds) is checked against the ``now`` the caller passes.
+names; a closed connection invalidates the whole server.
+
+The caching hints of MCP 2026-07-28 ("Caching") are honoured: a result's ``ttlMs``
+(:func:`hint_ttl`) makes its entry expire that long after it was stored (``now``, as the
+caller passes it; ``0`` means it is not cached at all), and its ``cacheScope`` says
+whether the entry may outlive the authorization context it was fetched in: when a
+connection is lost, :meth:`ListCache.invalidate_context` keeps only ``public`` entries
+still within their TTL. A result without hints (an older server) is cached until a
+notification or the end of its connection, as before.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import msgspec
 
 from mcp_sansio.errors import LocalProtocolError
 
-__all__ = ["ListCache", "ListKey", "ListKind", "kinds_invalidated_by"]
+__all__ = ["ListCache", "ListKey", "ListKind", "hint_ttl", "kinds_invalidated_by", "lists_offered"]
 
 V = TypeVar("V")
 
@@ -41,9 +48,29 @@ _INVALIDATED_BY: Final[Mapping[str, frozenset[ListKind]]] = {
 """The spec announces template changes with ``resources/list_changed`` too."""
 
 
+_CAPABILITY: Final[Mapping[ListKind, str]] = {
+    ListKind.TOOLS: "tools",
+    ListKind.RESOURCES: "resources",
+    ListKind.RESOURCE_TEMPLATES: "resources",
+    ListKind.PROMPTS: "prompts",
+}
+
+
 def kinds_invalidated_by(method: str) -> frozenset[ListKind]:
     """Return the kinds a notification makes stale (none for other methods)."""
     return _INVALIDATED_BY.get(method, frozenset())
+
+
+def lists_offered(capabilities: object, kind: ListKind) -> bool:
+    """Whether a server with these ``ServerCapabilities`` has the list ``kind`` at all."""
+    return getattr(capabilities, _CAPABILITY[kind], None) is not None
+
+
+def hint_ttl(ttl_ms: int | None) -> float | None:
+    """Seconds a result stays fresh by its ``ttlMs`` hint, for :meth:`ListCache.put`:
+    ``None`` without a hint (cached until invalidated), ``0.0`` for ``0`` or a negative
+    value ("immediately stale": not cached)."""
+    return None if ttl_ms is None else max(ttl_ms, 0) / 1000
 
 
 class ListKey(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,11 +82,12 @@ class ListKey(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Entry(Generic[V]):
-    __slots__ = ("expires_at", "value")
+    __slots__ = ("expires_at", "public", "value")
 
-    def __init__(self, value: V, expires_at: float | None) -> None:
+    def __init__(self, value: V, expires_at: float | None, public: bool) -> None:
         self.value = value
         self.expires_at = expires_at
+        self.public = public
 
 
 class ListCache(Generic[V]):
@@ -76,7 +104,8 @@ class ListCache(Generic[V]):
         self._max = max_entries_per_server
         self._servers: dict[str, OrderedDict[ListKey, _Entry[V]]] = {}
 
-    def put(self, key: ListKey, value: V, now: float, ttl: float | None = None) -> None:
+    def put(self, key: ListKey, value: V, now: float, ttl: float | None = None, *,
+            scope: str | None = None) -> None:
         """Store ``value``, evicting the server's least recently used entry if full.
 
         Args:
@@ -85,12 +114,15 @@ class ListCache(Generic[V]):
             now: the current time, in seconds on the driver's clock.
             ttl: seconds the value stays fresh, or ``None`` for until invalidated. A ``ttl``
                 that is not positive (or NaN) means "do not cache": any old entry is removed.
+            scope: the result's ``cacheScope``; only ``"public"`` lets an entry with a
+                ``ttl`` outlive its authorization context (:meth:`invalidate_context`).
         """
         entries = self._servers.setdefault(key.server, OrderedDict())
         entries.pop(key, None)
         if ttl is not None and not ttl > 0:
             return
-        entries[key] = _Entry(value, None if ttl is None else now + ttl)
+        public = ttl is not None and scope == "public"
+        entries[key] = _Entry(value, None if ttl is None else now + ttl, public)
         if len(entries) > self._max:
             entries.popitem(last=False)
 
@@ -116,8 +148,16 @@ class ListCache(Generic[V]):
             del entries[key]
 
     def invalidate_server(self, server: str) -> None:
-        """Drop everything cached for ``server`` (its connection closed)."""
+        """Drop everything cached for ``server`` (the host is done with it)."""
         self._servers.pop(server, None)
+
+    def invalidate_context(self, server: str) -> None:
+        """The authorization context of ``server`` ended (its connection was lost; the next
+        may use other credentials): drop all but the ``public`` entries with a TTL, which
+        stay until they expire or a notification invalidates them."""
+        entries = self._servers.get(server, OrderedDict())
+        for key in [key for key, entry in entries.items() if not entry.public]:
+            del entries[key]
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._servers.values())

@@ -49,7 +49,7 @@ from mcp_sansio.hostconfig import (
     StdioServerConfig,
     expand_server,
 )
-from mcp_sansio.listcache import ListCache, ListKey, ListKind, kinds_invalidated_by
+from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
 from mcp_sansio.naming import ToolNamer, ToolNames
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
@@ -88,6 +88,12 @@ DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_TOOL_TIMEOUT: Final = 60.0
 _MILLISECONDS: Final = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 _MAX_MESSAGE: Final = 300
+_ITEMS: Final[Mapping[ListKind, str]] = {
+    ListKind.TOOLS: "tools",
+    ListKind.RESOURCES: "resources",
+    ListKind.RESOURCE_TEMPLATES: "resource_templates",
+    ListKind.PROMPTS: "prompts",
+}
 
 
 class ConnectionState(enum.Enum):
@@ -570,7 +576,8 @@ class ServerManagerCore:
             self._schedule_retry(server, now, jitter)
 
     def connection_lost(self, name: str, failure: Failure, now: float, jitter: float) -> None:
-        """The connection of ``name`` ended: forget its lists and schedule a restart.
+        """The connection of ``name`` ended: forget its lists (all but those the server
+        marked ``public`` with a TTL still running) and schedule a restart.
 
         Raises:
             UnknownServer: no such server.
@@ -582,7 +589,7 @@ class ServerManagerCore:
         if now - server.connected_at >= self._restart.stable_after:
             server.failures = 0
         server.connected_at, server.failure = None, failure
-        self._invalidate_server(name)
+        self._invalidate_server(name, keep_public=True)
         self._schedule_retry(server, now, jitter)
 
     def close(self) -> None:
@@ -605,10 +612,13 @@ class ServerManagerCore:
         """The cached list of ``kind`` for ``name``, if any."""
         return self._cache.get(ListKey(server=name, kind=kind), now)
 
-    def store(self, name: str, kind: ListKind, items: Sequence[object], token: int, now: float) -> None:
+    def store(self, name: str, kind: ListKind, items: Sequence[object], token: int, now: float, *,
+              ttl_ms: int | None = None, cache_scope: str | None = None) -> None:
         """Cache a listing, unless a change notification or a loss made it stale meanwhile.
 
-        A tools listing also becomes the server's known tools (names, counts, routing).
+        ``ttl_ms`` and ``cache_scope`` are the result's caching hints (see
+        :mod:`mcp_sansio.listcache`). A tools listing also becomes the server's known
+        tools (names, counts, routing), whether it is cached or not.
 
         Raises:
             UnknownServer: no such server.
@@ -616,10 +626,20 @@ class ServerManagerCore:
         server = self._get(name)
         if token != self._generations.get((name, kind), 0):
             return
-        self._cache.put(ListKey(server=name, kind=kind), list(items), now)
+        key = ListKey(server=name, kind=kind)
+        self._cache.put(key, list(items), now, hint_ttl(ttl_ms), scope=cache_scope)
         if kind is ListKind.TOOLS:
             server.tools = [item for item in items if isinstance(item, Tool)]
             self._names = None
+
+    def store_result(self, name: str, kind: ListKind, result: msgspec.Struct | None, token: int,
+                     now: float) -> list[object]:
+        """:meth:`store` a whole list result (``None``: the server has no such list) with
+        its caching hints, and return its items."""
+        items: list[object] = [] if result is None else list(getattr(result, _ITEMS[kind]))
+        self.store(name, kind, items, token, now, ttl_ms=getattr(result, "ttl_ms", None),
+                   cache_scope=getattr(result, "cache_scope", None))
+        return items
 
     def notification_received(self, name: str, method: str) -> None:
         """Drop the lists a ``notifications/*/list_changed`` from ``name`` makes stale."""
@@ -768,7 +788,10 @@ class ServerManagerCore:
     def _bump(self, name: str, kind: ListKind) -> None:
         self._generations[name, kind] = self._generations.get((name, kind), 0) + 1
 
-    def _invalidate_server(self, name: str) -> None:
-        self._cache.invalidate_server(name)
+    def _invalidate_server(self, name: str, *, keep_public: bool = False) -> None:
+        if keep_public:
+            self._cache.invalidate_context(name)
+        else:
+            self._cache.invalidate_server(name)
         for kind in ListKind:
             self._bump(name, kind)

@@ -18,7 +18,7 @@ from typing import Final, get_args
 import msgspec
 from msgspec import UNSET, Raw
 
-from . import jsonrpc, modern
+from . import jsonrpc, modern, skills
 from .config import ClientConfig
 from .errors import LocalProtocolError
 from .events import (
@@ -121,6 +121,8 @@ _REQUIRES: Final[Mapping[str, tuple[str, str]]] = {
     "prompts/get": ("prompts", ""),
     "completion/complete": ("completions", ""),
     "logging/setLevel": ("logging", ""),
+    "skills/list": ("extensions", skills.EXTENSION),
+    "skills/get": ("extensions", skills.EXTENSION),
 }
 
 # Server -> client requests and the client capability each needs ("" = always allowed).
@@ -137,10 +139,13 @@ _LIST_FIELDS: Final[Mapping[str, str]] = {
     "resources/list": "resources",
     "resources/templates/list": "resource_templates",
     "prompts/list": "prompts",
+    "skills/list": "skills",
 }
 
 _RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
-    method: msgspec.json.Decoder(tp) for method, tp in RESULT_TYPES.items()
+    method: msgspec.json.Decoder(tp) for method, tp in {
+        **RESULT_TYPES, "skills/list": skills.ListSkillsResult, "skills/get": skills.GetSkillResult,
+    }.items()
 }
 _PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
@@ -177,7 +182,7 @@ class _Pending:
     """One request awaiting its answer."""
 
     __slots__ = (
-        "awaiting", "deadline", "id", "items", "limit_at", "method", "origin", "pages",
+        "awaiting", "deadline", "hints", "id", "items", "limit_at", "method", "origin", "pages",
         "responses", "rounds", "seen", "state", "timeout", "wire",
     )
 
@@ -195,6 +200,7 @@ class _Pending:
         self.pages = 0
         self.items: list[object] | None = None
         self.seen: set[str] | None = None
+        self.hints: list[tuple[float, int | None, str | None]] = []  # per page: (now, ttlMs, cacheScope)
         self.wire = b""  # the encoded request, for a transport that must re-send it
         # Set only in the stateless era, while gathering multi round-trip input (MRTR).
         self.rounds = 0
@@ -654,6 +660,23 @@ class ClientSession:
         """``resources/read``."""
         return self._request("resources/read", ReadResourceRequestParams(uri=uri), now, timeout, False)
 
+    def list_skills(self, *, now: float, cursor: str | None = None, all_pages: bool = True,
+                    timeout: float | None = None) -> int:
+        """``skills/list`` (Skills extension), every page by default; reads no skill file.
+
+        Raises:
+            LocalProtocolError: the server did not declare the extension (and see :meth:`request`).
+        """
+        return self._list("skills/list", cursor, all_pages, now, timeout)
+
+    def get_skill(self, uri: str, *, now: float, timeout: float | None = None) -> int:
+        """``skills/get`` (Skills extension): the entry of the skill whose ``SKILL.md`` is ``uri``.
+
+        Raises:
+            LocalProtocolError: the server did not declare the extension (and see :meth:`request`).
+        """
+        return self._request("skills/get", skills.GetSkillRequestParams(uri=uri), now, timeout, False)
+
     def subscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/subscribe``; updates arrive as ``NotificationReceived``.
 
@@ -997,6 +1020,9 @@ class ClientSession:
         except (msgspec.DecodeError, RecursionError) as exc:
             self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
             return
+        if pending.rounds and getattr(result, "ttl_ms", None):
+            # A result reached through input rounds depends on the answers: never cached.
+            result = msgspec.structs.replace(result, ttl_ms=0)
         self._complete(pending)
         self._deliver(pending, result, raw)
 
@@ -1086,6 +1112,7 @@ class ClientSession:
                          pending.origin)
         again.rounds = pending.rounds
         again.items, again.seen, again.pages = pending.items, pending.seen, pending.pages
+        again.hints = pending.hints
         again.wire = jsonrpc.encode_request(rid, pending.method, params)
         self._pending[rid] = again
         self._aliases[pending.origin] = rid
@@ -1099,10 +1126,13 @@ class ClientSession:
         assert items is not None and seen is not None  # set together in request()
         items.extend(getattr(result, field))
         pending.pages += 1
+        pending.hints.append((now, getattr(result, "ttl_ms", None), getattr(result, "cache_scope", None)))
         cursor: str | None = getattr(result, "next_cursor", None)
         if not cursor:
             self._complete(pending)
             merged = msgspec.structs.replace(result, **{field: items, "next_cursor": None})
+            if pending.pages > 1:
+                merged = msgspec.structs.replace(merged, **_merged_hints(pending.hints, now))
             self._deliver(pending, merged, raw)
             return
         if cursor in seen:
@@ -1122,7 +1152,7 @@ class ClientSession:
         if pending.limit_at is not None and pending.limit_at < deadline:
             deadline = pending.limit_at
         page = _Pending(rid, pending.method, timeout, deadline, pending.limit_at, pending.origin)
-        page.items, page.seen, page.pages = items, seen, pending.pages
+        page.items, page.seen, page.pages, page.hints = items, seen, pending.pages, pending.hints
         self._pending[rid] = page
         self._aliases[pending.origin] = rid
         heapq.heappush(self._heap, (deadline, rid))
@@ -1238,8 +1268,10 @@ class ClientSession:
             raise LocalProtocolError(f"cannot send {method}: the session is {self._phase.value}")
 
     def _check_capability(self, method: str, capability: str, flag: str) -> None:
+        """``flag`` names a setting of the capability, or the extension ``extensions`` must hold."""
         declared = getattr(self.server_capabilities, capability, None)
-        if declared is None or (flag and not getattr(declared, flag, None)):
+        if declared is None or (flag and not (
+                flag in declared if isinstance(declared, dict) else getattr(declared, flag, None))):
             what = f"{capability}.{flag}" if flag else capability
             raise LocalProtocolError(f"the server did not declare the {what!r} capability needed by {method}")
 
@@ -1326,6 +1358,18 @@ def _with_progress_token(params: Params, rid: int, fresh: bool,
     meta = params.get("_meta")
     base = meta if isinstance(meta, Mapping) else {}
     return {**params, "_meta": {**base, "progressToken": rid, **(extra or {})}}
+
+
+def _merged_hints(pages: list[tuple[float, int | None, str | None]], now: float) -> dict[str, object]:
+    """The caching hints of a list gathered from several pages (MCP 2026-07-28 "Caching",
+    "Interaction with Pagination"): fresh while every page is, each from when it arrived;
+    ``public`` only if every page is; no hints at all if a page had none."""
+    if any(ttl is None for _, ttl, _ in pages):
+        return {"ttl_ms": None, "cache_scope": None}
+    until = min(at * 1000 + max(ttl or 0, 0) for at, ttl, _ in pages)
+    scopes = {scope for *_, scope in pages}
+    scope = "public" if scopes == {"public"} else None if scopes == {None} else "private"
+    return {"ttl_ms": max(0, math.floor(until - now * 1000)), "cache_scope": scope}
 
 
 def _json_object(params: msgspec.Struct) -> dict[str, object]:

@@ -26,7 +26,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.errors import McpSansioError, RequestError
 from mcp_sansio.events import NotificationReceived
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry, StdioServerConfig, Transport
-from mcp_sansio.listcache import ListKind
+from mcp_sansio.listcache import ListKind, lists_offered
 from mcp_sansio.manager import (
     ALL_TRANSPORTS,
     Connected,
@@ -61,7 +61,6 @@ log = logging.getLogger("mcp_sansio.manager")
 T = TypeVar("T")
 ServerNotificationHandler = Callable[[str, NotificationReceived], Awaitable[None]]
 """Sees ``(server name, notification)`` for every notification of every server."""
-Fetch = Callable[[AsyncClient, float], Awaitable[list[T]]]
 Closer = Callable[[], Awaitable[None]]
 Opened = tuple[AsyncClient, Closer]
 
@@ -218,16 +217,17 @@ class AsyncServerManager:
     # ------------------------------------------------------------- lists
 
     async def list_tools(self, name: str) -> list[Tool]:
-        """The tools of ``name``, cached until they change or the connection ends."""
-        return await self._listed(name, ListKind.TOOLS, _fetch_tools)
+        """The tools of ``name``, cached until they change or the connection ends, or for
+        as long as the server's caching hints say (``ttlMs``, ``cacheScope``)."""
+        return cast(list[Tool], await self._listed(name, ListKind.TOOLS))
 
     async def list_resources(self, name: str) -> list[Resource]:
         """The resources of ``name``, cached like :meth:`list_tools`."""
-        return await self._listed(name, ListKind.RESOURCES, _fetch_resources)
+        return cast(list[Resource], await self._listed(name, ListKind.RESOURCES))
 
     async def list_prompts(self, name: str) -> list[Prompt]:
         """The prompts of ``name``, cached like :meth:`list_tools`."""
-        return await self._listed(name, ListKind.PROMPTS, _fetch_prompts)
+        return cast(list[Prompt], await self._listed(name, ListKind.PROMPTS))
 
     async def tools(self) -> list[NamedTool]:
         """Every tool of every connected server, under its model-facing name.
@@ -363,19 +363,21 @@ class AsyncServerManager:
             await self.tools()
             return self._core.route(model_name, timeout)
 
-    async def _listed(self, name: str, kind: ListKind, fetch: Fetch[T]) -> list[T]:
+    async def _listed(self, name: str, kind: ListKind) -> list[object]:
         client = await self.connect(name)
         cached = self._core.cached(name, kind, self._now())
         if cached is not None:
-            return cast(list[T], cached)
+            return cached
         token = self._core.begin_list(name, kind)
+        result = None
         try:
-            items = await fetch(client, self._core.request_timeout(name))
+            if lists_offered(client.server_capabilities, kind):
+                result = await client.request(kind.value, timeout=self._core.request_timeout(name),
+                                              all_pages=True)
         except McpSansioError as exc:
             self._check_loss(name, client, exc)
             raise
-        self._core.store(name, kind, items, token, self._now())
-        return items
+        return self._core.store_result(name, kind, result, token, self._now())
 
     async def _finish(self, route: ToolRoute, result: CallToolResult) -> CallToolResult:
         decision = self._core.shape_result(route, result)
@@ -420,24 +422,6 @@ class AsyncServerManager:
             The client, and how to close it (closing twice must be harmless).
         """
         raise NotImplementedError
-
-
-async def _fetch_tools(client: AsyncClient, timeout: float) -> list[Tool]:
-    if client.server_capabilities.tools is None:
-        return []
-    return await client.list_tools(timeout=timeout)
-
-
-async def _fetch_resources(client: AsyncClient, timeout: float) -> list[Resource]:
-    if client.server_capabilities.resources is None:
-        return []
-    return await client.list_resources(timeout=timeout)
-
-
-async def _fetch_prompts(client: AsyncClient, timeout: float) -> list[Prompt]:
-    if client.server_capabilities.prompts is None:
-        return []
-    return await client.list_prompts(timeout=timeout)
 
 
 class ServerManager(AsyncServerManager):

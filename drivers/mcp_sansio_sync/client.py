@@ -30,6 +30,7 @@ from mcp_sansio.events import (
 )
 from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
 from mcp_sansio.session import ClientSession, Phase
+from mcp_sansio.skills import GetSkillResult, ListSkillsResult, LoadedSkill, Skill, check_entry, load_skill
 from mcp_sansio.types import (
     CallToolResult,
     CompleteResult,
@@ -159,6 +160,41 @@ class Client:
         rid = self._core.read_resource(uri, now=self._now(), timeout=timeout)
         return cast(ReadResourceResult, self._wait(rid))
 
+    def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
+        """Every skill the server lists (Skills extension), following pagination; no file is read."""
+        rid = self._core.list_skills(now=self._now(), timeout=timeout)
+        return cast(ListSkillsResult, self._wait(rid)).skills
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
+        """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
+        rid = self._core.get_skill(uri, now=self._now(), timeout=timeout)
+        return cast(GetSkillResult, self._wait(rid)).skill
+
+    def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
+        """Load a skill from its entry (fetched with ``skills/get`` when given a URI): its
+        ``SKILL.md`` is read now, and verified against the entry (size, digest, frontmatter).
+
+        Raises:
+            InvalidSkillEntry: the entry cannot be loaded (malformed, over the limits).
+            SkillVerificationError: ``SKILL.md`` is not what the entry describes.
+        """
+        entry = skill if isinstance(skill, Skill) else self.get_skill(skill, timeout=timeout)
+        config = self._core.config
+        check_entry(entry, max_files=config.max_skill_files, max_bytes=config.max_skill_bytes)
+        return load_skill(entry, self.read_resource(entry.uri, timeout=timeout),
+                          max_bytes=config.max_skill_bytes)
+
+    def read_skill_file(self, skill: LoadedSkill, path: str, *, timeout: float | None = None) -> bytes:
+        """One file of a loaded skill, by path from its root or by URI, verified against the
+        held entry.
+
+        Raises:
+            SkillFileNotListed: the entry does not list it (nothing is read).
+            SkillVerificationError: the content is not what the entry describes.
+        """
+        uri = skill.resolve(path)
+        return skill.verify(uri, self.read_resource(uri, timeout=timeout))
+
     def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri``."""
         self._wait(self._core.subscribe_resource(uri, now=self._now(), timeout=timeout))
@@ -199,10 +235,12 @@ class Client:
 
     def request(
         self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
-        timeout: float | None = None,
+        timeout: float | None = None, all_pages: bool = False,
     ) -> msgspec.Struct:
-        """Any request by method name; the result is typed when the method is known."""
-        return self._wait(self._core.request(method, params, now=self._now(), timeout=timeout))
+        """Any request by method name; the result is typed when the method is known.
+        ``all_pages`` follows a list's pages into one result (with merged caching hints)."""
+        rid = self._core.request(method, params, now=self._now(), timeout=timeout, all_pages=all_pages)
+        return self._wait(rid)
 
     def set_roots(self, roots: RootsArg) -> None:
         """Replace the roots offered to the server and tell it they changed."""

@@ -32,7 +32,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, McpSansioError, RequestError
 from mcp_sansio.events import NotificationReceived
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry, StdioServerConfig, Transport
-from mcp_sansio.listcache import ListKind
+from mcp_sansio.listcache import ListKind, lists_offered
 from mcp_sansio.manager import (
     Connected,
     ConnectPlan,
@@ -208,16 +208,17 @@ class ServerManager:
     # ------------------------------------------------------------- lists
 
     def list_tools(self, name: str) -> list[Tool]:
-        """The tools of ``name``, cached until they change or the connection ends."""
-        return self._listed(name, ListKind.TOOLS, _fetch_tools)
+        """The tools of ``name``, cached until they change or the connection ends, or for
+        as long as the server's caching hints say (``ttlMs``, ``cacheScope``)."""
+        return cast(list[Tool], self._listed(name, ListKind.TOOLS))
 
     def list_resources(self, name: str) -> list[Resource]:
         """The resources of ``name``, cached like :meth:`list_tools`."""
-        return self._listed(name, ListKind.RESOURCES, _fetch_resources)
+        return cast(list[Resource], self._listed(name, ListKind.RESOURCES))
 
     def list_prompts(self, name: str) -> list[Prompt]:
         """The prompts of ``name``, cached like :meth:`list_tools`."""
-        return self._listed(name, ListKind.PROMPTS, _fetch_prompts)
+        return cast(list[Prompt], self._listed(name, ListKind.PROMPTS))
 
     def tools(self) -> list[NamedTool]:
         """Every tool of every connected server, under its model-facing name."""
@@ -351,28 +352,17 @@ class ServerManager:
             self.tools()
             return self._core.route(model_name, timeout)
 
-    def _listed(self, name: str, kind: ListKind, fetch: Callable[[Client, float], list[T]]) -> list[T]:
+    def _listed(self, name: str, kind: ListKind) -> list[object]:
         client = self.connect(name)
         cached = self._core.cached(name, kind, time.monotonic())
         if cached is not None:
-            return cast(list[T], cached)
+            return cached
         token = self._core.begin_list(name, kind)
+        result = None
         try:
-            items = fetch(client, self._core.request_timeout(name))
+            if lists_offered(client.server_capabilities, kind):
+                result = client.request(kind.value, timeout=self._core.request_timeout(name), all_pages=True)
         except McpSansioError as exc:
             self._check_loss(name, client, exc)
             raise
-        self._core.store(name, kind, items, token, time.monotonic())
-        return items
-
-
-def _fetch_tools(client: Client, timeout: float) -> list[Tool]:
-    return client.list_tools(timeout=timeout) if client.server_capabilities.tools is not None else []
-
-
-def _fetch_resources(client: Client, timeout: float) -> list[Resource]:
-    return client.list_resources(timeout=timeout) if client.server_capabilities.resources is not None else []
-
-
-def _fetch_prompts(client: Client, timeout: float) -> list[Prompt]:
-    return client.list_prompts(timeout=timeout) if client.server_capabilities.prompts is not None else []
+        return self._core.store_result(name, kind, result, token, time.monotonic())

@@ -53,6 +53,8 @@ class ClientCapabilities(WireStruct, kw_only=True, omit_defaults=True):
         elicitation: Present if the client serves ``elicitation/create`` (since 2025-06-18);
             may hold ``form`` and ``url`` (2025-11-25).
         tasks: Task support (2025-11-25): ``list``, ``cancel``, ``requests``.
+        extensions: Extensions the client supports, by identifier, each with its settings
+            (SEP-2133; in the schema since 2026-07-28).
     """
 
     experimental: dict[str, dict[str, object]] | None = None
@@ -60,6 +62,7 @@ class ClientCapabilities(WireStruct, kw_only=True, omit_defaults=True):
     sampling: dict[str, object] | None = None
     elicitation: dict[str, object] | None = None
     tasks: dict[str, object] | None = None
+    extensions: dict[str, dict[str, object]] | None = None
 
 
 class PromptsCapability(WireStruct, kw_only=True, omit_defaults=True):
@@ -88,6 +91,8 @@ class ServerCapabilities(WireStruct, kw_only=True, omit_defaults=True):
         logging: Present if the server sends log messages and accepts ``logging/setLevel``.
         completions: Present if the server serves ``completion/complete`` (since 2025-03-26).
         tasks: Task support (2025-11-25): ``list``, ``cancel``, ``requests``.
+        extensions: Extensions the server supports, by identifier, each with its settings
+            (SEP-2133; in the schema since 2026-07-28).
     """
 
     experimental: dict[str, dict[str, object]] | None = None
@@ -97,6 +102,7 @@ class ServerCapabilities(WireStruct, kw_only=True, omit_defaults=True):
     resources: ResourcesCapability | None = None
     tools: ToolsCapability | None = None
     tasks: dict[str, object] | None = None
+    extensions: dict[str, dict[str, object]] | None = None
 
 
 class InitializeRequestParams(WireStruct, kw_only=True, omit_defaults=True):

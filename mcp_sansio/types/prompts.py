@@ -36,10 +36,13 @@ class Prompt(WireStruct, kw_only=True, omit_defaults=True):
 
 
 class ListPromptsResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``prompts/list``: one page of prompts."""
+    """The result of ``prompts/list``: one page of prompts (caching hints as on
+    :class:`~mcp_sansio.types.ListToolsResult`)."""
 
     prompts: list[Prompt] = required_list()
     next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 

@@ -47,18 +47,24 @@ class ResourceTemplate(WireStruct, kw_only=True, omit_defaults=True):
 
 
 class ListResourcesResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/list``: one page of resources."""
+    """The result of ``resources/list``: one page of resources (caching hints as on
+    :class:`ListToolsResult`)."""
 
     resources: list[Resource] = required_list()
     next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 
 class ListResourceTemplatesResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/templates/list``: one page of templates."""
+    """The result of ``resources/templates/list``: one page of templates (caching hints as
+    on :class:`ListToolsResult`)."""
 
     resource_templates: list[ResourceTemplate] = required_list()
     next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 
@@ -82,9 +88,12 @@ class UnsubscribeRequestParams(ResourceRequestParams, kw_only=True, omit_default
 
 
 class ReadResourceResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``resources/read``: one or more contents (a directory may give many)."""
+    """The result of ``resources/read``: one or more contents (a directory may give many);
+    caching hints as on :class:`ListToolsResult`."""
 
     contents: list[ResourceContents] = required_list()
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 

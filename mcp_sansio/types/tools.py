@@ -59,10 +59,13 @@ class Tool(WireStruct, kw_only=True, omit_defaults=True):
 
 
 class ListToolsResult(WireStruct, kw_only=True, omit_defaults=True):
-    """The result of ``tools/list``: one page of tools."""
+    """The result of ``tools/list``: one page of tools; ``ttl_ms`` and ``cache_scope`` are
+    the caching hints of 2026-07-28 ("Caching"), absent from older servers."""
 
     tools: list[Tool] = required_list()
     next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 
 

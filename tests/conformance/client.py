@@ -15,15 +15,17 @@ from collections.abc import Mapping
 
 import msgspec
 
-from mcp_sansio import ClientConfig, McpSansioError, RequestError
+from mcp_sansio import ClientConfig, McpSansioError, RequestError, SkillError
 from mcp_sansio.auth import (
     ClientCredentials,
     ClientCredentialsGrant,
     IdJagGrant,
     JwtBearerGrant,
 )
+from mcp_sansio.skills import EXTENSION as SKILLS
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, Tool
 from mcp_sansio_asyncio import connect_http
+from mcp_sansio_asyncio.client import AsyncClient
 from mcp_sansio_asyncio.oauth import OAuth, es256_key
 
 log = logging.getLogger("conformance")
@@ -78,6 +80,8 @@ async def run(url: str, scenario: str) -> None:
     config = ClientConfig(client_name="mcp-sansio-conformance", request_timeout=20.0)
     auth = _oauth_for(scenario, _context()) if scenario.startswith("auth/") else None
     async with connect_http(url, config=config, on_elicitation=_elicit, auth=auth) as client:
+        if SKILLS in (client.server_capabilities.extensions or {}):
+            await _use_skills(client, load=scenario.startswith("sep-2640-client-verify-"))
         tools = await client.list_tools() if client.server_capabilities.tools is not None else []
         by_name = {tool.name: tool for tool in tools}
         if scenario == "json-schema-2020-12-preservation" and "json_schema_echo" in by_name:
@@ -96,6 +100,23 @@ async def run(url: str, scenario: str) -> None:
                 log.info("%s -> error %s", name, exc)
                 continue
             log.info("%s -> %s", name, msgspec.json.encode(result)[:200])
+
+
+async def _use_skills(client: AsyncClient, *, load: bool) -> None:
+    """A host's use of the Skills extension: list the skills (reading none of their files)
+    and, when the model asks for them (``load``), load each and read its other files; a
+    skill that fails verification is dropped, and nothing more of it is read."""
+    for entry in await client.list_skills():
+        log.info("skill %s: %s", entry.uri, entry.frontmatter.get("description"))
+        if not load:
+            continue
+        try:
+            skill = await client.load_skill(entry)
+            for file in entry.resources if isinstance(entry.resources, list) else []:
+                if file.uri != entry.uri:
+                    await client.read_skill_file(skill, file.uri)
+        except SkillError as exc:
+            log.info("skill %s refused: %s: %s", entry.uri, type(exc).__name__, exc)
 
 
 # The Client ID Metadata Document URL the suite expects (it never fetches it).

@@ -28,13 +28,15 @@ from mcp_sansio.types import (
 )
 
 
-def test_no_handler_declares_nothing() -> None:
-    assert client_capabilities(sampling=False, elicitation=False, roots=False) == ClientCapabilities()
+def test_no_handler_declares_only_the_skills_extension() -> None:
+    assert client_capabilities(sampling=False, elicitation=False, roots=False) == ClientCapabilities(
+        extensions={"io.modelcontextprotocol/skills": {}})
 
 
 def test_each_handler_declares_its_capability() -> None:
     assert client_capabilities(sampling=True, elicitation=True, roots=True) == ClientCapabilities(
-        sampling={}, elicitation={"form": {}, "url": {}}, roots=RootsCapability(list_changed=True)
+        sampling={}, elicitation={"form": {}, "url": {}}, roots=RootsCapability(list_changed=True),
+        extensions={"io.modelcontextprotocol/skills": {}},
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_sansio.errors import LocalProtocolError
-from mcp_sansio.listcache import ListCache, ListKey, ListKind, kinds_invalidated_by
+from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by, lists_offered
+from mcp_sansio.types import ResourcesCapability, ServerCapabilities
 
 TOOLS = ListKey(server="a", kind=ListKind.TOOLS)
 PROMPTS = ListKey(server="a", kind=ListKind.PROMPTS)
@@ -116,3 +117,53 @@ def test_invalidate_server_drops_all_its_kinds_and_nothing_else() -> None:
 )
 def test_list_changed_notifications_name_the_kinds_to_invalidate(method: str, kinds: set[ListKind]) -> None:
     assert kinds_invalidated_by(method) == kinds
+
+
+# -- the caching hints of 2026-07-28 ("Caching") -------------------------------------------
+
+
+@pytest.mark.parametrize(("ttl_ms", "seconds"), [(None, None), (0, 0.0), (-5, 0.0), (1500, 1.5)])
+def test_a_ttl_hint_is_milliseconds_of_freshness_and_negative_means_zero(
+        ttl_ms: int | None, seconds: float | None) -> None:
+    assert hint_ttl(ttl_ms) == seconds
+
+
+def test_an_entry_expires_ttl_ms_after_it_was_stored() -> None:
+    cache: ListCache[int] = ListCache()
+    cache.put(TOOLS, 1, now=10.0, ttl=hint_ttl(1500))
+    assert cache.get(TOOLS, now=11.499) == 1
+    assert cache.get(TOOLS, now=11.5) is None
+    assert len(cache) == 0
+
+
+def test_a_zero_ttl_hint_is_not_cached() -> None:
+    cache: ListCache[int] = ListCache()
+    cache.put(TOOLS, 1, now=0.0)
+    cache.put(TOOLS, 2, now=0.0, ttl=hint_ttl(0), scope="public")
+    assert cache.get(TOOLS, now=0.0) is None
+
+
+def test_only_public_entries_with_a_ttl_outlive_their_authorization_context() -> None:
+    cache: ListCache[str] = ListCache()
+    cache.put(TOOLS, "public", now=0.0, ttl=60.0, scope="public")
+    cache.put(PROMPTS, "private", now=0.0, ttl=60.0, scope="private")
+    cache.put(page("1"), "unscoped", now=0.0, ttl=60.0)
+    cache.put(page("2"), "no ttl", now=0.0, scope="public")
+    cache.put(OTHER_TOOLS, "other server", now=0.0)
+    cache.invalidate_context("a")
+    cache.invalidate_context("ghost")
+    assert [cache.get(key, now=1.0) for key in (TOOLS, PROMPTS, page("1"), page("2"), OTHER_TOOLS)] == [
+        "public", None, None, None, "other server"]
+    assert cache.get(TOOLS, now=60.0) is None
+
+
+def test_a_notification_invalidates_a_fresh_public_entry() -> None:
+    cache: ListCache[int] = ListCache()
+    cache.put(TOOLS, 1, now=0.0, ttl=60.0, scope="public")
+    cache.invalidate("a", ListKind.TOOLS)
+    assert cache.get(TOOLS, now=0.0) is None
+
+
+def test_a_list_is_offered_when_its_capability_is_declared() -> None:
+    caps = ServerCapabilities(resources=ResourcesCapability())
+    assert [lists_offered(caps, kind) for kind in ListKind] == [False, True, True, False]

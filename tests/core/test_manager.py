@@ -47,7 +47,14 @@ from mcp_sansio.manager import (
 from mcp_sansio.naming import UnknownToolName
 from mcp_sansio.result_policy import KeptResult, OverflowAction, PersistResult, ResultPolicy, ResultRule
 from mcp_sansio.retry import RetryPolicy
-from mcp_sansio.types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent, Tool
+from mcp_sansio.types import (
+    CallToolResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+)
 
 LOCAL = StdioServerConfig(command="server")
 REMOTE = HttpServerConfig(url="https://example.com/mcp")
@@ -438,6 +445,58 @@ def test_a_tools_listing_sets_the_tool_count() -> None:
     manager = connected(core())
     manager.store("a", ListKind.TOOLS, [tool("x"), tool("y")], manager.begin_list("a", ListKind.TOOLS), 0.0)
     assert manager.status("a", 0.0).tool_count == 2
+
+
+def test_a_listing_with_a_ttl_hint_expires_that_long_after_it_was_stored() -> None:
+    manager = connected(core())
+    token = manager.begin_list("a", ListKind.TOOLS)
+    manager.store("a", ListKind.TOOLS, [tool("t")], token, 10.0, ttl_ms=2000, cache_scope="private")
+    assert manager.cached("a", ListKind.TOOLS, 11.9) == [tool("t")]
+    assert manager.cached("a", ListKind.TOOLS, 12.0) is None
+
+
+def test_a_listing_hinted_immediately_stale_is_not_cached_but_still_names_the_tools() -> None:
+    manager = connected(core())
+    manager.store("a", ListKind.TOOLS, [tool("t")], manager.begin_list("a", ListKind.TOOLS), 0.0,
+                  ttl_ms=0, cache_scope="public")
+    assert manager.cached("a", ListKind.TOOLS, 0.0) is None
+    assert manager.status("a", 0.0).tool_count == 1
+
+
+def test_a_public_listing_outlives_a_lost_connection_until_its_ttl_ends() -> None:
+    manager = connected(core())
+    manager.store("a", ListKind.TOOLS, [tool("t")], manager.begin_list("a", ListKind.TOOLS), 0.0,
+                  ttl_ms=60_000, cache_scope="public")
+    manager.store("a", ListKind.PROMPTS, [], manager.begin_list("a", ListKind.PROMPTS), 0.0,
+                  ttl_ms=60_000, cache_scope="private")
+    manager.connection_lost("a", BROKEN, 5.0, NO_JITTER)
+    assert manager.cached("a", ListKind.TOOLS, 6.0) == [tool("t")]
+    assert manager.cached("a", ListKind.PROMPTS, 6.0) is None
+    assert manager.cached("a", ListKind.TOOLS, 60.0) is None
+
+
+def test_closing_the_manager_drops_public_listings_too() -> None:
+    manager = connected(core())
+    manager.store("a", ListKind.TOOLS, [tool("t")], manager.begin_list("a", ListKind.TOOLS), 0.0,
+                  ttl_ms=60_000, cache_scope="public")
+    manager.close()
+    assert manager.cached("a", ListKind.TOOLS, 0.0) is None
+
+
+def test_a_list_result_is_stored_with_its_hints_and_its_items_returned() -> None:
+    manager = connected(core())
+    result = ListToolsResult(tools=[tool("t")], ttl_ms=1000, cache_scope="public")
+    assert manager.store_result("a", ListKind.TOOLS, result, manager.begin_list("a", ListKind.TOOLS),
+                                0.0) == [tool("t")]
+    assert manager.cached("a", ListKind.TOOLS, 0.5) == [tool("t")]
+    assert manager.cached("a", ListKind.TOOLS, 1.0) is None
+
+
+def test_a_list_the_server_does_not_have_is_stored_empty_until_invalidated() -> None:
+    manager = connected(core())
+    token = manager.begin_list("a", ListKind.PROMPTS)
+    assert manager.store_result("a", ListKind.PROMPTS, None, token, 0.0) == []
+    assert manager.cached("a", ListKind.PROMPTS, 1e9) == []
 
 
 # --------------------------------------------------------------------- tools

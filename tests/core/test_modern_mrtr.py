@@ -29,6 +29,7 @@ from mcp_sansio.types import (
     CreateMessageRequestParams,
     ElicitRequestParams,
     ListRootsResult,
+    ReadResourceResult,
     RequestParams,
     Root,
     TextContent,
@@ -227,6 +228,30 @@ def test_prompts_and_resources_may_ask_for_input_too(call: Any, params: Json) ->
     assert take_messages(client) == [{**sent, "id": 3, "params": {
         **params, "_meta": modern_meta(progress_token=3), "inputResponses": {"r": {"roots": []}},
         "requestState": "opaque"}}]
+
+
+def test_a_result_reached_through_input_rounds_is_never_cacheable() -> None:
+    client = modern_client()
+    client.read_resource("file:///a", now=1.0)
+    client.data_to_send()
+    client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}), 2.0)
+    drain_events(client)
+    client.respond("input:2:r", {"roots": []})
+    client.data_to_send()
+    client.receive_data(SERVER.result(3, {"resultType": "complete", "contents": [],
+                                          "ttlMs": 60000, "cacheScope": "public"}), 3.0)
+    (event,) = drain_events(client)
+    assert isinstance(event, ResponseReceived)
+    assert event.result == ReadResourceResult(contents=[], ttl_ms=0, cache_scope="public")
+
+
+def test_a_direct_result_keeps_its_caching_hints() -> None:
+    client = modern_client()
+    client.read_resource("file:///a", now=1.0)
+    client.receive_data(SERVER.result(2, {"contents": [], "ttlMs": 60000, "cacheScope": "public"}), 2.0)
+    (event,) = drain_events(client)
+    assert isinstance(event, ResponseReceived)
+    assert event.result == ReadResourceResult(contents=[], ttl_ms=60000, cache_scope="public")
 
 
 # -- what ends a request --------------------------------------------------------------------------

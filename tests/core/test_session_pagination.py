@@ -208,3 +208,44 @@ def test_connection_lost_mid_list_fails_the_origin() -> None:
     events = drain_events(client)
     assert isinstance(events[0], RequestFailed)
     assert (events[0].request_id, events[0].reason) == (ORIGIN, FailureReason.CONNECTION_LOST)
+
+
+# -- caching hints of the merged list (2026-07-28 "Caching", "Interaction with Pagination") --
+
+
+def _hinted(request_id: int, ttl_ms: int | None, scope: str | None, cursor: str | None) -> bytes:
+    result: Json = {"tools": [_tool(f"t{request_id}")]}
+    for key, value in (("nextCursor", cursor), ("ttlMs", ttl_ms), ("cacheScope", scope)):
+        if value is not None:
+            result[key] = value
+    return SERVER.result(request_id, result)
+
+
+@pytest.mark.parametrize(("first", "second", "merged"), [
+    ((10_000, "public"), (60_000, "public"), (8000, "public")),  # page 1 is fresh until 11.0
+    ((60_000, "public"), (5000, "private"), (5000, "private")),
+    ((10_000, None), (60_000, None), (8000, None)),
+    ((10_000, "public"), (60_000, None), (8000, "private")),
+    ((10_000, "public"), (None, None), (None, None)),
+    ((1000, "public"), (60_000, "public"), (0, "public")),  # page 1 went stale meanwhile
+])
+def test_merged_pages_are_fresh_while_every_page_is(
+        first: tuple[int | None, str | None], second: tuple[int | None, str | None],
+        merged: tuple[int | None, str | None]) -> None:
+    client = ready_client()
+    client.list_tools(now=0.0)
+    client.receive_data(_hinted(ORIGIN, *first, cursor="c1"), 1.0)
+    client.receive_data(_hinted(ORIGIN + 1, *second, cursor=None), 3.0)
+    [event] = drain_events(client)
+    assert isinstance(event, ResponseReceived) and isinstance(event.result, ListToolsResult)
+    assert (event.result.ttl_ms, event.result.cache_scope) == merged
+    assert len(event.result.tools) == 2
+
+
+def test_a_single_page_keeps_its_hints() -> None:
+    client = ready_client()
+    client.list_tools(now=0.0)
+    client.receive_data(_hinted(ORIGIN, 5, "public", cursor=None), 7.0)
+    [event] = drain_events(client)
+    assert isinstance(event, ResponseReceived) and isinstance(event.result, ListToolsResult)
+    assert (event.result.ttl_ms, event.result.cache_scope) == (5, "public")
