@@ -1,7 +1,8 @@
 """The HTTP requests of an OAuth flow, built as :class:`HttpRequestPlan` values.
 
 Client authentication at the token endpoint follows RFC 6749 section 2.3.1
-(``client_secret_basic``, ``client_secret_post``), RFC 7523 section 2.2
+(``client_secret_basic``, with ``client_id`` also in the form as section 3.2.1 allows,
+and ``client_secret_post``), RFC 7523 section 2.2
 (``private_key_jwt``) or none at all (public clients send ``client_id``). A DPoP proof
 (RFC 9449 section 5) is added when the authorization server binds tokens to our key.
 """
@@ -116,6 +117,9 @@ def render_token_request(
         if client.method == "client_secret_basic" and client.secret is not None:
             pair = f"{quote(client.client_id, safe='')}:{quote(client.secret, safe='')}"
             headers.append(("authorization", "Basic " + base64.b64encode(pair.encode()).decode("ascii")))
+            # RFC 6749 section 3.2.1 allows client_id in the form too, and some token
+            # endpoints (the official MCP SDK's) require it; the secret stays in the header.
+            form.append(("client_id", client.client_id))
         elif client.method == "private_key_jwt" and client.key is not None:
             assertion = client_assertion(client.key, client_id=client.client_id, audience=spec.audience,
                                          unix_time=unix_time, lifetime=assertion_lifetime,

@@ -146,7 +146,7 @@ def test_preregistered_client_comes_before_registration_and_uses_basic() -> None
         ),
     )
     assert basic_credentials(exchange.request) == "pre-registered-client:pre-registered-secret"
-    assert "client_id" not in form(exchange.request)
+    assert form(exchange.request)["client_id"] == "pre-registered-client"
     assert "client_secret" not in form(exchange.request)
 
 
@@ -180,7 +180,12 @@ def registered(method: str | None, secret: str | None) -> ExchangeCode:
 def test_client_secret_basic_sends_the_secret_in_the_header_only() -> None:
     request = registered("client_secret_basic", "test-secret-1").request
     assert basic_credentials(request) == "test-client-1:test-secret-1"
-    assert {"client_id", "client_secret"}.isdisjoint(form(request))
+    assert "client_secret" not in form(request)
+
+
+def test_client_secret_basic_also_names_the_client_in_the_form() -> None:
+    request = registered("client_secret_basic", "test-secret-1").request
+    assert form(request)["client_id"] == "test-client-1"
 
 
 def test_client_secret_post_sends_the_secret_in_the_body_only() -> None:

@@ -68,7 +68,8 @@ def test_client_credentials_with_http_basic() -> None:
     assert step.grant_type == "client_credentials"
     assert step.request.url == AS + "/token"
     assert basic_credentials(step.request) == "conformance-test-client:conformance-test-secret"
-    assert form(step.request) == {"grant_type": "client_credentials", "resource": MCP}
+    assert form(step.request) == {"grant_type": "client_credentials", "resource": MCP,
+                                  "client_id": "conformance-test-client"}
     assert flow.phase is Phase.REQUEST_TOKEN
     done = answer(flow, 200, token("cc-token-1"))
     assert isinstance(done, Authorized)
@@ -238,6 +239,7 @@ def test_id_jag_becomes_a_jwt_bearer_grant_with_basic_client_auth() -> None:
         "assertion": "eyJ.id.jag",
         "scope": "mcp:read",
         "resource": MCP,
+        "client_id": "conformance-test-xaa-client",
     }
     assert isinstance(answer(flow, 200, token()), Authorized)
 
