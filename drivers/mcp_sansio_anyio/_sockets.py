@@ -3,7 +3,8 @@
 The core asks for connections with ``OpenConnection`` / ``CloseConnection``; each one
 becomes a task of the driver's task group that connects (``anyio.connect_tcp``), then
 reads and writes until the core closes it, all inside the connection's own cancel
-scope. Every protocol decision stays in the core (STYLE.md section 8).
+scope. A ``StartTls`` (a tunnel through a proxy) wraps the stream in ``TLSStream``
+between two reads. Every protocol decision stays in the core (STYLE.md section 8).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 from anyio.abc import ByteStream
+from anyio.streams.tls import TLSStream
 
 from mcp_sansio.events import Action, InitializeCompleted
-from mcp_sansio.http11 import CloseConnection, OpenConnection
+from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_asyncio.client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
 
 from ._loop import AnyioDriver, Waiter
@@ -35,7 +37,7 @@ _BROKEN: Final = (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSL
 class _Connection:
     """One socket the core asked for: its scope, stream and the bytes not written yet."""
 
-    __slots__ = ("closing", "scope", "stream", "unsent", "wake")
+    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()  # cancelled when the core closes the connection
@@ -43,6 +45,7 @@ class _Connection:
         self.unsent = bytearray()
         self.wake = anyio.Event()  # set when unsent grows, or when closing
         self.closing = False  # closed by the core: write what is left, then end
+        self.tls_hostname: str | None = None  # StartTls asked for, begun after the current read
 
 
 class SocketDriver(AnyioDriver):
@@ -51,14 +54,14 @@ class SocketDriver(AnyioDriver):
     def __init__(
         self, core: HttpClient | WebSocketClient, *, on_sampling: SamplingHandler | None,
         on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
+        on_notification: NotificationHandler | None, ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__(core, on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
                          on_notification=on_notification)
         self._net = core
         self._connections: dict[int, _Connection] = {}
         self._finished = anyio.Event()
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = ssl_context  # the system trust store unless given, made when first needed
         self._opened = False
 
     # ----------------------------------------------------------- lifecycle
@@ -110,6 +113,10 @@ class SocketDriver(AnyioDriver):
         if isinstance(action, OpenConnection):
             conn = self._connections[action.connection] = _Connection()
             self._start(partial(self._serve, action, conn))
+        elif isinstance(action, StartTls):
+            tunnel = self._connections.get(action.connection)
+            if tunnel is not None:
+                tunnel.tls_hostname = action.server_hostname
         elif isinstance(action, CloseConnection):
             closed = self._connections.pop(action.connection, None)
             if closed is None:
@@ -146,21 +153,25 @@ class SocketDriver(AnyioDriver):
                 self._net.connection_made(connection, anyio.current_time())
                 self._pump()
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._write, connection, conn, stream)
-                    await self._read(connection, conn, stream)
+                    tg.start_soon(self._write, connection, conn)
+                    await self._read(connection, conn)
                     await anyio.sleep_forever()  # the writer goes on until the core closes it
             finally:
-                await anyio.aclose_forcefully(stream)
+                await anyio.aclose_forcefully(conn.stream or stream)  # TLSStream closes what it wraps
 
-    async def _read(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
+    async def _read(self, connection: int, conn: _Connection) -> None:
         net = self._net
         try:
             while True:
+                stream = conn.stream
+                assert stream is not None  # connected before reading
                 data = await stream.receive(_CHUNK)
                 if not self._live(connection, conn):
                     return
                 net.receive_data(connection, data, anyio.current_time())
                 self._pump()
+                if conn.tls_hostname is not None:
+                    await self._start_tls(connection, conn, stream)
         except anyio.EndOfStream:
             if self._live(connection, conn):
                 net.receive_data(connection, b"", anyio.current_time())
@@ -168,13 +179,32 @@ class SocketDriver(AnyioDriver):
         except _BROKEN as exc:
             self._failed(connection, conn, exc)
 
-    async def _write(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
+    async def _start_tls(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
+        """TLS on the open connection (a tunnel); nothing else reads it meanwhile."""
+        hostname, conn.tls_hostname = conn.tls_hostname, None
+        try:
+            conn.stream = await TLSStream.wrap(stream, hostname=hostname, ssl_context=self._context(),
+                                               standard_compatible=False)
+        except anyio.EndOfStream:
+            raise anyio.BrokenResourceError("the connection closed during the TLS handshake") from None
+        if self._live(connection, conn):
+            self._net.tls_started(connection, anyio.current_time())
+            self._pump()
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
+
+    async def _write(self, connection: int, conn: _Connection) -> None:
         while True:
             await conn.wake.wait()
             conn.wake = anyio.Event()
             while conn.unsent:
                 data = bytes(conn.unsent)
                 conn.unsent.clear()
+                stream = conn.stream
+                assert stream is not None  # connected before writing
                 try:
                     await stream.send(data)
                 except _BROKEN as exc:
@@ -187,11 +217,9 @@ class SocketDriver(AnyioDriver):
     async def _connect(self, action: OpenConnection) -> ByteStream:
         if not action.tls:
             return await anyio.connect_tcp(action.host, action.port)
-        if self._ssl is None:
-            self._ssl = ssl.create_default_context()
         # h11 and wsproto frame every message themselves, so an EOF without TLS
         # close_notify is an EOF like any other (as HTTP clients treat it).
-        return await anyio.connect_tcp(action.host, action.port, ssl_context=self._ssl,
+        return await anyio.connect_tcp(action.host, action.port, ssl_context=self._context(),
                                        tls_hostname=action.server_hostname, tls_standard_compatible=False)
 
 

@@ -1,6 +1,7 @@
 """The asyncio driver for cores that speak over TCP/TLS connections (HTTP, WebSocket).
 
-They ask for connections with ``OpenConnection`` / ``CloseConnection`` and get bytes
+They ask for connections with ``OpenConnection`` / ``CloseConnection`` (and, in a tunnel
+through a proxy, ``StartTls``: ``loop.start_tls`` on the same transport) and get bytes
 back; every protocol decision stays in the core (STYLE.md section 8).
 """
 
@@ -13,7 +14,7 @@ from typing import Protocol
 import msgspec
 
 from mcp_sansio.events import Action, Event, InitializeCompleted
-from mcp_sansio.http11 import CloseConnection, OpenConnection
+from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio.session import ClientSession
 
 from ._loop import LoopDriver
@@ -34,6 +35,7 @@ class NetworkCore(Protocol):
     def connections_with_data(self) -> list[int]: ...
     def data_to_send(self, connection: int) -> bytes: ...
     def connection_made(self, connection: int, now: float) -> None: ...
+    def tls_started(self, connection: int, now: float) -> None: ...
     def connection_failed(self, connection: int, message: str, now: float) -> None: ...
     def receive_data(self, connection: int, data: bytes, now: float) -> None: ...
 
@@ -57,13 +59,14 @@ class _Socket(asyncio.Protocol):
 class SocketDriver(LoopDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
-    def __init__(self, core: ClientSession, **handlers: object) -> None:
+    def __init__(self, core: ClientSession, *, ssl_context: ssl.SSLContext | None = None,
+                 **handlers: object) -> None:
         super().__init__(core, **handlers)
         self._net: NetworkCore = core  # type: ignore[assignment]  # HttpClient / WebSocketClient
         self._sockets: dict[int, asyncio.Transport] = {}
-        self._connecting: dict[int, asyncio.Task[None]] = {}
+        self._connecting: dict[int, asyncio.Task[None]] = {}  # connecting, or starting TLS
         self._finished = self._loop.create_future()
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = ssl_context  # the system trust store unless given, made when first needed
 
     async def _start(self) -> None:
         waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
@@ -108,6 +111,8 @@ class SocketDriver(LoopDriver):
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):
             self._connecting[action.connection] = self._loop.create_task(self._open(action))
+        elif isinstance(action, StartTls):
+            self._connecting[action.connection] = self._loop.create_task(self._start_tls(action))
         elif isinstance(action, CloseConnection):
             pending = self._connecting.pop(action.connection, None)
             if pending is not None:
@@ -122,11 +127,9 @@ class SocketDriver(LoopDriver):
     async def _open(self, action: OpenConnection) -> None:
         conn = action.connection
         try:
-            if action.tls and self._ssl is None:
-                self._ssl = ssl.create_default_context()
             sock, _ = await self._loop.create_connection(
                 lambda: _Socket(self, conn), action.host, action.port,
-                ssl=self._ssl if action.tls else None,
+                ssl=self._context() if action.tls else None,
                 server_hostname=action.server_hostname if action.tls else None,
             )
         except (OSError, ssl.SSLError) as exc:
@@ -138,6 +141,32 @@ class SocketDriver(LoopDriver):
         self._sockets[conn] = sock
         self._net.connection_made(conn, self._loop.time())
         self._pump()
+
+    async def _start_tls(self, action: StartTls) -> None:
+        """TLS on the open connection (a tunnel): the same protocol then reads plaintext."""
+        conn = action.connection
+        raw = self._sockets[conn]  # the core asked while reading from it
+        try:
+            tls = await self._loop.start_tls(raw, raw.get_protocol(), self._context(),
+                                             server_hostname=action.server_hostname)
+            if tls is None:
+                raise ConnectionResetError("the connection closed during the TLS handshake")
+        except (OSError, ssl.SSLError) as exc:
+            self._connecting.pop(conn, None)
+            if self._sockets.pop(conn, None) is not None:  # else connection_lost reported it
+                raw.abort()
+                self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+                self._pump()
+            return
+        self._connecting.pop(conn, None)
+        self._sockets[conn] = tls
+        self._net.tls_started(conn, self._loop.time())
+        self._pump()
+
+    def _context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
 
     def _received(self, connection: int, data: bytes) -> None:
         if connection in self._sockets:

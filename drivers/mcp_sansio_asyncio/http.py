@@ -10,41 +10,28 @@ supplies the entropy, the wall clock, the browser and the loopback redirect list
 from __future__ import annotations
 
 import asyncio
-import logging
-import random
-import secrets
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Literal
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.auth import AuthFailure, Token
-from mcp_sansio.errors import InsufficientScope, LocalProtocolError, Unauthorized
+from mcp_sansio.auth import Token
 from mcp_sansio.events import Event
 from mcp_sansio.handlers import client_capabilities
-from mcp_sansio.http_auth import (
-    AuthorizationCompleted,
-    AuthorizationFailed,
-    AuthorizationRedirect,
-    AuthorizingHttpClient,
-)
-from mcp_sansio.http_transport import HttpClient, TransportMode
-from mcp_sansio.types import ClientCapabilities
-from mcp_sansio.urls import parse_url
+from mcp_sansio.http_auth import AuthorizationRedirect
+from mcp_sansio.http_transport import TransportMode
+from mcp_sansio_oauth import OAuth
+from mcp_sansio_oauth.host import OAuthMethods, Settleable, http_core, request_complete
 
 from ._loop import Connect
 from ._sockets import SocketDriver
 from .client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
-from .oauth import OAuth, RedirectListener, open_in_browser, stored_from, token_from
 
 __all__ = ["HttpConnection", "OAuth", "connect_http"]
-
-log = logging.getLogger("mcp_sansio.oauth")
 
 Transport = TransportMode | Literal["auto", "streamable-http", "sse"]
 
 
-class HttpConnection(SocketDriver):
+class HttpConnection(SocketDriver, OAuthMethods):
     """A client connected to an MCP server over HTTP; use it through :func:`connect_http`."""
 
     def __init__(
@@ -55,46 +42,13 @@ class HttpConnection(SocketDriver):
     ) -> None:
         caps = client_capabilities(sampling=on_sampling is not None,
                                    elicitation=on_elicitation is not None, roots=roots is not None)
-        self._auth = auth
-        self._listener: RedirectListener | None = None
-        self._authorizing: AuthorizingHttpClient | None = None
-        self._store_key = str(parse_url(url))  # the canonical URL names its tokens
-        self._authorized: list[asyncio.Future[Token]] = []  # callers of authorize()
-        if auth is None:
-            self._client = HttpClient(url, config=config, capabilities=caps, headers=headers,
-                                      transport=transport, jitter_seed=random.getrandbits(64))
-        else:
-            self._client = self._authorizing = self._oauth_client(
-                url, auth, config=config, capabilities=caps, headers=headers, transport=transport)
+        self._redirects: asyncio.Server | None = None  # the loopback redirect listener
+        self._browsers: set[asyncio.StreamWriter] = set()  # its open connections
+        self._authorized: list[Settleable] = []  # callers of authorize()
+        self._client, self._oauth = http_core(url, auth, now=asyncio.get_running_loop().time(), config=config,
+                                              capabilities=caps, headers=headers, transport=transport)
         super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
                          roots=roots, on_notification=on_notification)
-
-    def _oauth_client(self, url: str, auth: OAuth, *, config: ClientConfig, capabilities: ClientCapabilities,
-                      headers: Mapping[str, str] | None, transport: Transport) -> AuthorizingHttpClient:
-        """The core with OAuth; for the browser flow, the redirect port is reserved first."""
-        offset = time.time() - asyncio.get_running_loop().time()
-        redirect_uri = auth.redirect_uri
-        if auth.uses_browser and redirect_uri is None:
-            listener = RedirectListener("127.0.0.1", auth.redirect_port, "/callback")
-            redirect_uri = listener.redirect_uri
-            if auth.headless:
-                listener.close()  # the port only names the redirect; nothing comes back to it
-            else:
-                self._listener = listener
-        elif auth.uses_browser and redirect_uri is not None and not auth.headless:
-            self._listener = RedirectListener.for_uri(redirect_uri)
-        try:
-            stored = auth.store.load(self._store_key)
-            token = None if stored is None else token_from(stored, clock_offset=offset)
-            return AuthorizingHttpClient(
-                url, auth.planner_config(redirect_uri), entropy=secrets.token_bytes(32), clock_offset=offset,
-                headless=auth.headless, redirect_timeout=auth.redirect_timeout, stored_token=token,
-                config=config, capabilities=capabilities, headers=headers, transport=transport,
-                jitter_seed=random.getrandbits(64))
-        except BaseException:
-            if self._listener is not None:
-                self._listener.close()
-            raise
 
     @property
     def transport(self) -> str:
@@ -106,11 +60,6 @@ class HttpConnection(SocketDriver):
         """The server's ``Mcp-Session-Id``, if it gave one."""
         return self._client.session_id
 
-    @property
-    def token(self) -> Token | None:
-        """The OAuth token requests go out with, if any."""
-        return self._authorizing.token if self._authorizing is not None else None
-
     async def authorize(self) -> Token:
         """Authorize now, even if the server has not asked yet (``mcp-sansio auth login``).
 
@@ -118,80 +67,69 @@ class HttpConnection(SocketDriver):
             LocalProtocolError: no OAuth, a token is held, or an authorization is under way.
             Unauthorized: the authorization failed.
         """
-        if self._authorizing is None:
-            raise LocalProtocolError("this connection does not use OAuth")
-        self._authorizing.authorize(now=self._loop.time())
+        self._oauth_host().core.authorize(now=self._loop.time())
         done: asyncio.Future[Token] = self._loop.create_future()
         self._authorized.append(done)
         self._pump()
         return await done
-
-    def receive_authorization_redirect(self, url: str) -> None:
-        """The URL the browser was redirected to, for a redirect URI served elsewhere
-        (an ``https`` one); a loopback redirect URI is served by the connection itself.
-
-        Raises:
-            LocalProtocolError: no OAuth, or no redirect is awaited.
-        """
-        if self._authorizing is None:
-            raise LocalProtocolError("this connection does not use OAuth")
-        self._authorizing.receive_authorization_redirect(url, now=self._loop.time())
-        self._pump()
 
     async def aclose(self) -> None:
         """End the session, close every socket and the redirect listener."""
         try:
             await super().aclose()
         finally:
-            if self._listener is not None:
-                self._listener.close()
+            self._stop_redirects()
+            for browser in self._browsers:
+                browser.close()
+            if self._oauth is not None:
+                self._oauth.close()
 
     def _deliver_other(self, event: Event) -> None:
-        if isinstance(event, AuthorizationRedirect):
-            self._spawn(lambda: self._send_user(event))
-        elif isinstance(event, AuthorizationCompleted):
-            assert self._auth is not None  # only its core says so
-            offset = time.time() - self._loop.time()
-            self._auth.store.save(self._store_key, stored_from(event.token, clock_offset=offset))
-            self._settle_authorize(lambda done: done.set_result(event.token))
-        elif isinstance(event, AuthorizationFailed):
-            log.warning("authorization failed (%s): %s", event.reason.value, event.message)
-            kind = InsufficientScope if event.reason is AuthFailure.INSUFFICIENT_SCOPE else Unauthorized
-            error = kind(f"authorization failed ({event.reason.value}): {event.message}", status=0, params={})
-            self._settle_authorize(lambda done: done.set_exception(error))
-        else:
+        if not self._deliver_oauth(event):
             super()._deliver_other(event)
 
-    def _settle_authorize(self, settle: Callable[[asyncio.Future[Token]], None]) -> None:
-        waiting, self._authorized = self._authorized, []
-        for done in waiting:
-            if not done.done():
-                settle(done)
+    def _redirect_user(self, event: AuthorizationRedirect) -> None:
+        self._spawn(lambda: self._send_user(event))
 
     async def _send_user(self, event: AuthorizationRedirect) -> None:
         """Serve the redirect URI, then send the user's browser to the authorization server."""
-        assert self._auth is not None and self._authorizing is not None  # only their core redirects
-        core = self._authorizing
-        listener = self._listener
-        try:
-            if listener is not None:
-                await listener.serve(self._redirected)
-            open_in_browser(self._auth.open_browser, event.authorization_url)
-        except Exception as exc:  # no listener, or the host's opener failed: nobody can sign in
-            log.warning("cannot start the authorization: %s", exc)
-            core.cancel_authorization(now=self._loop.time())
-            self._pump()
-
-    def _redirected(self, url: str) -> str:
-        """The browser came back to the listener with ``url``; the text is shown to the user."""
-        assert self._authorizing is not None and self._listener is not None  # set together
-        try:
-            self._authorizing.receive_authorization_redirect(url, now=self._loop.time())
-        except LocalProtocolError:
-            return "No authorization is waiting for this."
+        oauth = self._oauth
+        assert oauth is not None  # only its core redirects
+        if oauth.loopback is not None and self._redirects is None:
+            try:
+                sock = oauth.loopback.listening_socket()
+            except OSError as exc:
+                oauth.cannot_start(exc, self._loop.time())
+                self._pump()
+                return
+            self._redirects = await asyncio.start_server(self._browser_request, sock=sock)
+        oauth.open_browser(event.authorization_url, self._loop.time())
         self._pump()
-        self._spawn(self._listener.stop)
-        return "Authorization received."
+
+    async def _browser_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer one connection to the loopback redirect listener."""
+        assert self._oauth is not None  # its listener
+        self._browsers.add(writer)
+        head = b""
+        try:
+            while not request_complete(head) and (chunk := await reader.read(4096)):
+                head += chunk
+            response, taken = self._oauth.answer_browser(head, self._loop.time())
+            if taken:
+                self._pump()
+                self._stop_redirects()
+            writer.write(response)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            self._browsers.discard(writer)
+            writer.close()
+
+    def _stop_redirects(self) -> None:
+        server, self._redirects = self._redirects, None
+        if server is not None:
+            server.close()
 
 
 def connect_http(

@@ -15,7 +15,7 @@ from typing import Final
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.urls import parse_url
-from mcp_sansio_asyncio.oauth import FileTokenStore, OAuth, StoredToken
+from mcp_sansio_oauth import FileTokenStore, OAuth, StoredToken
 
 from .main import CliError
 

@@ -3,8 +3,9 @@
 Non-blocking sockets, ``selectors`` and ``time.monotonic()`` on one thread, no threads:
 a call runs the loop until its answer arrives. Each ``OpenConnection`` is a
 non-blocking connect (trying each address in turn), then a non-blocking TLS handshake
-when asked for; the selector waits on every socket with the core's next deadline as
-the timeout. Every protocol decision stays in the core (STYLE.md section 8).
+when asked for (at once, or on ``StartTls`` in a tunnel through a proxy); the selector
+waits on every socket with the core's next deadline as the timeout. Every protocol
+decision stays in the core (STYLE.md section 8).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import Action
-from mcp_sansio.http11 import CloseConnection, OpenConnection
+from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 
 from .client import Client, ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
 
@@ -49,7 +50,8 @@ class _State(enum.Enum):
 class _Connection:
     """One socket the core asked for, and what the selector should wait for on it."""
 
-    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "unsent", "want")
+    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "tls_peer", "tunneled", "unsent",
+                 "want")
 
     def __init__(self, action: OpenConnection) -> None:
         self.action = action
@@ -60,6 +62,8 @@ class _Connection:
         self.eof = False  # the server closed its side: stop reading
         self.want = _WRITE  # what the TLS handshake waits for
         self.events = 0  # what the selector waits for now
+        self.tls_peer = ""  # whom the TLS handshake is with, for messages
+        self.tunneled = False  # TLS was started by StartTls: report tls_started
 
     @property
     def id(self) -> int:
@@ -72,7 +76,7 @@ class SocketConnection(Client):
     def __init__(
         self, core: HttpClient | WebSocketClient, *, on_sampling: SamplingHandler | None,
         on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
+        on_notification: NotificationHandler | None, ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__(core, on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
                          on_notification=on_notification)
@@ -80,7 +84,7 @@ class SocketConnection(Client):
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, _Connection] = {}
         self._failures: deque[tuple[int, str]] = deque()  # found while performing actions
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = ssl_context  # the system trust store unless given, made when first needed
         self._closed = False
 
     # ----------------------------------------------------------- lifecycle
@@ -178,6 +182,11 @@ class SocketConnection(Client):
                 return
             conn.addresses.extend(infos)
             self._connect_next(conn, f"no address for {action.host}")
+        elif isinstance(action, StartTls):
+            tunnel = self._connections.get(action.connection)
+            if tunnel is not None and tunnel.sock is not None:
+                tunnel.tunneled = True
+                self._start_handshake(tunnel, action.server_hostname, action.server_hostname)
         elif isinstance(action, CloseConnection):
             closing = self._connections.get(action.connection)
             if closing is not None:
@@ -269,16 +278,25 @@ class SocketConnection(Client):
             self._connect_next(conn, _refused(conn.action, code))
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if not conn.action.tls:
+        action = conn.action
+        if not action.tls:
             self._made(conn)
             return
+        self._start_handshake(conn, action.server_hostname, f"{action.host}:{action.port}")
+
+    def _start_handshake(self, conn: _Connection, server_hostname: str, peer: str) -> None:
+        """Wrap the connected socket in TLS and start the non-blocking handshake."""
+        sock = conn.sock
+        assert sock is not None
         if self._ssl is None:
             self._ssl = ssl.create_default_context()
         # The TLS socket takes over the descriptor: watch it under its new owner.
-        self._selector.unregister(sock.fileno())
-        conn.events = 0
-        conn.sock = self._ssl.wrap_socket(sock, server_hostname=conn.action.server_hostname,
+        if conn.events:
+            self._selector.unregister(sock.fileno())
+            conn.events = 0
+        conn.sock = self._ssl.wrap_socket(sock, server_hostname=server_hostname,
                                           do_handshake_on_connect=False)
+        conn.tls_peer = peer
         conn.state = _State.HANDSHAKING
         self._handshake_step(conn)
 
@@ -292,7 +310,7 @@ class SocketConnection(Client):
         except ssl.SSLWantWriteError:
             conn.want = _WRITE
         except OSError as exc:  # ssl.SSLError included
-            self._fail(conn, f"TLS with {conn.action.host}:{conn.action.port} failed: {exc}")
+            self._fail(conn, f"TLS with {conn.tls_peer} failed: {exc}")
             return
         else:
             self._made(conn)
@@ -302,7 +320,10 @@ class SocketConnection(Client):
     def _made(self, conn: _Connection) -> None:
         conn.state = _State.OPEN
         self._watch(conn)
-        self._net.connection_made(conn.id, time.monotonic())
+        if conn.tunneled:
+            self._net.tls_started(conn.id, time.monotonic())
+        else:
+            self._net.connection_made(conn.id, time.monotonic())
 
     def _receive(self, conn: _Connection) -> bool:
         """Feed the core what has arrived (TLS may hold decrypted bytes beyond one read);

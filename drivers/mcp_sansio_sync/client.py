@@ -17,6 +17,7 @@ import msgspec
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
+    Event,
     InitializeCompleted,
     InitializeFailed,
     MessageDiscarded,
@@ -321,10 +322,15 @@ class Client:
                 self._handshake = event
             elif isinstance(event, InitializeFailed):
                 self._handshake = self._failure(event)
-            elif isinstance(event, MessageDiscarded):
-                log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
-            elif isinstance(event, PeerErrorReceived):
-                log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
+            else:
+                self._deliver_other(event)
+
+    def _deliver_other(self, event: Event) -> None:
+        """An event no call waits for; a transport subclass takes its own (OAuth's) first."""
+        if isinstance(event, MessageDiscarded):
+            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
+        elif isinstance(event, PeerErrorReceived):
+            log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
 
     def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and queue its answer."""

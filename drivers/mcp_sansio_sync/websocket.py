@@ -8,10 +8,13 @@ the socket it asks for and copies bytes both ways (STYLE.md section 8).
 from __future__ import annotations
 
 import contextlib
+import os
+import ssl
 from collections.abc import Iterator, Mapping
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.handlers import client_capabilities
+from mcp_sansio.proxy import proxy_settings
 from mcp_sansio.websocket import WebSocketClient
 
 from ._sockets import SocketConnection
@@ -27,14 +30,15 @@ class WebSocketConnection(SocketConnection):
         self, url: str, *, headers: Mapping[str, str] | None, config: ClientConfig,
         ping_interval: float | None, on_sampling: SamplingHandler | None,
         on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
+        on_notification: NotificationHandler | None, proxy: str | bool = True,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         caps = client_capabilities(sampling=on_sampling is not None,
                                    elicitation=on_elicitation is not None, roots=roots is not None)
         self._client = WebSocketClient(url, config=config, capabilities=caps, headers=headers,
-                                       ping_interval=ping_interval)
+                                       ping_interval=ping_interval, proxies=proxy_settings(proxy, os.environ))
         super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
+                         roots=roots, on_notification=on_notification, ssl_context=ssl_context)
 
     @property
     def url(self) -> str:
@@ -58,6 +62,8 @@ def connect_websocket(
     on_elicitation: ElicitationHandler | None = None,
     roots: RootsArg | None = None,
     on_notification: NotificationHandler | None = None,
+    proxy: str | bool = True,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Iterator[WebSocketConnection]:
     """Speak MCP to the server at ``url`` (``ws://`` or ``wss://``) over one WebSocket, blocking.
 
@@ -66,15 +72,19 @@ def connect_websocket(
     sends none. Leaving the block runs the closing handshake (bounded by
     ``close_timeout``).
 
+    ``proxy`` and ``ssl_context`` are as for ``connect_http``: ``ws`` URLs go through the
+    ``http`` proxy, ``wss`` ones through the ``https`` proxy, both in a CONNECT tunnel.
+
     Raises (on entering):
-        LocalProtocolError: ``url`` is not a ws(s) URL, or a header is malformed.
+        LocalProtocolError: ``url`` is not a ws(s) URL, a header is malformed, or the
+            proxy URL is unusable.
         ConnectionClosed, HttpError, Unauthorized, RequestTimeout, RemoteProtocolError,
         UnsupportedProtocolVersion: the handshake failed.
     """
     conn = WebSocketConnection(
         url, headers=headers, config=config or ClientConfig(), ping_interval=ping_interval,
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-        on_notification=on_notification,
+        on_notification=on_notification, proxy=proxy, ssl_context=ssl_context,
     )
     conn._open()
     try:

@@ -31,6 +31,7 @@ import mcp_sansio_anyio
 import mcp_sansio_asyncio
 import mcp_sansio_sync
 from mcp_sansio import ClientConfig
+from mcp_sansio.auth import Token
 from mcp_sansio.types import (
     CallToolResult,
     CompleteResult,
@@ -53,6 +54,7 @@ from mcp_sansio_asyncio.client import (
     RootsArg,
     SamplingHandler,
 )
+from mcp_sansio_oauth import OAuth
 
 DRIVER_NAMES: Final = ("asyncio", "anyio-asyncio", "anyio-trio", "sync")
 
@@ -127,6 +129,10 @@ class HttpUnderTest(SessionUnderTest, Protocol):
     def transport(self) -> str: ...
     @property
     def session_id(self) -> str | None: ...
+    @property
+    def token(self) -> Token | None: ...
+
+    async def authorize(self) -> Token: ...
 
 
 class WebSocketUnderTest(SessionUnderTest, Protocol):
@@ -173,19 +179,19 @@ class Driver:
         self, url: str, *, headers: Mapping[str, str] | None = None, transport: Transport = "auto",
         config: ClientConfig | None = None, on_sampling: SamplingHandler | None = None,
         on_elicitation: ElicitationHandler | None = None, roots: RootsArg | None = None,
-        on_notification: NotificationHandler | None = None,
+        on_notification: NotificationHandler | None = None, auth: OAuth | None = None,
     ) -> AbstractAsyncContextManager[HttpUnderTest]:
         """``connect_http`` of this driver, with the tests' async handlers."""
         if self.name == "sync":
             return _blocking(mcp_sansio_sync.connect_http(
                 url, headers=headers, transport=transport, config=config,
                 on_sampling=_inline(on_sampling), on_elicitation=_inline(on_elicitation),
-                roots=roots, on_notification=_inline(on_notification)))
+                roots=roots, on_notification=_inline(on_notification), auth=auth))
         connect = (mcp_sansio_asyncio.connect_http if self.name == "asyncio"
                    else mcp_sansio_anyio.connect_http)
         return connect(url, headers=headers, transport=transport, config=config,
                        on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-                       on_notification=on_notification)
+                       on_notification=on_notification, auth=auth)
 
     def connect_websocket(
         self, url: str, *, headers: Mapping[str, str] | None = None, config: ClientConfig | None = None,

@@ -143,7 +143,9 @@ def test_the_anyio_and_blocking_drivers_offer_the_http_and_websocket_clients() -
         return {name for klass in cls.__mro__ if klass.__module__.startswith("mcp_sansio_")
                 for name in vars(klass) if not name.startswith("_")}
 
-    extra = {"HttpConnection": {"transport", "session_id"}, "WebSocketConnection": {"url", "subprotocol"}}
+    oauth = {"token", "authorize", "receive_authorization_redirect"}
+    extra = {"HttpConnection": {"transport", "session_id"} | oauth,
+             "WebSocketConnection": {"url", "subprotocol"}}
     for kind, properties in extra.items():
         assert public(getattr(mcp_sansio_anyio, kind)) == public(AsyncClient) | properties | {"aclose"}
         blocking = public(mcp_sansio_sync.Client)
@@ -155,5 +157,12 @@ def test_stdio_only_programs_never_load_the_http_stack() -> None:
         "import sys, mcp_sansio_sync; loaded = {'h11', 'wsproto', 'ssl'} & set(sys.modules); "
         "import mcp_sansio_anyio; loaded |= {'h11', 'wsproto'} & set(sys.modules); print(sorted(loaded))"
     )
+    done = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_blocking_driver_never_loads_an_event_loop_even_with_oauth() -> None:
+    script = ("import sys; from mcp_sansio_sync import OAuth, FileTokenStore, connect_http; "
+              "print(sorted({'asyncio', 'anyio', 'trio'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
     assert done.stdout.strip() == "[]"

@@ -1,29 +1,35 @@
-"""``connect_http(url, auth=OAuth(...))`` (asyncio) against the official SDK's OAuth-protected
-server, through the real loopback redirect; and the token stores and keys it uses."""
+"""``connect_http(url, auth=OAuth(...))`` on every driver against the official SDK's
+OAuth-protected server (``sdk_oauth_server.py``), through the real loopback redirect; and
+the token stores and keys it uses.
+
+The user's browser is played by :class:`Browser` in a thread of its own (a real browser is
+a process of its own): it fetches the authorization URL from the server, which approves
+at once, and follows the redirect to the connection's loopback listener, which the
+driver serves on its own loop (the blocking driver's selector included) meanwhile.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import json
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from peer_servers import free_port, running_http_server, sdk_server
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import b64url
-from mcp_sansio.errors import LocalProtocolError
-from mcp_sansio_asyncio.http import connect_http
-from mcp_sansio_asyncio.oauth import FileTokenStore, MemoryTokenStore, OAuth, StoredToken, es256_key
+from mcp_sansio.errors import LocalProtocolError, Unauthorized
+from mcp_sansio_oauth import FileTokenStore, MemoryTokenStore, OAuth, StoredToken, es256_key
 
-from .driver_adapter import text_of
+from .driver_adapter import Driver, text_of, until
 
 pytestmark = pytest.mark.peer
 
@@ -36,20 +42,32 @@ class Browser:
     def __init__(self) -> None:
         self.opened: list[str] = []
         self.pages: list[str] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._errors: list[BaseException] = []
+        self._threads: list[threading.Thread] = []
 
     def __call__(self, url: str) -> None:
         self.opened.append(url)
-        task = asyncio.get_running_loop().create_task(self._visit(url))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        thread = threading.Thread(target=self._visit, args=(url,), name="browser")
+        self._threads.append(thread)
+        thread.start()
 
-    async def _visit(self, url: str) -> None:
-        status, location, _ = await asyncio.to_thread(get, url)
-        assert status == 302, status
-        status, _, page = await asyncio.to_thread(get, location)
-        assert status == 200, status
-        self.pages.append(page)
+    def _visit(self, url: str) -> None:
+        try:
+            status, location, _ = get(url)
+            assert status == 302, status
+            status, _, page = get(location)
+            assert status == 200, status
+            self.pages.append(page)
+        except BaseException as exc:  # reported by close(), in the test's thread
+            self._errors.append(exc)
+
+    def close(self) -> None:
+        """Wait for every visit to end; fail with the first that went wrong."""
+        for thread in self._threads:
+            thread.join(30.0)
+        assert not any(thread.is_alive() for thread in self._threads), "a browser visit hung"
+        if self._errors:
+            raise self._errors[0]
 
 
 def get(url: str) -> tuple[int, str, str]:
@@ -64,8 +82,16 @@ def get(url: str) -> tuple[int, str, str]:
         connection.close()
 
 
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """The user's browser; every visit it made has ended, successfully, after the test."""
+    played = Browser()
+    yield played
+    played.close()
+
+
 @pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
+def short_lived_url() -> Iterator[str]:
     """The SDK server, listing public clients (so the client registers as one); 2 s tokens."""
     port = free_port()
     command, args = sdk_server("sdk_oauth_server", "--port", str(port), "--token-lifetime", "2",
@@ -75,94 +101,114 @@ def server_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def sdk_default_url() -> Iterator[str]:
-    """The SDK server as it comes: confidential clients only."""
+def sdk_url() -> Iterator[str]:
+    """The SDK server as it comes: confidential clients only; tokens for an hour."""
     port = free_port()
     command, args = sdk_server("sdk_oauth_server", "--port", str(port))
     with running_http_server(command, args, None, port, "/mcp") as url:
         yield url
 
 
-async def whoami(url: str, auth: OAuth) -> str:
-    async with connect_http(url, config=CONFIG, auth=auth) as client:
+async def whoami(driver: Driver, url: str, auth: OAuth) -> str:
+    async with driver.connect_http(url, config=CONFIG, auth=auth) as client:
         return text_of(await client.call_tool("whoami", {}))
 
 
-def test_browser_flow_through_the_loopback_redirect(server_url: str, tmp_path: Path) -> None:
-    browser = Browser()
+@pytest.mark.anyio
+async def test_browser_flow_through_the_loopback_redirect(driver: Driver, short_lived_url: str,
+                                                          browser: Browser, tmp_path: Path) -> None:
     store = FileTokenStore(tmp_path / "tokens")
-    answer = asyncio.run(whoami(server_url, OAuth(open_browser=browser, store=store)))
+    answer = await whoami(driver, short_lived_url, OAuth(open_browser=browser, store=store))
+    browser.close()
     client_id, scopes = answer.split(" ", 1)
     assert scopes == "mcp:tools"
     assert client_id not in {"", "anonymous"}
     assert len(browser.opened) == 1
-    assert browser.pages and "Authorization received." in browser.pages[0]
-    path = store.path(server_url)
+    [page] = browser.pages
+    assert "Authorization received." in page
+    path = store.path(short_lived_url)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    saved = store.load(server_url)
+    saved = store.load(short_lived_url)
     assert saved is not None and saved.token_type == "Bearer" and saved.refresh_token
 
 
-def test_stored_token_needs_no_browser(server_url: str) -> None:
+@pytest.mark.anyio
+async def test_stored_token_needs_no_browser(driver: Driver, sdk_url: str, browser: Browser) -> None:
     store = MemoryTokenStore()
-    first = Browser()
-    asyncio.run(whoami(server_url, OAuth(open_browser=first, store=store)))
-    again = Browser()
-    asyncio.run(whoami(server_url, OAuth(open_browser=again, store=store)))
-    assert (len(first.opened), len(again.opened)) == (1, 0)
+    first = await whoami(driver, sdk_url, OAuth(open_browser=browser, store=store))
+    again = await whoami(driver, sdk_url, OAuth(open_browser=browser, store=store))
+    assert first == again
+    assert len(browser.opened) == 1
 
 
-class _SignallingStore(MemoryTokenStore):
-    """A token store that says when a token was saved (so tests wait on it, not on time)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.saved = asyncio.Event()
-
-    def save(self, server_url: str, token: StoredToken) -> None:
-        super().save(server_url, token)
-        self.saved.set()
-
-
-def test_token_is_refreshed_before_it_expires(server_url: str) -> None:
-    browser = Browser()
-    store = _SignallingStore()
-
-    async def twice() -> tuple[str, str]:
-        auth = OAuth(open_browser=browser, store=store)
-        async with connect_http(server_url, config=CONFIG, auth=auth) as c:
-            first = text_of(await c.call_tool("whoami", {}))
-            before = store.load(server_url)
-            store.saved.clear()
-            # The 2 s token is renewed (and stored) about 1 s in: wait for that, bounded.
-            await asyncio.wait_for(store.saved.wait(), 5.0)
-            second = text_of(await c.call_tool("whoami", {}))
-            after = store.load(server_url)
-            assert before is not None and after is not None and after.access_token != before.access_token
-            return first, second
-
-    first, second = asyncio.run(twice())
+@pytest.mark.anyio
+async def test_token_is_refreshed_before_it_expires(driver: Driver, short_lived_url: str,
+                                                    browser: Browser) -> None:
+    store = MemoryTokenStore()
+    auth = OAuth(open_browser=browser, store=store)
+    async with driver.connect_http(short_lived_url, config=CONFIG, auth=auth) as client:
+        first = text_of(await client.call_tool("whoami", {}))
+        before = store.load(short_lived_url)
+        assert before is not None
+        # The 2 s token is renewed (and stored) about 1 s in; the blocking driver does that
+        # while a call waits, so pings run until then.
+        await until(client, lambda: store.load(short_lived_url) != before)
+        second = text_of(await client.call_tool("whoami", {}))
+    after = store.load(short_lived_url)
+    assert after is not None and after.access_token != before.access_token
+    assert after.refresh_token != before.refresh_token  # rotated
     assert first == second
     assert len(browser.opened) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the planner sends client_secret_basic credentials in the header"
-                   " only; the SDK's token endpoint also wants client_id in the form (RFC 6749 3.2.1"
-                   " allows it)")
-def test_confidential_client_registered_by_the_sdk(sdk_default_url: str) -> None:
-    answer = asyncio.run(whoami(sdk_default_url, OAuth(open_browser=Browser())))
+@pytest.mark.anyio
+async def test_step_up_asks_again_for_the_scopes_held_and_challenged(driver: Driver, sdk_url: str,
+                                                                     browser: Browser) -> None:
+    async with driver.connect_http(sdk_url, config=CONFIG, auth=OAuth(open_browser=browser)) as client:
+        before = text_of(await client.call_tool("whoami", {}))
+        assert text_of(await client.call_tool("admin", {})) == "admin"  # refused once, then stepped up
+        after = text_of(await client.call_tool("whoami", {}))
+        token = client.token
+    assert before.split(" ", 1)[1] == "mcp:tools"
+    assert sorted(after.split(" ", 1)[1].split()) == ["mcp:admin", "mcp:tools"]
+    assert before.split(" ", 1)[0] == after.split(" ", 1)[0]  # the same registered client
+    assert token is not None and set(token.scopes) == {"mcp:admin", "mcp:tools"}
+    asked = [parse_qs(urlsplit(url).query)["scope"] for url in browser.opened]
+    assert asked == [["mcp:tools"], ["mcp:tools mcp:admin"]]
+
+
+@pytest.mark.anyio
+async def test_confidential_client_registered_by_the_sdk(driver: Driver, sdk_url: str,
+                                                         browser: Browser) -> None:
+    answer = await whoami(driver, sdk_url, OAuth(open_browser=browser))
     assert answer.endswith(" mcp:tools")
 
 
-def test_unauthorized_without_oauth(server_url: str) -> None:
-    from mcp_sansio.errors import Unauthorized
+@pytest.mark.anyio
+async def test_authorize_refuses_while_a_token_is_held(driver: Driver, sdk_url: str,
+                                                      browser: Browser) -> None:
+    async with driver.connect_http(sdk_url, config=CONFIG, auth=OAuth(open_browser=browser)) as client:
+        assert client.token is not None  # the handshake was authorized
+        with pytest.raises(LocalProtocolError):
+            await client.authorize()
+        await client.ping()
 
-    async def bare() -> None:
-        async with connect_http(server_url, config=CONFIG):
+
+@pytest.mark.anyio
+async def test_a_failing_browser_opener_fails_the_connection(driver: Driver, sdk_url: str) -> None:
+    def broken(url: str) -> None:
+        raise OSError("no display")
+
+    with pytest.raises(Unauthorized, match="cancelled"):
+        async with driver.connect_http(sdk_url, config=CONFIG, auth=OAuth(open_browser=broken)):
             pass
 
+
+@pytest.mark.anyio
+async def test_unauthorized_without_oauth(driver: Driver, sdk_url: str) -> None:
     with pytest.raises(Unauthorized):
-        asyncio.run(bare())
+        async with driver.connect_http(sdk_url, config=CONFIG):
+            pass
 
 
 # ------------------------------------------------------------------ no server needed
@@ -193,10 +239,14 @@ def test_file_store_ignores_unreadable_files(tmp_path: Path) -> None:
     assert store.load("https://a.example/mcp") is None
 
 
+def test_stored_token_repr_hides_the_secrets() -> None:
+    token = StoredToken(access_token="at-secret", token_type="Bearer", expires_at=None, scopes=("s",),
+                        refresh_token="rt-secret", issuer="https://as")
+    assert "secret" not in repr(token) and "https://as" in repr(token)
+
+
 def test_es256_key_signs_verifiably() -> None:
     private = ec.generate_private_key(ec.SECP256R1())
-    from cryptography.hazmat.primitives import serialization
-
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
     key = es256_key(pem.decode(), kid="k")
@@ -210,32 +260,38 @@ def test_es256_key_signs_verifiably() -> None:
 
 
 def test_es256_key_refuses_other_curves() -> None:
-    from cryptography.hazmat.primitives import serialization
-
     pem = ec.generate_private_key(ec.SECP384R1()).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     with pytest.raises(LocalProtocolError):
         es256_key(pem)
 
 
-def test_cli_login_status_logout(server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from mcp_sansio_cli.main import main
+def test_every_driver_exports_the_same_oauth_settings() -> None:
+    import mcp_sansio_anyio
+    import mcp_sansio_asyncio
+    import mcp_sansio_sync
 
-    browser = Browser()
+    for package in (mcp_sansio_asyncio, mcp_sansio_anyio, mcp_sansio_sync):
+        assert (package.OAuth, package.MemoryTokenStore, package.FileTokenStore) == (
+            OAuth, MemoryTokenStore, FileTokenStore)
+
+
+def test_cli_login_status_logout(short_lived_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str], browser: Browser) -> None:
+    from mcp_sansio_cli.main import main
 
     def open_url(url: str) -> bool:
         browser(url)
         return True
 
     monkeypatch.setattr("webbrowser.open", open_url)
-    where = ["--url", server_url, "--token-dir", str(tmp_path)]
+    where = ["--url", short_lived_url, "--token-dir", str(tmp_path)]
     assert main(["auth", "login", *where]) == 0
-    assert capsys.readouterr().out.startswith(f"Logged in to {server_url}: issuer http://127.0.0.1:")
+    assert capsys.readouterr().out.startswith(f"Logged in to {short_lived_url}: issuer http://127.0.0.1:")
     assert len(browser.opened) == 1
     assert main(["auth", "status", "--json", *where]) == 0
     status = json.loads(capsys.readouterr().out)
     assert (status["scopes"], status["refreshable"]) == (["mcp:tools"], True)
     assert main(["auth", "logout", *where]) == 0
     assert main(["auth", "status", *where]) == 1
-    assert capsys.readouterr().out.endswith(f"Not logged in to {server_url}.\n")
+    assert capsys.readouterr().out.endswith(f"Not logged in to {short_lived_url}.\n")

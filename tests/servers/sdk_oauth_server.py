@@ -2,8 +2,12 @@
 its own authorization server (dynamic registration, PKCE, refresh tokens, RFC 8707).
 
 Its ``/authorize`` approves at once: it redirects straight to the client's
-``redirect_uri`` with a code, so a test can play the browser with two GETs. One tool,
-``whoami``, answers with the client id and scopes of the token it was called with.
+``redirect_uri`` with a code, so a test can play the browser with two GETs. The tool
+``whoami`` answers with the client id and scopes of the token it was called with; the
+tool ``admin`` needs the scope ``mcp:admin`` besides ``mcp:tools``: called without it,
+the server answers 403 ``insufficient_scope`` naming both (the MCP authorization spec's
+scope challenge; the SDK's bearer middleware checks one scope set for the whole
+endpoint, so a small ASGI gate in front of it does this), and a client steps up.
 
 With ``--public-clients`` its metadata also lists ``none`` among the token endpoint
 auth methods (the SDK's token endpoint accepts public clients but lists only
@@ -19,7 +23,7 @@ import argparse
 import json
 import secrets
 import time
-from typing import Any
+from typing import Any, Final
 
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -31,13 +35,15 @@ from mcp.server.auth.provider import (
     RefreshToken,
     construct_redirect_uri,
 )
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-SCOPES = ["mcp:tools"]
+SCOPES: Final = ["mcp:tools"]
+ADMIN: Final = "mcp:admin"  # what the admin tool needs besides SCOPES
 
 
 class MemoryProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
@@ -107,16 +113,18 @@ class MemoryProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Refresh
                           refresh_token=refresh, scope=" ".join(scopes))
 
 
-def build(port: int, token_lifetime: int) -> MCPServer:
-    """The server on ``port``; tokens live ``token_lifetime`` seconds."""
+def build(port: int, provider: MemoryProvider) -> MCPServer:
+    """The server on ``port``, its clients and tokens kept by ``provider``."""
     origin = f"http://127.0.0.1:{port}"
+    # Registered clients may ask for ADMIN too; the resource lists (and asks for) SCOPES only.
+    everything = [*SCOPES, ADMIN]
     server: MCPServer = MCPServer(
-        "sdk-oauth", auth_server_provider=MemoryProvider(token_lifetime),
+        "sdk-oauth", auth_server_provider=provider,
         auth=AuthSettings(issuer_url=AnyHttpUrl(origin), resource_server_url=AnyHttpUrl(f"{origin}/mcp"),
                           required_scopes=SCOPES,
                           validate_token_resource=True,
                           client_registration_options=ClientRegistrationOptions(
-                              enabled=True, valid_scopes=SCOPES, default_scopes=SCOPES)))
+                              enabled=True, valid_scopes=everything, default_scopes=everything)))
 
     @server.tool()
     def whoami() -> str:
@@ -124,7 +132,68 @@ def build(port: int, token_lifetime: int) -> MCPServer:
         token = get_access_token()
         return "anonymous" if token is None else f"{token.client_id} {' '.join(token.scopes)}"
 
+    @server.tool()
+    def admin() -> str:
+        """Only for tokens with ``mcp:admin`` (the gate in front refuses the others)."""
+        return "admin"
+
     return server
+
+
+class StepUpGate:
+    """Answers a ``tools/call`` of ``admin`` with a bearer token lacking ``mcp:admin`` with
+    403 ``insufficient_scope`` and the scopes to ask for; passes everything else on."""
+
+    def __init__(self, app: ASGIApp, provider: MemoryProvider, resource_url: str) -> None:
+        self.app = app
+        self.provider = provider
+        self.metadata_url = str(build_resource_metadata_url(AnyHttpUrl(resource_url)))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        received: list[Message] = []
+        body = b""
+        while True:
+            message = await receive()
+            received.append(message)
+            body += message.get("body", b"")
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
+        if _calls_admin(body) and await self._lacks_admin(scope):
+            challenge = (f'Bearer error="insufficient_scope", scope="{" ".join([*SCOPES, ADMIN])}", '
+                         f'resource_metadata="{self.metadata_url}"')
+            payload = json.dumps({"error": "insufficient_scope"}).encode()
+            await send({"type": "http.response.start", "status": 403, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                (b"www-authenticate", challenge.encode())]})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        await self.app(scope, replay, send)
+
+    async def _lacks_admin(self, scope: Scope) -> bool:
+        """A valid bearer token without ``mcp:admin`` (no token: the SDK answers 401)."""
+        headers = dict(scope["headers"])
+        scheme, _, credential = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        token = await self.provider.load_access_token(credential) if scheme.lower() == "bearer" else None
+        return token is not None and ADMIN not in token.scopes
+
+
+def _calls_admin(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(message, dict):
+        return False
+    params = message.get("params")
+    return (message.get("method") == "tools/call" and isinstance(params, dict)
+            and params.get("name") == "admin")
 
 
 class PublicClients:
@@ -163,7 +232,9 @@ def main() -> None:
     parser.add_argument("--token-lifetime", type=int, default=3600)
     parser.add_argument("--public-clients", action="store_true", help="list 'none' in the metadata")
     options = parser.parse_args()
-    app: ASGIApp = build(options.port, options.token_lifetime).streamable_http_app(host="127.0.0.1")
+    provider = MemoryProvider(options.token_lifetime)
+    app: ASGIApp = build(options.port, provider).streamable_http_app(host="127.0.0.1")
+    app = StepUpGate(app, provider, f"http://127.0.0.1:{options.port}/mcp")
     if options.public_clients:
         app = PublicClients(app)
     uvicorn.run(app, host="127.0.0.1", port=options.port, log_level="warning")

@@ -7,7 +7,10 @@ with ``logging/setLevel``). Also a static resource, a resource template, a promp
 with arguments and completion of its ``language`` argument.
 
 Usage: ``python sdk_server.py [--transport stdio|streamable-http] [--port N]
-[--stateless] [--json-response]``; HTTP listens on 127.0.0.1 at ``/mcp``.
+[--stateless] [--json-response] [--certfile F --keyfile F] [--allow-host HOST:PORT]``;
+HTTP listens on 127.0.0.1 at ``/mcp`` (HTTPS with a certificate), and accepts only
+``Host`` headers naming 127.0.0.1, localhost or an ``--allow-host`` (the SDK's DNS
+rebinding protection).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import warnings
 from typing import Annotated, Literal
 
 import anyio
+import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import (
     AcceptedElicitation,
@@ -31,6 +35,7 @@ from mcp.server.mcpserver import (
     Resolve,
     Sample,
 )
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import (
     Completion,
@@ -226,18 +231,23 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--stateless", action="store_true", help="stateless Streamable HTTP")
     parser.add_argument("--json-response", action="store_true", help="JSON bodies, not SSE")
+    parser.add_argument("--certfile", help="serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--keyfile", help="the certificate's private key (PEM)")
+    parser.add_argument("--allow-host", action="append", default=[], help="another Host header to accept")
     options = parser.parse_args()
     transport: Literal["stdio", "streamable-http"] = options.transport
     if transport == "stdio":
         server.run("stdio")
-    else:
-        server.run(
-            "streamable-http",
-            host="127.0.0.1",
-            port=options.port,
-            stateless_http=options.stateless,
-            json_response=options.json_response,
-        )
+        return
+    # As MCPServer.run("streamable-http") does, plus TLS and more allowed hosts.
+    security = TransportSecuritySettings(
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", *options.allow_host],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    app = server.streamable_http_app(stateless_http=options.stateless, json_response=options.json_response,
+                                     transport_security=security)
+    uvicorn.run(app, host="127.0.0.1", port=options.port, log_level="warning",
+                ssl_certfile=options.certfile, ssl_keyfile=options.keyfile)
 
 
 if __name__ == "__main__":
