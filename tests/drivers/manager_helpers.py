@@ -16,6 +16,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import Scope, ServerConfig, ServerEntry, ServerState, StdioServerConfig
 from mcp_sansio.manager import RestartPolicy
 from mcp_sansio.retry import RetryPolicy
+from mcp_sansio_asyncio.manager import AsyncServerManager
 
 MANAGER_SERVER: Final = str(Path(__file__).with_name("manager_server.py"))
 # Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests.
@@ -45,6 +46,22 @@ def manager_server(*options: str) -> StdioServerConfig:
 def hostile(*mode: str, timeout: float | None = None) -> StdioServerConfig:
     """``tests/servers/hostile.py`` in ``mode``."""
     return stdio(*sdk_server("hostile", *mode), timeout=timeout)
+
+
+def hinted(ttl_ms: int) -> list[ServerEntry]:
+    """The entry ``hinted``: ``tests/servers/sdk_cache_server.py``, an SDK server hinting
+    ``ttl_ms`` and ``public`` on ``tools/list``, whose tool ``grow`` silently adds ``extra``."""
+    return [entry("hinted", stdio(*sdk_server("sdk_cache_server", str(ttl_ms), "public")))]
+
+
+async def listings_follow_the_hints(manager: AsyncServerManager, cached: bool) -> None:
+    """A listing of ``hinted`` is served again from the cache (``cached``) or fetched anew,
+    as its ``ttlMs`` says: ``grow`` changes the server's tools without notifying anyone."""
+    assert (await manager.connect("hinted")).era == "modern"
+    assert [tool.name for tool in await manager.list_tools("hinted")] == ["grow"]
+    await manager.call_tool("mcp__hinted__grow")
+    names = [tool.name for tool in await manager.list_tools("hinted")]
+    assert names == (["grow"] if cached else ["grow", "extra"])
 
 
 DEMO: Final = stdio(sys.executable, ["-m", "mcp_sansio_cli.demo_server"])

@@ -21,7 +21,9 @@ from .manager_helpers import (
     NONEXISTENT,
     QUICK,
     entry,
+    hinted,
     hostile,
+    listings_follow_the_hints,
     manager_server,
     most_starting_at_once,
 )
@@ -80,3 +82,9 @@ async def test_no_more_than_three_start_at_once(tmp_path: Path) -> None:
 async def test_the_manager_runs_only_inside_async_with() -> None:
     with pytest.raises(LocalProtocolError, match="async with"):
         await ServerManager([entry("demo", DEMO)]).connect_all()
+
+
+@pytest.mark.parametrize(("ttl_ms", "cached"), [(600_000, True), (0, False)])
+async def test_tools_listings_are_cached_as_the_servers_hints_say(ttl_ms: int, cached: bool) -> None:
+    async with ServerManager(hinted(ttl_ms), client_config=QUICK) as manager:
+        await listings_follow_the_hints(manager, cached)

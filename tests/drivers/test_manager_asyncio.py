@@ -36,7 +36,9 @@ from .manager_helpers import (
     QUICK,
     entry,
     eventually,
+    hinted,
     hostile,
+    listings_follow_the_hints,
     manager_server,
     most_starting_at_once,
     stdio,
@@ -215,6 +217,12 @@ async def test_list_changed_refreshes_the_cached_tools() -> None:
         await eventually(grown)
         assert "mcp__grow__extra" in [tool.name for tool in await manager.tools()]
         assert manager.states["grow"].tool_count == 5
+
+
+@pytest.mark.parametrize(("ttl_ms", "cached"), [(600_000, True), (0, False)])
+async def test_tools_listings_are_cached_as_the_servers_hints_say(ttl_ms: int, cached: bool) -> None:
+    async with ServerManager(hinted(ttl_ms), client_config=QUICK) as manager:
+        await listings_follow_the_hints(manager, cached)
 
 
 async def test_an_over_budget_result_is_persisted_under_result_dir(tmp_path: Path) -> None:

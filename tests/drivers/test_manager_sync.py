@@ -22,6 +22,7 @@ from .manager_helpers import (
     NONEXISTENT,
     QUICK,
     entry,
+    hinted,
     hostile,
     manager_server,
     most_starting_at_once,
@@ -84,3 +85,13 @@ def test_url_elicitations_are_answered_inline_then_the_call_is_retried() -> None
             manager.call_tool("mcp__auth__authorize")
         assert len(seen) == 3
         assert text_of(manager.call_tool("mcp__auth__authorize")) == "authorized"
+
+
+@pytest.mark.parametrize(("ttl_ms", "cached"), [(600_000, True), (0, False)])
+def test_tools_listings_are_cached_as_the_servers_hints_say(ttl_ms: int, cached: bool) -> None:
+    with ServerManager(hinted(ttl_ms), client_config=QUICK) as manager:
+        assert manager.connect("hinted").era == "modern"
+        assert [tool.name for tool in manager.list_tools("hinted")] == ["grow"]
+        manager.call_tool("mcp__hinted__grow")
+        names = [tool.name for tool in manager.list_tools("hinted")]
+        assert names == (["grow"] if cached else ["grow", "extra"])
