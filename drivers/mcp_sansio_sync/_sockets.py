@@ -19,7 +19,7 @@ import socket
 import ssl
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import Action
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mcp_sansio.http_transport import HttpClient
     from mcp_sansio.websocket import WebSocketClient
 
-__all__ = ["SocketConnection"]
+__all__ = ["SocketConnection", "Watched"]
 
 _CHUNK: Final = 65536
 _IN_PROGRESS: Final = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY})
@@ -68,6 +68,15 @@ class _Connection:
     @property
     def id(self) -> int:
         return self.action.connection
+
+
+class Watched(Protocol):
+    """Another socket a subclass has the selector watch (the OAuth loopback redirect's):
+    registered with itself as the key's data, told when the socket is ready."""
+
+    def ready(self, mask: int) -> None:
+        """``mask`` (``EVENT_READ``, ``EVENT_WRITE``) is ready; do nothing if already closed."""
+        ...
 
 
 class SocketConnection(Client):
@@ -133,9 +142,13 @@ class SocketConnection(Client):
         deadline = net.next_deadline()
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
         for key, mask in self._selector.select(timeout):
-            conn: _Connection = key.data
-            if self._connections.get(conn.id) is conn:  # not closed by an earlier one
-                self._ready(conn, mask)
+            watched: _Connection | Watched = key.data
+            if isinstance(watched, _Connection):
+                if self._connections.get(watched.id) is watched:  # not closed by an earlier one
+                    self._ready(watched, mask)
+                    self._flush()
+            else:
+                watched.ready(mask)
                 self._flush()
         if deadline is not None:
             now = time.monotonic()
