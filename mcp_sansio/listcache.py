@@ -32,20 +32,24 @@ V = TypeVar("V")
 
 
 class ListKind(enum.Enum):
-    """Which list a cached result is, by the method that fetched it."""
+    """Which list a cached result is, by the method that fetched it (``RESOURCE_READ``: the
+    contents of one resource, keyed by its URI)."""
 
     TOOLS = "tools/list"
     RESOURCES = "resources/list"
     RESOURCE_TEMPLATES = "resources/templates/list"
     PROMPTS = "prompts/list"
+    RESOURCE_READ = "resources/read"
 
 
 _INVALIDATED_BY: Final[Mapping[str, frozenset[ListKind]]] = {
     "notifications/tools/list_changed": frozenset({ListKind.TOOLS}),
     "notifications/prompts/list_changed": frozenset({ListKind.PROMPTS}),
     "notifications/resources/list_changed": frozenset({ListKind.RESOURCES, ListKind.RESOURCE_TEMPLATES}),
+    "notifications/resources/updated": frozenset({ListKind.RESOURCE_READ}),
 }
-"""The spec announces template changes with ``resources/list_changed`` too."""
+"""The spec announces template changes with ``resources/list_changed`` too; an update of
+one resource drops every cached read of the server (simple, and never stale)."""
 
 
 _CAPABILITY: Final[Mapping[ListKind, str]] = {
@@ -53,6 +57,7 @@ _CAPABILITY: Final[Mapping[ListKind, str]] = {
     ListKind.RESOURCES: "resources",
     ListKind.RESOURCE_TEMPLATES: "resources",
     ListKind.PROMPTS: "prompts",
+    ListKind.RESOURCE_READ: "resources",
 }
 
 
@@ -74,11 +79,13 @@ def hint_ttl(ttl_ms: int | None) -> float | None:
 
 
 class ListKey(msgspec.Struct, frozen=True, kw_only=True):
-    """Identifies one cached list (or one page of it, by ``cursor``)."""
+    """Identifies one cached list (or one page of it, by ``cursor``), or one resource read
+    (by ``uri``)."""
 
     server: str
     kind: ListKind
     cursor: str | None = None
+    uri: str | None = None
 
 
 class _Entry(Generic[V]):

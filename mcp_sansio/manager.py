@@ -53,7 +53,14 @@ from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_i
 from mcp_sansio.naming import ToolNamer, ToolNames
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
-from mcp_sansio.types import CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, Tool
+from mcp_sansio.types import (
+    CallToolResult,
+    ContentBlock,
+    ElicitRequestParams,
+    ElicitResult,
+    ReadResourceResult,
+    Tool,
+)
 from mcp_sansio.types import URLElicitationRequiredErrorData as _ElicitationData
 
 __all__ = [
@@ -197,7 +204,7 @@ class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
             ``timeout`` says; ``None`` reads ``MCP_TOOL_TIMEOUT`` (milliseconds), else 60 s.
         restart: when failed servers are tried again.
         max_elicitation_retries: retries of a ``tools/call`` answered with -32042.
-        list_cache_entries: cached lists per server.
+        list_cache_entries: cached lists per server (and, apart, cached resource reads).
         result_policy: how large tool results are cut or persisted.
     """
 
@@ -428,7 +435,9 @@ class ServerManagerCore:
             self._servers[entry.name] = server
         self._queue: list[str] = []
         self._closed = False
-        self._cache: ListCache[list[object]] = ListCache(max_entries_per_server=config.list_cache_entries)
+        bound = config.list_cache_entries
+        self._cache: ListCache[list[object]] = ListCache(max_entries_per_server=bound)
+        self._reads: ListCache[ReadResourceResult] = ListCache(max_entries_per_server=bound)
         self._generations: dict[tuple[str, ListKind], int] = {}
         self._names: ToolNames | None = None
 
@@ -641,10 +650,26 @@ class ServerManagerCore:
                    cache_scope=getattr(result, "cache_scope", None))
         return items
 
+    def cached_read(self, name: str, uri: str, now: float) -> ReadResourceResult | None:
+        """The cached ``resources/read`` of ``uri`` on ``name``, if still fresh."""
+        return self._reads.get(ListKey(server=name, kind=ListKind.RESOURCE_READ, uri=uri), now)
+
+    def store_read(self, name: str, uri: str, result: ReadResourceResult, token: int, now: float) -> None:
+        """Cache a ``resources/read`` for as long as its ``ttlMs`` says (a token from
+        ``begin_list(name, ListKind.RESOURCE_READ)``). A read without hints is not cached:
+        a resource may change without any notification."""
+        if token != self._generations.get((name, ListKind.RESOURCE_READ), 0):
+            return
+        ttl = hint_ttl(result.ttl_ms)
+        key = ListKey(server=name, kind=ListKind.RESOURCE_READ, uri=uri)
+        self._reads.put(key, result, now, 0.0 if ttl is None else ttl, scope=result.cache_scope)
+
     def notification_received(self, name: str, method: str) -> None:
-        """Drop the lists a ``notifications/*/list_changed`` from ``name`` makes stale."""
+        """Drop the lists a ``notifications/*/list_changed`` from ``name`` makes stale, and
+        its reads on ``notifications/resources/updated``."""
         for kind in kinds_invalidated_by(method):
             self._cache.invalidate(name, kind)
+            self._reads.invalidate(name, kind)
             self._bump(name, kind)
 
     # ----------------------------------------------------------------- tools
@@ -789,9 +814,10 @@ class ServerManagerCore:
         self._generations[name, kind] = self._generations.get((name, kind), 0) + 1
 
     def _invalidate_server(self, name: str, *, keep_public: bool = False) -> None:
-        if keep_public:
-            self._cache.invalidate_context(name)
-        else:
-            self._cache.invalidate_server(name)
+        for cache in (self._cache, self._reads):
+            if keep_public:
+                cache.invalidate_context(name)
+            else:
+                cache.invalidate_server(name)
         for kind in ListKind:
             self._bump(name, kind)

@@ -53,7 +53,7 @@ from mcp_sansio.manager import (
 )
 from mcp_sansio.naming import UnknownToolName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
-from mcp_sansio.types import CallToolResult, Prompt, Resource, Tool
+from mcp_sansio.types import CallToolResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .client import Client, ElicitationHandler, RootsArg, SamplingHandler
 from .stdio import connect_stdio
@@ -219,6 +219,22 @@ class ServerManager:
     def list_prompts(self, name: str) -> list[Prompt]:
         """The prompts of ``name``, cached like :meth:`list_tools`."""
         return cast(list[Prompt], self._listed(name, ListKind.PROMPTS))
+
+    def read_resource(self, name: str, uri: str) -> ReadResourceResult:
+        """One resource of ``name``, served again from the cache while its ``ttlMs`` hint
+        says it is fresh (never cached without one)."""
+        client = self.connect(name)
+        cached = self._core.cached_read(name, uri, time.monotonic())
+        if cached is not None:
+            return cached
+        token = self._core.begin_list(name, ListKind.RESOURCE_READ)
+        try:
+            result = client.read_resource(uri, timeout=self._core.request_timeout(name))
+        except McpSansioError as exc:
+            self._check_loss(name, client, exc)
+            raise
+        self._core.store_read(name, uri, result, token, time.monotonic())
+        return result
 
     def tools(self) -> list[NamedTool]:
         """Every tool of every connected server, under its model-facing name."""

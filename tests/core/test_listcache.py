@@ -111,7 +111,7 @@ def test_invalidate_server_drops_all_its_kinds_and_nothing_else() -> None:
             "notifications/resources/list_changed",
             {ListKind.RESOURCES, ListKind.RESOURCE_TEMPLATES},
         ),
-        ("notifications/resources/updated", set()),
+        ("notifications/resources/updated", {ListKind.RESOURCE_READ}),
         ("notifications/message", set()),
     ],
 )
@@ -166,4 +166,4 @@ def test_a_notification_invalidates_a_fresh_public_entry() -> None:
 
 def test_a_list_is_offered_when_its_capability_is_declared() -> None:
     caps = ServerCapabilities(resources=ResourcesCapability())
-    assert [lists_offered(caps, kind) for kind in ListKind] == [False, True, True, False]
+    assert [lists_offered(caps, kind) for kind in ListKind] == [False, True, True, False, True]

@@ -52,6 +52,8 @@ from mcp_sansio.types import (
     ElicitRequestParams,
     ElicitResult,
     ListToolsResult,
+    ReadResourceResult,
+    ResourceContents,
     TextContent,
     Tool,
 )
@@ -490,6 +492,44 @@ def test_a_list_result_is_stored_with_its_hints_and_its_items_returned() -> None
                                 0.0) == [tool("t")]
     assert manager.cached("a", ListKind.TOOLS, 0.5) == [tool("t")]
     assert manager.cached("a", ListKind.TOOLS, 1.0) is None
+
+
+def _read(ttl_ms: int | None, scope: str | None = "public") -> ReadResourceResult:
+    return ReadResourceResult(contents=[ResourceContents(uri="file:///a", text="a")], ttl_ms=ttl_ms,
+                              cache_scope=scope)
+
+
+def test_a_read_is_cached_only_as_long_as_its_ttl_hint_says() -> None:
+    manager = connected(core())
+    for ttl_ms, uri in ((None, "file:///none"), (0, "file:///zero"), (2000, "file:///a")):
+        token = manager.begin_list("a", ListKind.RESOURCE_READ)
+        manager.store_read("a", uri, _read(ttl_ms), token, 10.0)
+    assert manager.cached_read("a", "file:///none", 10.0) is None
+    assert manager.cached_read("a", "file:///zero", 10.0) is None
+    assert manager.cached_read("a", "file:///a", 11.9) == _read(2000)
+    assert manager.cached_read("a", "file:///a", 12.0) is None
+
+
+def test_a_resource_update_drops_the_cached_reads_and_any_read_under_way() -> None:
+    manager = connected(core())
+    manager.store_read("a", "file:///a", _read(60_000), manager.begin_list("a", ListKind.RESOURCE_READ), 0.0)
+    token = manager.begin_list("a", ListKind.RESOURCE_READ)
+    manager.notification_received("a", "notifications/resources/updated")
+    assert manager.cached_read("a", "file:///a", 1.0) is None
+    manager.store_read("a", "file:///a", _read(60_000), token, 1.0)
+    assert manager.cached_read("a", "file:///a", 1.0) is None
+
+
+def test_only_public_reads_outlive_a_lost_connection_and_none_a_closed_manager() -> None:
+    manager = connected(core())
+    for uri, scope in (("file:///pub", "public"), ("file:///priv", "private")):
+        token = manager.begin_list("a", ListKind.RESOURCE_READ)
+        manager.store_read("a", uri, _read(60_000, scope), token, 0.0)
+    manager.connection_lost("a", BROKEN, 1.0, NO_JITTER)
+    assert manager.cached_read("a", "file:///pub", 2.0) == _read(60_000, "public")
+    assert manager.cached_read("a", "file:///priv", 2.0) is None
+    manager.close()
+    assert manager.cached_read("a", "file:///pub", 2.0) is None
 
 
 def test_a_list_the_server_does_not_have_is_stored_empty_until_invalidated() -> None:

@@ -50,7 +50,8 @@ def hostile(*mode: str, timeout: float | None = None) -> StdioServerConfig:
 
 def hinted(ttl_ms: int) -> list[ServerEntry]:
     """The entry ``hinted``: ``tests/servers/sdk_cache_server.py``, an SDK server hinting
-    ``ttl_ms`` and ``public`` on ``tools/list``, whose tool ``grow`` silently adds ``extra``."""
+    ``ttl_ms`` and ``public`` on ``tools/list`` and ``resources/read``, whose tool ``grow``
+    silently adds ``extra`` and whose resource ``counter://reads`` counts its reads."""
     return [entry("hinted", stdio(*sdk_server("sdk_cache_server", str(ttl_ms), "public")))]
 
 
@@ -62,6 +63,8 @@ async def listings_follow_the_hints(manager: AsyncServerManager, cached: bool) -
     await manager.call_tool("mcp__hinted__grow")
     names = [tool.name for tool in await manager.list_tools("hinted")]
     assert names == (["grow"] if cached else ["grow", "extra"])
+    reads = [await manager.read_resource("hinted", "counter://reads") for _ in range(2)]
+    assert [read.contents[0].text for read in reads] == (["1", "1"] if cached else ["1", "2"])
 
 
 DEMO: Final = stdio(sys.executable, ["-m", "mcp_sansio_cli.demo_server"])

@@ -95,3 +95,5 @@ def test_tools_listings_are_cached_as_the_servers_hints_say(ttl_ms: int, cached:
         manager.call_tool("mcp__hinted__grow")
         names = [tool.name for tool in manager.list_tools("hinted")]
         assert names == (["grow"] if cached else ["grow", "extra"])
+        reads = [manager.read_resource("hinted", "counter://reads") for _ in range(2)]
+        assert [read.contents[0].text for read in reads] == (["1", "1"] if cached else ["1", "2"])
