@@ -10,6 +10,7 @@ serves the loopback redirect in a task of its task group and opens the browser.
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import Final, Literal
@@ -46,6 +47,7 @@ class HttpConnection(SocketDriver, OAuthMethods):
         config: ClientConfig, on_sampling: SamplingHandler | None,
         on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
         on_notification: NotificationHandler | None, auth: OAuth | None = None,
+        proxy: str | bool = True, ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         caps = client_capabilities(sampling=on_sampling is not None,
                                    elicitation=on_elicitation is not None, roots=roots is not None)
@@ -53,9 +55,10 @@ class HttpConnection(SocketDriver, OAuthMethods):
         self._redirects: tuple[anyio.CancelScope, anyio.Event] | None = None
         self._authorized: list[Settleable] = []  # callers of authorize()
         self._client, self._oauth = http_core(url, auth, now=anyio.current_time(), config=config,
-                                              capabilities=caps, headers=headers, transport=transport)
+                                              capabilities=caps, headers=headers, transport=transport,
+                                              proxy=proxy)
         super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
+                         roots=roots, on_notification=on_notification, ssl_context=ssl_context)
 
     @property
     def transport(self) -> str:
@@ -159,6 +162,8 @@ async def connect_http(
     roots: RootsArg | None = None,
     on_notification: NotificationHandler | None = None,
     auth: OAuth | None = None,
+    proxy: str | bool = True,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[HttpConnection]:
     """Speak MCP to the server at ``url`` over Streamable HTTP (or legacy HTTP+SSE).
 
@@ -170,17 +175,23 @@ async def connect_http(
     ``auth.store``. Leaving the block ends the session (its ``DELETE``, bounded by
     ``close_timeout``, shielded from cancellation) and closes every socket.
 
+    ``proxy`` is ``True`` (the default: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and
+    ``NO_PROXY`` from the environment, as curl reads them, never for loopback targets),
+    ``False`` (no proxy) or one ``http://[user:password@]host:port`` proxy URL for every
+    target; the connections go through it in CONNECT tunnels. ``ssl_context`` verifies
+    servers with it instead of the system trust store.
+
     Raises (on entering):
-        LocalProtocolError: ``url`` is not an http(s) URL, or ``auth`` conflicts with an
-            ``Authorization`` header.
+        LocalProtocolError: ``url`` is not an http(s) URL, ``auth`` conflicts with an
+            ``Authorization`` header, or the proxy URL is unusable.
         OSError: the redirect port cannot be bound.
-        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), RequestTimeout,
-        UnsupportedProtocolVersion: the handshake failed.
+        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), ProxyError,
+        RequestTimeout, UnsupportedProtocolVersion: the handshake failed.
     """
     conn = HttpConnection(
         url, headers=headers, transport=transport, config=config or ClientConfig(),
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-        on_notification=on_notification, auth=auth,
+        on_notification=on_notification, auth=auth, proxy=proxy, ssl_context=ssl_context,
     )
     await conn._open()
     try:

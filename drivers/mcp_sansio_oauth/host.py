@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import secrets
 import socket
@@ -30,6 +31,7 @@ from mcp_sansio.http_auth import (
     AuthorizingHttpClient,
 )
 from mcp_sansio.http_transport import HttpClient, TransportMode
+from mcp_sansio.proxy import ProxySettings, proxy_settings
 from mcp_sansio.types import ClientCapabilities
 from mcp_sansio.urls import is_loopback, parse_url
 
@@ -138,7 +140,7 @@ class OAuthHost:
 
     def __init__(self, url: str, auth: OAuth, *, now: float, config: ClientConfig,
                  capabilities: ClientCapabilities, headers: Mapping[str, str] | None,
-                 transport: Transport) -> None:
+                 transport: Transport, proxies: ProxySettings | None = None) -> None:
         """Build the core; for the browser flow the redirect port is reserved first.
 
         Args:
@@ -149,6 +151,7 @@ class OAuthHost:
             capabilities: see :class:`HttpClient`.
             headers: see :class:`HttpClient`.
             transport: see :class:`HttpClient`.
+            proxies: see :class:`HttpClient`.
 
         Raises:
             LocalProtocolError: ``url`` or the settings are invalid.
@@ -175,7 +178,7 @@ class OAuthHost:
                 url, auth.planner_config(redirect_uri), entropy=secrets.token_bytes(32), clock_offset=offset,
                 headless=auth.headless, redirect_timeout=auth.redirect_timeout, stored_token=token,
                 config=config, capabilities=capabilities, headers=headers, transport=transport,
-                jitter_seed=random.getrandbits(64))
+                jitter_seed=random.getrandbits(64), proxies=proxies)
         except BaseException:
             self.close()
             raise
@@ -256,18 +259,22 @@ class OAuthHost:
 
 def http_core(url: str, auth: OAuth | None, *, now: float, config: ClientConfig,
               capabilities: ClientCapabilities, headers: Mapping[str, str] | None,
-              transport: Transport) -> tuple[HttpClient, OAuthHost | None]:
+              transport: Transport, proxy: str | bool = True) -> tuple[HttpClient, OAuthHost | None]:
     """The core of an HTTP connection, and its :class:`OAuthHost` when ``auth`` is given.
 
+    ``proxy`` is the drivers' option (see :func:`~mcp_sansio.proxy.proxy_settings`); ``True``
+    reads the proxies from ``os.environ``.
+
     Raises:
-        LocalProtocolError: ``url`` or the settings are invalid.
+        LocalProtocolError: ``url``, the settings or the proxy URL are invalid.
         OSError: the redirect port cannot be bound.
     """
+    proxies = proxy_settings(proxy, os.environ)
     if auth is None:
         return HttpClient(url, config=config, capabilities=capabilities, headers=headers,
-                          transport=transport, jitter_seed=random.getrandbits(64)), None
+                          transport=transport, jitter_seed=random.getrandbits(64), proxies=proxies), None
     host = OAuthHost(url, auth, now=now, config=config, capabilities=capabilities, headers=headers,
-                     transport=transport)
+                     transport=transport, proxies=proxies)
     return host.core, host
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import ssl
 import time
 from collections.abc import Iterator, Mapping
 from typing import Final, Literal
@@ -45,6 +46,7 @@ class HttpConnection(SocketConnection, OAuthMethods):
         config: ClientConfig, on_sampling: SamplingHandler | None,
         on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
         on_notification: NotificationHandler | None, auth: OAuth | None = None,
+        proxy: str | bool = True, ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         caps = client_capabilities(sampling=on_sampling is not None,
                                    elicitation=on_elicitation is not None, roots=roots is not None)
@@ -52,9 +54,10 @@ class HttpConnection(SocketConnection, OAuthMethods):
         self._browsers: set[_Browser] = set()  # its open connections
         self._outcome: Token | Unauthorized | None = None  # how the last authorization ended
         self._client, self._oauth = http_core(url, auth, now=time.monotonic(), config=config,
-                                              capabilities=caps, headers=headers, transport=transport)
+                                              capabilities=caps, headers=headers, transport=transport,
+                                              proxy=proxy)
         super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
+                         roots=roots, on_notification=on_notification, ssl_context=ssl_context)
 
     @property
     def transport(self) -> str:
@@ -215,6 +218,8 @@ def connect_http(
     roots: RootsArg | None = None,
     on_notification: NotificationHandler | None = None,
     auth: OAuth | None = None,
+    proxy: str | bool = True,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Iterator[HttpConnection]:
     """Speak MCP to the server at ``url`` over Streamable HTTP (or legacy HTTP+SSE), blocking.
 
@@ -227,17 +232,23 @@ def connect_http(
     refused waits; tokens go to ``auth.store``. Leaving the block ends the session (its
     ``DELETE``, bounded by ``close_timeout``) and closes every socket.
 
+    ``proxy`` is ``True`` (the default: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and
+    ``NO_PROXY`` from the environment, as curl reads them, never for loopback targets),
+    ``False`` (no proxy) or one ``http://[user:password@]host:port`` proxy URL for every
+    target; the connections go through it in CONNECT tunnels. ``ssl_context`` verifies
+    servers with it instead of the system trust store.
+
     Raises (on entering):
-        LocalProtocolError: ``url`` is not an http(s) URL, or ``auth`` conflicts with an
-            ``Authorization`` header.
+        LocalProtocolError: ``url`` is not an http(s) URL, ``auth`` conflicts with an
+            ``Authorization`` header, or the proxy URL is unusable.
         OSError: the redirect port cannot be bound.
-        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), RequestTimeout,
-        UnsupportedProtocolVersion: the handshake failed.
+        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), ProxyError,
+        RequestTimeout, UnsupportedProtocolVersion: the handshake failed.
     """
     conn = HttpConnection(
         url, headers=headers, transport=transport, config=config or ClientConfig(),
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-        on_notification=on_notification, auth=auth,
+        on_notification=on_notification, auth=auth, proxy=proxy, ssl_context=ssl_context,
     )
     conn._open()
     try:

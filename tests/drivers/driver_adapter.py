@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -189,18 +190,20 @@ class Driver:
         config: ClientConfig | None = None, on_sampling: SamplingHandler | None = None,
         on_elicitation: ElicitationHandler | None = None, roots: RootsArg | None = None,
         on_notification: NotificationHandler | None = None, auth: OAuth | None = None,
+        proxy: str | bool = True, ssl_context: ssl.SSLContext | None = None,
     ) -> AbstractAsyncContextManager[HttpUnderTest]:
         """``connect_http`` of this driver, with the tests' async handlers."""
         if self.name == "sync":
             return _blocking(mcp_sansio_sync.connect_http(
                 url, headers=headers, transport=transport, config=config,
                 on_sampling=_inline(on_sampling), on_elicitation=_inline(on_elicitation),
-                roots=roots, on_notification=_inline(on_notification), auth=auth))
+                roots=roots, on_notification=_inline(on_notification), auth=auth, proxy=proxy,
+                ssl_context=ssl_context))
         connect = (mcp_sansio_asyncio.connect_http if self.name == "asyncio"
                    else mcp_sansio_anyio.connect_http)
         return connect(url, headers=headers, transport=transport, config=config,
                        on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-                       on_notification=on_notification, auth=auth)
+                       on_notification=on_notification, auth=auth, proxy=proxy, ssl_context=ssl_context)
 
     def connect_websocket(
         self, url: str, *, headers: Mapping[str, str] | None = None, config: ClientConfig | None = None,
