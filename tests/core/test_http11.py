@@ -24,6 +24,7 @@ from mcp_sansio.http11 import (
     ResponseData,
     ResponseEnded,
     ResponseStarted,
+    StartTls,
 )
 from mcp_sansio.urls import parse_url
 
@@ -62,7 +63,7 @@ def events(pool: HttpPool) -> list[PoolEvent]:
     return out
 
 
-def actions(pool: HttpPool) -> list[OpenConnection | CloseConnection]:
+def actions(pool: HttpPool) -> list[OpenConnection | StartTls | CloseConnection]:
     """Drain the pool's actions."""
     out = []
     while (action := pool.next_action()) is not None:
