@@ -150,11 +150,12 @@ class _Exchange:
 class HttpClient(ClientSession):
     """An MCP client over HTTP, with HTTP/1.1 connections managed in the core.
 
-    Driver contract: perform each :meth:`next_action` (``OpenConnection`` /
-    ``CloseConnection``), report :meth:`connection_made` / :meth:`connection_failed`,
-    feed :meth:`receive_data` (``b""`` at EOF), write :meth:`data_to_send` for each of
-    :meth:`connections_with_data`, and call :meth:`handle_timeout` at
-    :meth:`next_deadline`. After :meth:`close`, stop once :attr:`finished` is true.
+    Driver contract: perform each :meth:`next_action` (``OpenConnection`` / ``StartTls``
+    / ``CloseConnection``), report :meth:`connection_made` / :meth:`tls_started` /
+    :meth:`connection_failed`, feed :meth:`receive_data` (``b""`` at EOF), write
+    :meth:`data_to_send` for each of :meth:`connections_with_data`, and call
+    :meth:`handle_timeout` at :meth:`next_deadline`. After :meth:`close`, stop once
+    :attr:`finished` is true.
     """
 
     def __init__(
