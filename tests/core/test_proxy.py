@@ -191,6 +191,11 @@ def test_a_2xx_answer_opens_the_tunnel() -> None:
     assert t.receive_data(b"\r\n") == TunnelOpen(leftover=b"")
 
 
+def test_an_http_1_0_answer_from_an_older_proxy_opens_the_tunnel_too() -> None:
+    outcome = tunnel().receive_data(b"HTTP/1.0 200 Connection established\r\nProxy-agent: old\r\n\r\n")
+    assert outcome == TunnelOpen(leftover=b"")
+
+
 def test_bytes_after_the_answer_belong_to_the_target_without_tls() -> None:
     t = tunnel(tls=False, port=80)
     assert t.receive_data(b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 2") == TunnelOpen(leftover=b"HTTP/1.1 2")
