@@ -17,12 +17,15 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import functools
 import hashlib
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import yaml
+
+if TYPE_CHECKING:
+    import yaml
 
 from .errors import (
     InvalidSkillEntry,
@@ -271,8 +274,10 @@ def parse_frontmatter(text: str, *, uri: str = "SKILL.md") -> dict[str, object]:
     ends = [i for i, line in enumerate(lines) if line.rstrip() == "---"]
     if len(ends) < 2 or ends[0] != 0:
         raise SkillFrontmatterMismatch(f"{uri} does not begin with YAML frontmatter", uri=uri)
+    import yaml  # here, not at import: YAML is needed only when a skill is loaded
+
     try:
-        value = yaml.load("".join(lines[1:ends[1]]), Loader=_Loader)  # a SafeLoader
+        value = yaml.load("".join(lines[1:ends[1]]), Loader=_loader())  # a SafeLoader
     except (yaml.YAMLError, RecursionError) as exc:
         raise SkillFrontmatterMismatch(f"{uri}: unreadable frontmatter: {exc}", uri=uri) from exc
     if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
@@ -280,13 +285,18 @@ def parse_frontmatter(text: str, *, uri: str = "SKILL.md") -> dict[str, object]:
     return {key: _json_like(item) for key, item in value.items()}
 
 
-class _Loader(yaml.SafeLoader):
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
     """YAML's safe loader, refusing aliases (so a value is never shared, never expanded)."""
+    import yaml
 
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(problem="aliases are not allowed in frontmatter")
-        return super().compose_node(parent, index)
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(problem="aliases are not allowed in frontmatter")
+            return super().compose_node(parent, index)
+
+    return Loader
 
 
 def _json_like(value: object) -> object:
