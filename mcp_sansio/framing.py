@@ -27,19 +27,24 @@ class LineBuffer:
         self._max = max_line_bytes
         self.overflow: int | None = None
 
+    def sole_line(self, data: bytes) -> bytes | None:
+        """The line ``data`` holds when it is exactly one whole line and nothing is
+        buffered (the usual read: one reply), without building a list; ``None`` for any
+        other ``data`` (then :meth:`feed` it). A blank line gives ``b""``."""
+        end = len(data) - 1
+        if data.find(b"\n") != end or end < 0 or end > self._max or self._parts or self.overflow is not None:
+            return None  # no newline, or several, or none to find (b""), too long, or not alone
+        return data[: end - 1] if end and data[end - 1] == 13 else data[:end]  # 13: "\r"
+
     def feed(self, data: bytes) -> list[bytes]:
         """Append ``data`` and return every line it completed, up to an oversized one."""
+        line = self.sole_line(data)
+        if line is not None:
+            return [line] if line else []
         if self.overflow is not None:
             return []
         limit = self._max
         last = data.rfind(b"\n")
-        if last == len(data) - 1 and not self._parts and data.find(b"\n") == last:
-            # Fast path: exactly one whole line in one read, the common case for replies.
-            if last > limit:
-                self._overflowed(last)
-                return []
-            line = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-            return [line] if line else []
         if last < 0:
             self._size += len(data)
             if self._size > limit:

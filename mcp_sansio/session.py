@@ -13,6 +13,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Mapping
+from heapq import heappop, heappush
 from typing import Final, get_args
 
 import msgspec
@@ -83,6 +84,11 @@ class Phase(enum.Enum):
     EXPIRED = "expired"
     FAILED = "failed"
     CLOSED = "closed"
+
+
+# Hot paths compare against this alias: in CPython 3.11 looking up an enum member costs
+# about as much as a function call (the metaclass's attribute access).
+_READY: Final = Phase.READY
 
 
 class Trigger(enum.Enum):
@@ -176,37 +182,32 @@ _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"
 _LOG_LEVELS: Final = frozenset(get_args(LoggingLevel))
 _EMPTY: Final[dict[str, object]] = {}
 _EXCERPT: Final = 200
+# From this size on, a message goes first through ``_take_result``, which skips the
+# envelope pass: finding the result by its frame costs a few Python steps, the envelope
+# pass a scan of the whole result (they break even at about 1.4 KB).
+_SLICE_FROM: Final = 1536
 
 
-class _Pending:
-    """One request awaiting its answer."""
+class _Pending(msgspec.Struct):
+    """One request awaiting its answer (a Struct: built in C, once per request)."""
 
-    __slots__ = (
-        "awaiting", "deadline", "hints", "id", "items", "limit_at", "method", "origin", "pages",
-        "responses", "rounds", "seen", "state", "timeout", "wire",
-    )
-
-    def __init__(
-        self, request_id: int, method: str, timeout: float, deadline: float,
-        limit_at: float | None, origin: int,
-    ) -> None:
-        self.id = request_id
-        self.method = method
-        self.timeout = timeout
-        self.deadline = deadline
-        self.limit_at = limit_at
-        self.origin = origin
-        # Set only for "list everything" operations.
-        self.pages = 0
-        self.items: list[object] | None = None
-        self.seen: set[str] | None = None
-        self.hints: list[tuple[float, int | None, str | None]] = []  # per page: (now, ttlMs, cacheScope)
-        self.wire = b""  # the encoded request, for a transport that must re-send it
-        # Set only in the stateless era, while gathering multi round-trip input (MRTR).
-        self.rounds = 0
-        self.awaiting: set[str] = set()  # input keys the app has yet to answer
-        self.responses: dict[str, Raw] = {}
-        self.state: str | None = None
+    id: int
+    method: str
+    timeout: float
+    deadline: float
+    limit_at: float | None
+    origin: int
+    wire: bytes  # the encoded request, for a transport that must re-send it
+    # Set only for "list everything" operations.
+    pages: int = 0
+    items: list[object] | None = None
+    seen: set[str] | None = None
+    hints: list[tuple[float, int | None, str | None]] | None = None  # per page: (now, ttlMs, cacheScope)
+    # Set only in the stateless era, while gathering multi round-trip input (MRTR).
+    rounds: int = 0
+    awaiting: set[str] | None = None  # input keys the app has yet to answer
+    responses: dict[str, Raw] | None = None
+    state: str | None = None
 
 
 class ClientSession:
@@ -231,9 +232,12 @@ class ClientSession:
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
         self._init_id: int | None = None
         self._init_deadline: float | None = None
+        # A transport's own next deadline, which :meth:`next_deadline` includes (stdio: the
+        # shutdown ladder's next step): one call per I/O instead of an override's two.
+        self._transport_at: float | None = None
         self._tried_versions: list[str] = []
         self._result: InitializeResult | None = None
-        self._allowed: dict[str, bool] = {}  # methods whose capability check passed
+        self._allowed: set[str] = set()  # methods whose capability check passed
         self._default_timeout = config.request_timeout
         self._max_request_timeout = config.max_request_timeout
         self._rules: VersionRules | None = None
@@ -295,11 +299,14 @@ class ClientSession:
     def next_deadline(self) -> float | None:
         """The earliest armed deadline (it may be one that no longer matters: waking
         early is harmless, :meth:`handle_timeout` then does nothing)."""
-        head = self._heap[0][0] if self._heap else None
+        at = self._heap[0][0] if self._heap else None
         init = self._init_deadline
-        if init is None:
-            return head
-        return init if head is None or init < head else head
+        if init is not None and (at is None or init < at):
+            at = init
+        own = self._transport_at
+        if own is not None and (at is None or own < at):
+            at = own
+        return at
 
     def pending_requests(self) -> list[RequestId]:
         """Ids the caller is still waiting on (origin ids for paged lists)."""
@@ -473,7 +480,7 @@ class ClientSession:
         self._advance(Trigger.RECV_INITIALIZE_RESULT)
         self._result = result
         self._rules = rules_for(version)
-        self._allowed = {}
+        self._allowed = set()
         self._modern_meta = modern.request_meta(version, self.capabilities, self._client_info, None)
         self._session_ready()
         self._events.append(InitializeCompleted(
@@ -532,7 +539,7 @@ class ClientSession:
         self._advance(Trigger.RECV_INITIALIZE_RESULT)
         self._result = result
         self._rules = rules
-        self._allowed = {}
+        self._allowed = set()
         self._send(jsonrpc.encode_notification("notifications/initialized", None))
         self._session_ready()
         self._events.append(InitializeCompleted(
@@ -591,20 +598,23 @@ class ClientSession:
                  all_pages: bool, *, fresh: bool = True, endless: bool = False) -> int:
         """:meth:`request`; ``fresh`` params were built here, so the token goes in place;
         an ``endless`` request (``subscriptions/listen``) has no deadline at all."""
-        if self._phase is not Phase.READY:
+        if self._phase is not _READY:
             self._check_phase(method)
-        allowed = self._allowed.get(method)
-        if allowed is None:
+        if method not in self._allowed:
             need = _REQUIRES.get(method)
             if need is not None:
                 self._check_capability(method, *need)  # raises when not declared
-            self._allowed[method] = True
+            self._allowed.add(method)
         if all_pages and method not in _LIST_FIELDS:
             raise LocalProtocolError(f"{method} is not a paginated list")
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
-        sent = _with_progress_token(params, rid, fresh, self._era_meta())
-        wire = jsonrpc.encode_request(rid, method, sent)
+        extra = None if self._modern_meta is None else self._era_meta()
+        if fresh and extra is None and getattr(params, "meta", UNSET) is None:
+            params.meta = {"progressToken": rid}  # type: ignore[union-attr]  # a Struct of ours with _meta
+            wire = jsonrpc.encode_request(rid, method, params)
+        else:
+            wire = jsonrpc.encode_request(rid, method, _with_progress_token(params, rid, extra))
         self._next_id = rid
         if endless:
             timeout = math.inf  # progress cannot arm a deadline either
@@ -616,14 +626,12 @@ class ClientSession:
         if limit is not None and not endless:
             limit_at = now + limit
             deadline = min(deadline, limit_at)
-        pending = _Pending(rid, method, timeout, deadline, limit_at, rid)
+        pending = _Pending(rid, method, timeout, deadline, limit_at, rid, wire)
         if all_pages:
-            pending.items = []
-            pending.seen = set()
+            pending.items, pending.seen, pending.hints = [], set(), []
         self._pending[rid] = pending
         if not endless:
-            heapq.heappush(self._heap, (deadline, rid))
-        pending.wire = wire
+            heappush(self._heap, (deadline, rid))
         self._send_request(rid, wire)
         return rid
 
@@ -915,7 +923,7 @@ class ClientSession:
                 )
         heap = self._heap
         while heap and heap[0][0] <= now:
-            deadline, rid = heapq.heappop(heap)
+            deadline, rid = heappop(heap)
             pending = self._pending.get(rid)
             if pending is None or pending.deadline != deadline:
                 continue  # answered already, or the deadline moved on progress
@@ -931,6 +939,8 @@ class ClientSession:
         Events: any of those in :mod:`mcp_sansio.events`; garbage becomes
         ``MessageDiscarded``, never an exception.
         """
+        if len(data) >= _SLICE_FROM and type(data) is bytes and self._take_result(data):
+            return
         try:
             decoded = jsonrpc.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -1003,28 +1013,53 @@ class ClientSession:
             return
         self._on_page(pending, result, raw, now)
 
-    def _on_result(self, pending: _Pending, raw: Raw) -> None:
-        """The result of a request that is not a paged list: decode it by method."""
-        if (self._modern_meta is not None and pending.method in _INPUT_METHODS
-                and b'"input_required"' in bytes(raw)):
+    def _on_result(self, pending: _Pending, raw: Raw, result: msgspec.Struct | None = None) -> None:
+        """The result of a request that is not a paged list, decoded by method here unless
+        :meth:`_take_result` has already."""
+        if result is None:
+            if (self._modern_meta is not None and pending.method in _INPUT_METHODS
+                    and b'"input_required"' in bytes(raw)):
+                try:
+                    head = _HEAD_DECODER.decode(raw)
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    self._fail(pending, FailureReason.INVALID_RESULT,
+                               f"invalid {pending.method} result: {exc}")
+                    return
+                if head.result_type == "input_required":
+                    self._on_input_required(pending, head)
+                    return
             try:
-                head = _HEAD_DECODER.decode(raw)
+                result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
             except (msgspec.DecodeError, RecursionError) as exc:
-                self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
+                self._fail(pending, FailureReason.INVALID_RESULT,
+                           f"invalid {pending.method} result: {exc}")
                 return
-            if head.result_type == "input_required":
-                self._on_input_required(pending, head)
-                return
-        try:
-            result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            self._fail(pending, FailureReason.INVALID_RESULT, f"invalid {pending.method} result: {exc}")
-            return
         if pending.rounds and getattr(result, "ttl_ms", None):
             # A result reached through input rounds depends on the answers: never cached.
             result = msgspec.structs.replace(result, ttl_ms=0)
         self._complete(pending)
         self._deliver(pending, result, raw)
+
+    def _take_result(self, data: bytes) -> bool:
+        """A large answer to a plain pending request, its result decoded straight from its
+        slice of ``data`` (see :func:`jsonrpc.result_span`); ``False`` leaves the message to
+        the general path: another shape, a paged list, a result that may ask for input
+        (stateless era), or a slice that does not decode (an invalid result, or no JSON)."""
+        span = jsonrpc.result_span(data)
+        if span is None:
+            return False
+        rid, start, end = span
+        pending = self._pending.get(rid)
+        if (pending is None or pending.items is not None
+                or (self._modern_meta is not None and b'"input_required"' in data)):
+            return False
+        raw = Raw(memoryview(data)[start:end])
+        try:
+            result = _RESULT_DECODERS.get(pending.method, _OPAQUE_DECODER).decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        self._on_result(pending, raw, result)
+        return True
 
     def _deliver(self, pending: _Pending, result: msgspec.Struct, raw: Raw) -> None:
         """Queue the answer to ``pending`` (a hook for transports that vet results)."""
@@ -1056,8 +1091,8 @@ class ClientSession:
         if not asked:  # only requestState: retry at once
             self._retry_with_input(pending)
             return
+        pending.awaiting = {key for key, _ in asked}
         for key, event in asked:
-            pending.awaiting.add(key)
             self._mrtr[str(event.request_id)] = (pending.id, key)
             self._inbound.add(event.request_id)
             self._events.append(event)
@@ -1083,9 +1118,11 @@ class ClientSession:
         pending = self._pending.get(rid)
         if pending is None:
             return  # the request ended meanwhile (timeout, cancel, an input refused)
-        pending.responses[key] = response
-        pending.awaiting.discard(key)
-        if not pending.awaiting:
+        responses, awaiting = pending.responses, pending.awaiting
+        assert responses is not None and awaiting is not None  # set by _on_input_required
+        responses[key] = response
+        awaiting.discard(key)
+        if not awaiting:
             self._retry_with_input(pending)
 
     def _retry_with_input(self, pending: _Pending) -> None:
@@ -1109,30 +1146,27 @@ class ClientSession:
         params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": rid}
         self._complete(pending)
         again = _Pending(rid, pending.method, pending.timeout, pending.deadline, pending.limit_at,
-                         pending.origin)
-        again.rounds = pending.rounds
-        again.items, again.seen, again.pages = pending.items, pending.seen, pending.pages
-        again.hints = pending.hints
-        again.wire = jsonrpc.encode_request(rid, pending.method, params)
+                         pending.origin, jsonrpc.encode_request(rid, pending.method, params),
+                         pages=pending.pages, items=pending.items, seen=pending.seen,
+                         hints=pending.hints, rounds=pending.rounds)
         self._pending[rid] = again
         self._aliases[pending.origin] = rid
-        heapq.heappush(self._heap, (again.deadline, rid))
+        heappush(self._heap, (again.deadline, rid))
         self._send_request(rid, again.wire)
 
     def _on_page(self, pending: _Pending, result: msgspec.Struct, raw: Raw, now: float) -> None:
         field = _LIST_FIELDS[pending.method]
-        items = pending.items
-        seen = pending.seen
-        assert items is not None and seen is not None  # set together in request()
+        items, seen, hints = pending.items, pending.seen, pending.hints
+        assert items is not None and seen is not None and hints is not None  # set together in request()
         items.extend(getattr(result, field))
         pending.pages += 1
-        pending.hints.append((now, getattr(result, "ttl_ms", None), getattr(result, "cache_scope", None)))
+        hints.append((now, getattr(result, "ttl_ms", None), getattr(result, "cache_scope", None)))
         cursor: str | None = getattr(result, "next_cursor", None)
         if not cursor:
             self._complete(pending)
             merged = msgspec.structs.replace(result, **{field: items, "next_cursor": None})
             if pending.pages > 1:
-                merged = msgspec.structs.replace(merged, **_merged_hints(pending.hints, now))
+                merged = msgspec.structs.replace(merged, **_merged_hints(hints, now))
             self._deliver(pending, merged, raw)
             return
         if cursor in seen:
@@ -1151,15 +1185,14 @@ class ClientSession:
         deadline = now + timeout
         if pending.limit_at is not None and pending.limit_at < deadline:
             deadline = pending.limit_at
-        page = _Pending(rid, pending.method, timeout, deadline, pending.limit_at, pending.origin)
-        page.items, page.seen, page.pages, page.hints = items, seen, pending.pages, pending.hints
+        meta = {"progressToken": rid, **(self._era_meta() or {})}
+        wire = jsonrpc.encode_request(rid, pending.method, PaginatedRequestParams(cursor=cursor, meta=meta))
+        page = _Pending(rid, pending.method, timeout, deadline, pending.limit_at, pending.origin, wire,
+                        pages=pending.pages, items=items, seen=seen, hints=hints)
         self._pending[rid] = page
         self._aliases[pending.origin] = rid
-        heapq.heappush(self._heap, (deadline, rid))
-        meta = {"progressToken": rid, **(self._era_meta() or {})}
-        page.wire = jsonrpc.encode_request(rid, pending.method,
-                                           PaginatedRequestParams(cursor=cursor, meta=meta))
-        self._send_request(rid, page.wire)
+        heappush(self._heap, (deadline, rid))
+        self._send_request(rid, wire)
 
     def _on_notification(self, env: Envelope, now: float) -> None:
         method = env.method
@@ -1195,7 +1228,7 @@ class ClientSession:
                 deadline = pending.limit_at
             if deadline != pending.deadline:
                 pending.deadline = deadline
-                heapq.heappush(self._heap, (deadline, pending.id))
+                heappush(self._heap, (deadline, pending.id))
         self._events.append(ProgressReceived(
             request_id=pending.origin, progress=params.progress,
             total=params.total, message=params.message,
@@ -1285,15 +1318,16 @@ class ClientSession:
         raise LocalProtocolError(f"no server request {request_id!r} is awaiting an answer")
 
     def _complete(self, pending: _Pending) -> None:
-        del self._pending[pending.id]
+        live = self._pending
+        del live[pending.id]
         if pending.origin != pending.id:  # a later page of a "list everything"
             self._aliases.pop(pending.origin, None)
         heap = self._heap
         # Drop answered heads so the heap tracks live requests in the common FIFO case.
-        while heap and heap[0][1] not in self._pending:
-            heapq.heappop(heap)
-        if len(heap) > 64 and len(heap) > 4 * len(self._pending):
-            self._heap = [(p.deadline, p.id) for p in self._pending.values()]
+        while heap and heap[0][1] not in live:
+            heappop(heap)
+        if len(heap) > 64 and len(heap) > 4 * len(live):
+            self._heap = [(p.deadline, p.id) for p in live.values()]
             heapq.heapify(self._heap)
 
     def _fail(self, pending: _Pending, reason: FailureReason, message: str,
@@ -1331,13 +1365,12 @@ class ClientSession:
         return self._request(method, params, now, timeout, all_pages)
 
 
-def _with_progress_token(params: Params, rid: int, fresh: bool,
-                         extra: Mapping[str, object] | None = None) -> object:
+def _with_progress_token(params: Params, rid: int, extra: Mapping[str, object] | None) -> object:
     """``params`` with ``_meta.progressToken`` set to the request id (MCP "Progress"), plus
     the stateless era's per-request ``_meta`` when ``extra`` is given.
 
-    ``fresh`` params were built by the session itself and get the token in place; a
-    caller's Struct is copied, never changed.
+    A caller's Struct is copied, never changed (the session sets the token in place in
+    the params it built itself, see ``ClientSession._request``).
 
     Raises:
         LocalProtocolError: (stateless era) ``params`` do not encode as a JSON object.
@@ -1347,11 +1380,8 @@ def _with_progress_token(params: Params, rid: int, fresh: bool,
     if isinstance(params, msgspec.Struct):
         meta = getattr(params, "meta", UNSET)
         if extra is not None and (meta is UNSET or params.__struct_config__.array_like):
-            return _with_progress_token(_json_object(params), rid, True, extra)
+            return _with_progress_token(_json_object(params), rid, extra)
         if meta is UNSET:
-            return params
-        if fresh and meta is None and extra is None:
-            params.meta = {"progressToken": rid}  # type: ignore[attr-defined]  # checked above
             return params
         merged = {**(meta or {}), "progressToken": rid, **(extra or {})}
         return msgspec.structs.replace(params, meta=merged)

@@ -40,6 +40,9 @@ class _Ladder(enum.Enum):
     DONE = "done"
 
 
+_IDLE: Final = _Ladder.IDLE  # for the receive path: enum member lookups are slow in 3.11
+
+
 class StdioClient(ClientSession):
     """An MCP client speaking to a subprocess over its stdin/stdout.
 
@@ -58,7 +61,6 @@ class StdioClient(ClientSession):
         self._out = bytearray()
         self._actions: deque[Action] = deque()
         self._ladder = _Ladder.IDLE
-        self._ladder_at: float | None = None
         self._now = 0.0  # the clock at the latest input, for deadlines armed mid-receive
 
     # ------------------------------------------------------------ driver side
@@ -69,7 +71,7 @@ class StdioClient(ClientSession):
         Events: whatever the messages cause; a line over ``max_line_bytes`` fails the
         connection (pending requests fail with MESSAGE_TOO_LARGE) and starts shutdown.
         """
-        if self._ladder is not _Ladder.IDLE:
+        if self._ladder is not _IDLE:
             return  # shutting down: whatever else arrives no longer matters
         self._now = now
         if not data:
@@ -77,9 +79,14 @@ class StdioClient(ClientSession):
                 self.receive_message(line, now)
             self._begin_shutdown(now)
             return
+        sole = self._lines.sole_line(data)
+        if sole is not None:  # the usual read: one whole reply
+            if sole:
+                self.receive_message(sole, now)
+            return
         for line in self._lines.feed(data):
             self.receive_message(line, now)
-            if self._ladder is not _Ladder.IDLE:
+            if self._ladder is not _IDLE:
                 return  # that line failed the connection: the rest of the chunk is moot
         if self._lines.overflow is not None:
             # No size in the message: how much was seen depends on the chunking.
@@ -95,7 +102,7 @@ class StdioClient(ClientSession):
         Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each, ``ConnectionTerminated``.
         """
         self._ladder = _Ladder.DONE
-        self._ladder_at = None
+        self._transport_at = None
         self.connection_lost("the server process exited", returncode=returncode)
 
     def close(self, *, now: float, message: str = "the client closed the connection") -> None:
@@ -119,18 +126,10 @@ class StdioClient(ClientSession):
         """The next I/O step the driver must perform, or ``None``."""
         return self._actions.popleft() if self._actions else None
 
-    def next_deadline(self) -> float | None:
-        """The earliest deadline of the session and of the shutdown ladder."""
-        base = super().next_deadline()
-        at = self._ladder_at
-        if at is None:
-            return base
-        return at if base is None or at < base else base
-
     def handle_timeout(self, now: float) -> None:
         """Fire request deadlines and the next ladder step when due."""
         super().handle_timeout(now)
-        at = self._ladder_at
+        at = self._transport_at
         if at is None or at > now:
             return
         cfg = self.config
@@ -143,13 +142,18 @@ class StdioClient(ClientSession):
             self._step(KillProcess(), _Ladder.KILLED, now + _KILL_WAIT)
         else:  # KILLED, and the exit was never reported: stop waiting for it.
             self._ladder = _Ladder.DONE
-            self._ladder_at = None
+            self._transport_at = None
             self.connection_lost("the server closed its stdout and did not exit after SIGKILL")
 
     # ---------------------------------------------------------------- internals
 
     def _send(self, message: bytes) -> None:
         out = self._out
+        out += message
+        out += b"\n"
+
+    def _send_request(self, request_id: int, message: bytes) -> None:
+        out = self._out  # as _send does, without the base class's call to it: one per request
         out += message
         out += b"\n"
 
@@ -168,7 +172,7 @@ class StdioClient(ClientSession):
     def _step(self, action: Action, state: _Ladder, next_at: float) -> None:
         self._actions.append(action)
         self._ladder = state
-        self._ladder_at = next_at
+        self._transport_at = next_at
 
 
 _GARBAGE: Final = frozenset({DiscardReason.NOT_JSON, DiscardReason.INVALID_UTF8})
