@@ -151,7 +151,9 @@ class StdioConnection(AnyioDriver):
 
     def _pump(self) -> None:
         client = self._client
-        self._deliver_events()
+        event = client.next_event()
+        if event is not None:  # mostly none after a request goes out: no call then
+            self._deliver_events(event)
         action = client.next_action()
         while action is not None:
             self._perform(action)

@@ -89,7 +89,8 @@ class AsyncClient:
     """A connected MCP client; every method sends one request and awaits its answer.
 
     Subclasses implement :meth:`_now`, :meth:`_wait`, :meth:`_spawn`, :meth:`_flush`
-    and :meth:`_failure`, and call :meth:`_deliver_events` after every input.
+    and :meth:`_failure`, and call :meth:`_deliver_events` after every input (or, having
+    taken the first event themselves, only when there is one).
     """
 
     def __init__(
@@ -155,7 +156,7 @@ class AsyncClient:
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
         rid = self._core.call_tool(name, arguments, now=self._now(), timeout=timeout)
-        return cast(CallToolResult, await self._wait(rid, on_progress))
+        return await self._wait(rid, on_progress)  # type: ignore[return-value]  # the core decodes tools/call as CallToolResult; no cast(): a call per call
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
@@ -285,28 +286,27 @@ class AsyncClient:
 
     # ----------------------------------------------------------- event loop
 
-    def _deliver_events(self) -> None:
-        """Hand every queued core event to whoever waits for it."""
-        core = self._core
-        event = core.next_event()
+    def _deliver_events(self, event: Event | None = None) -> None:
+        """Hand every queued core event to whoever waits for it, from ``event`` if given
+        (the core's next one, already taken)."""
+        next_event = self._core.next_event
+        if event is None:
+            event = next_event()
         while event is not None:
-            kind = type(event)
-            if kind is ResponseReceived:
-                self._resolve(cast(ResponseReceived, event))
-            elif kind is RequestFailed:
-                self._reject(cast(RequestFailed, event))
-            elif kind is ProgressReceived:
-                self._report_progress(cast(ProgressReceived, event))
+            if type(event) is ResponseReceived:  # inline: the one event of every call
+                rid = event.request_id
+                waiter = self._waiters.pop(rid, None)
+                if self._progress:
+                    self._progress.pop(rid, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(event.result)
+            elif type(event) is RequestFailed:
+                self._reject(event)
+            elif type(event) is ProgressReceived:
+                self._report_progress(event)
             else:
                 self._deliver_other(event)
-            event = core.next_event()
-
-    def _resolve(self, event: ResponseReceived) -> None:
-        rid = event.request_id
-        waiter = self._waiters.pop(rid, None)
-        self._progress.pop(rid, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(event.result)
+            event = next_event()
 
     def _reject(self, event: RequestFailed) -> None:
         rid = event.request_id

@@ -1,6 +1,7 @@
 """asyncio driver for stdio servers: a subprocess, one timer, and the core's pump.
 
-The subprocess is read through a ``SubprocessProtocol`` (no stream readers), the core
+The server's stdout is a pipe of the driver's own, read from the loop's selector
+(``add_reader``); stderr and the exit come through a ``SubprocessProtocol``. The core
 decides everything, and the driver performs what it is told (STYLE.md section 8).
 """
 
@@ -43,22 +44,22 @@ __all__ = ["StdioConnection", "connect_stdio"]
 
 _SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
                    KillProcess: signal.SIGKILL}
+# Read at most what a pipe holds (64 KiB): a bigger buffer is allocated, and with glibc
+# mapped and unmapped, on every read.
+_READ_SIZE: Final = 65536
 
 
 class _Protocol(asyncio.SubprocessProtocol):
+    """stderr (the one pipe asyncio reads for us) and the exit."""
+
     def __init__(self, owner: StdioConnection) -> None:
         self._owner = owner
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self._owner._stdout(data)
-        else:
-            self._owner._stderr(data)
+        self._owner._stderr(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self._owner._stdout(b"")
-        elif fd == 2:
+        if fd == 2:
             self._owner._stderr_closed()
 
     def process_exited(self) -> None:
@@ -92,6 +93,7 @@ class StdioConnection(LoopDriver):
         self._cwd = cwd
         self._transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._stdout: int | None = None  # the read end of the server's stdout, until EOF
         self._exit = self._loop.create_future()
         self._stderr_done = self._loop.create_future()
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
@@ -112,21 +114,28 @@ class StdioConnection(LoopDriver):
 
     async def _start(self) -> None:
         env = None if self._env is None else {**os.environ, **self._env}
+        # stdout is our own pipe, read when the selector says so: asyncio's subprocess
+        # transport hands every read to its protocol through call_soon, which costs one
+        # loop iteration more per reply.
+        stdout, child_stdout = os.pipe()
         try:
             transport, _ = await self._loop.subprocess_exec(
                 lambda: _Protocol(self), self._command, *self._args,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stdin=asyncio.subprocess.PIPE, stdout=child_stdout,
                 stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, start_new_session=True,
             )
-        except OSError as exc:
-            raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+        except BaseException as exc:
+            os.close(stdout)
+            if isinstance(exc, OSError):
+                raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+            raise
+        finally:
+            os.close(child_stdout)
         self._transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]  # PIPE stdin is a WriteTransport
-        # Read at most what a pipe holds (64 KiB): asyncio's 256 KiB default makes glibc
-        # map and unmap a fresh buffer on every read.
-        stdout = transport.get_pipe_transport(1)
-        if stdout is not None and hasattr(stdout, "max_size"):
-            stdout.max_size = 65536
+        os.set_blocking(stdout, False)
+        self._stdout = stdout
+        self._loop.add_reader(stdout, self._read_stdout)
         waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
         self._init_waiter = waiter
         self._client.start(now=self._loop.time())
@@ -150,6 +159,7 @@ class StdioConnection(LoopDriver):
         finally:
             self._stop_tasks()
             self._reap_group()
+            self._close_stdout()
             self._transport.close()
             self._transport = None
 
@@ -160,7 +170,9 @@ class StdioConnection(LoopDriver):
 
     def _pump(self) -> None:
         client = self._client
-        self._deliver_events()
+        event = client.next_event()
+        if event is not None:  # mostly none after a request goes out: no call then
+            self._deliver_events(event)
         action = client.next_action()
         while action is not None:
             self._perform(action)
@@ -186,11 +198,27 @@ class StdioConnection(LoopDriver):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._transport.get_pid(), signal.SIGKILL)
 
-    # ----------------------------------------------------- protocol callbacks
+    # ------------------------------------------------------------ callbacks
 
-    def _stdout(self, data: bytes) -> None:
+    def _read_stdout(self) -> None:
+        """The server's stdout is readable: what it holds (``b""`` at EOF) goes to the core."""
+        assert self._stdout is not None  # the reader goes with the pipe
+        try:
+            data = os.read(self._stdout, _READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""  # the pipe broke: as at EOF, the core fails what is pending
+        if not data:
+            self._close_stdout()
         self._client.receive_data(data, self._loop.time())
         self._pump()
+
+    def _close_stdout(self) -> None:
+        fd, self._stdout = self._stdout, None
+        if fd is not None:
+            self._loop.remove_reader(fd)
+            os.close(fd)
 
     def _stderr(self, data: bytes) -> None:
         logger = self._stderr_log
