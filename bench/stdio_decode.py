@@ -6,6 +6,9 @@ writes them, one text block of each size; they are built untimed, in batches of 
 
 - ``raw``: ``msgspec.json.decode(line)`` into dicts, the reference.
 - ``floor``: the floors' one typed msgspec pass.
+- ``two-stage``: the core's two decodes alone, the envelope (``jsonrpc.decode``, the
+  result kept as ``Raw``) and then that ``Raw`` as a ``CallToolResult``: the general path,
+  without framing, request table or event.
 - ``core``: our ``StdioClient``, ``receive_data(line)`` + ``next_event()``, with the 32
   requests issued (untimed) beforehand so each response matches a pending request.
 - ``sdk-transport``: what the SDK's stdio transport does per line (``_parse_line``).
@@ -62,6 +65,21 @@ def _floor() -> tuple[Prepare, BatchFn]:
     def batch(lines: list[bytes], ids: range) -> None:
         for line in lines:
             decode_response(line)
+
+    return _nothing, batch
+
+
+def _two_stage() -> tuple[Prepare, BatchFn]:
+    from msgspec.json import Decoder
+
+    from mcp_sansio import jsonrpc
+    from mcp_sansio.types import CallToolResult
+
+    decode_envelope, decode_result = jsonrpc.decode, Decoder(CallToolResult).decode
+
+    def batch(lines: list[bytes], ids: range) -> None:
+        for line in lines:  # each line is one response: an envelope whose result is a Raw
+            decode_result(decode_envelope(line).result)  # type: ignore[union-attr,arg-type]
 
     return _nothing, batch
 
@@ -127,6 +145,7 @@ def _nothing(ids: range) -> None:
 IMPLS: Final[dict[str, Callable[[], tuple[Prepare, BatchFn]]]] = {
     "raw": _raw,
     "floor": _floor,
+    "two-stage": _two_stage,
     "core": _core,
     "sdk-transport": lambda: _sdk(full=False),
     "sdk-full": lambda: _sdk(full=True),
