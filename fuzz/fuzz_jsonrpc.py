@@ -4,6 +4,8 @@ The input is one JSON text. ``decode`` may only raise its documented errors
 (``msgspec.DecodeError``, ``RecursionError``); an envelope must classify, and every valid
 kind must survive re-encoding: the bytes the encoders write decode to the same kind and
 the same members. The same text wrapped in a batch must give the same classification.
+Where ``result_span`` finds a frame whose slice is JSON, ``decode`` must find exactly that
+response: the same id, that slice as the result, no other member.
 
 Run with atheris: ``python fuzz/fuzz_jsonrpc.py fuzz/corpus/jsonrpc``.
 """
@@ -63,8 +65,28 @@ def _check(env: Envelope) -> Kind:
     return kind
 
 
+def _check_span(data: bytes) -> None:
+    """``result_span``'s promise: a frame whose slice decodes is that response."""
+    span = jsonrpc.result_span(data)
+    if span is None:
+        return
+    rid, start, end = span
+    try:
+        msgspec.json.decode(data[start:end])
+        decoded = jsonrpc.decode(data)
+    except msgspec.DecodeError:
+        return  # the slice is no JSON (or no UTF-8): the caller takes the general path
+    except RecursionError:
+        return  # the whole nests one level deeper than the slice
+    expected = ("2.0", rid, msgspec.UNSET, msgspec.UNSET, msgspec.Raw(data[start:end]))
+    if not isinstance(decoded, Envelope) or (
+            decoded.jsonrpc, decoded.id, decoded.method, decoded.error, decoded.result) != expected:
+        raise AssertionError(f"result_span found {span}, decode found {decoded!r}")
+
+
 def test_one_input(data: bytes) -> None:
     """Check one input; raises AssertionError on a contract break."""
+    _check_span(data)
     try:
         decoded = jsonrpc.decode(data)
     except DECODE_ERRORS:
