@@ -59,6 +59,8 @@ from mcp_sansio_asyncio.client import (
 from mcp_sansio_oauth import OAuth
 
 DRIVER_NAMES: Final = ("asyncio", "anyio-asyncio", "anyio-trio", "sync")
+# The drivers that can have several calls in flight (the blocking one makes one at a time).
+CONCURRENT_DRIVERS: Final = ("asyncio", "anyio-asyncio", "anyio-trio")
 
 # Short limits for misbehaving servers, so the whole matrix stays quick.
 QUICK: Final = ClientConfig(

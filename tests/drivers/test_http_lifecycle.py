@@ -20,7 +20,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.retry import RetryPolicy
 from mcp_sansio_asyncio import AsyncClient
 
-from .driver_adapter import Driver, text_of, until
+from .driver_adapter import CONCURRENT_DRIVERS, Driver, text_of, until
 
 pytestmark = pytest.mark.anyio
 
@@ -106,9 +106,8 @@ async def test_no_socket_is_left_behind_however_the_block_ends(driver: Driver, t
         assert open_fds() == before
 
 
+@pytest.mark.parametrize("driver", CONCURRENT_DRIVERS, indirect=True)
 async def test_concurrent_calls_share_the_pool_and_match_answers(driver: Driver, tmp_path: Path) -> None:
-    if driver.name == "sync":
-        pytest.skip("the blocking client makes one call at a time")
     answers: list[str] = []
 
     async def poke() -> None:

@@ -20,7 +20,7 @@ from mcp_sansio.types import (
     TextContent,
 )
 
-from .driver_adapter import Driver, text_of, until
+from .driver_adapter import CONCURRENT_DRIVERS, Driver, text_of, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.peer]
 
@@ -54,9 +54,8 @@ async def test_tools_are_listed_and_called(driver: Driver) -> None:
         await client.ping()
 
 
+@pytest.mark.parametrize("driver", CONCURRENT_DRIVERS, indirect=True)
 async def test_concurrent_calls_are_matched_to_their_answers(driver: Driver) -> None:
-    if driver.name == "sync":
-        pytest.skip("the blocking client makes one call at a time")
     answers: dict[int, str] = {}
 
     async def echo(n: int) -> None:

@@ -17,7 +17,7 @@ from peer_servers import sdk_server
 
 from mcp_sansio import ConnectionClosed, MessageTooLarge, RemoteProtocolError, RequestTimeout
 
-from .driver_adapter import QUICK, Driver, process_is_gone, text_of, until
+from .driver_adapter import CONCURRENT_DRIVERS, QUICK, Driver, process_is_gone, text_of, until
 
 pytestmark = pytest.mark.anyio
 
@@ -94,9 +94,8 @@ async def test_crash_fails_the_pending_call_with_exit_status(driver: Driver) -> 
     assert "crashing after 3 requests" in caught.value.stderr_tail
 
 
+@pytest.mark.parametrize("driver", CONCURRENT_DRIVERS, indirect=True)
 async def test_server_exiting_during_a_large_write_fails_both_calls(driver: Driver) -> None:
-    if driver.name == "sync":
-        pytest.skip("the blocking client makes one call at a time")
     # Only initialize is answered; the next line kills the server while the big one is
     # still being written after it, in the same write.
     config = msgspec.structs.replace(QUICK, protocol="2025-11-25")
