@@ -37,10 +37,10 @@ class LineBuffer:
         return data[: end - 1] if end and data[end - 1] == 13 else data[:end]  # 13: "\r"
 
     def feed(self, data: bytes) -> list[bytes]:
-        """Append ``data`` and return every line it completed, up to an oversized one."""
-        line = self.sole_line(data)
-        if line is not None:
-            return [line] if line else []
+        """Append ``data`` and return every line it completed, up to an oversized one.
+
+        A reader on a hot path asks :meth:`sole_line` first, and feeds what it declines.
+        """
         if self.overflow is not None:
             return []
         limit = self._max
