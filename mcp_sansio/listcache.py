@@ -26,7 +26,7 @@ import msgspec
 
 from mcp_sansio.errors import LocalProtocolError
 
-__all__ = ["ListCache", "ListKey", "ListKind", "hint_ttl", "kinds_invalidated_by", "lists_offered"]
+__all__ = ["ListCache", "ListKey", "ListKind", "hint_ttl", "kinds_invalidated_by"]
 
 V = TypeVar("V")
 
@@ -52,23 +52,9 @@ _INVALIDATED_BY: Final[Mapping[str, frozenset[ListKind]]] = {
 one resource drops every cached read of the server (simple, and never stale)."""
 
 
-_CAPABILITY: Final[Mapping[ListKind, str]] = {
-    ListKind.TOOLS: "tools",
-    ListKind.RESOURCES: "resources",
-    ListKind.RESOURCE_TEMPLATES: "resources",
-    ListKind.PROMPTS: "prompts",
-    ListKind.RESOURCE_READ: "resources",
-}
-
-
 def kinds_invalidated_by(method: str) -> frozenset[ListKind]:
     """Return the kinds a notification makes stale (none for other methods)."""
     return _INVALIDATED_BY.get(method, frozenset())
-
-
-def lists_offered(capabilities: object, kind: ListKind) -> bool:
-    """Whether a server with these ``ServerCapabilities`` has the list ``kind`` at all."""
-    return getattr(capabilities, _CAPABILITY[kind], None) is not None
 
 
 def hint_ttl(ttl_ms: int | None) -> float | None:

@@ -53,6 +53,7 @@ from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_i
 from mcp_sansio.naming import ToolNamer, ToolNames
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
+from mcp_sansio.session import LIST_FIELDS
 from mcp_sansio.types import (
     CallToolResult,
     ContentBlock,
@@ -95,12 +96,6 @@ DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_TOOL_TIMEOUT: Final = 60.0
 _MILLISECONDS: Final = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 _MAX_MESSAGE: Final = 300
-_ITEMS: Final[Mapping[ListKind, str]] = {
-    ListKind.TOOLS: "tools",
-    ListKind.RESOURCES: "resources",
-    ListKind.RESOURCE_TEMPLATES: "resource_templates",
-    ListKind.PROMPTS: "prompts",
-}
 
 
 class ConnectionState(enum.Enum):
@@ -645,7 +640,7 @@ class ServerManagerCore:
                      now: float) -> list[object]:
         """:meth:`store` a whole list result (``None``: the server has no such list) with
         its caching hints, and return its items."""
-        items: list[object] = [] if result is None else list(getattr(result, _ITEMS[kind]))
+        items: list[object] = [] if result is None else list(getattr(result, LIST_FIELDS[kind.value]))
         self.store(name, kind, items, token, now, ttl_ms=getattr(result, "ttl_ms", None),
                    cache_scope=getattr(result, "cache_scope", None))
         return items

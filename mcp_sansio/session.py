@@ -68,7 +68,7 @@ from .types import (
 )
 from .versions import SUPPORTED_VERSIONS, VersionRules, rules_for
 
-__all__ = ["ClientSession", "Phase", "Trigger"]
+__all__ = ["LIST_FIELDS", "ClientSession", "Phase", "Trigger", "server_offers"]
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ _SERVER_REQUESTS: Final[Mapping[str, str]] = {
 }
 
 # List methods that "list everything" can follow, and the field holding the items.
-_LIST_FIELDS: Final[Mapping[str, str]] = {
+LIST_FIELDS: Final[Mapping[str, str]] = {
     "tools/list": "tools",
     "resources/list": "resources",
     "resources/templates/list": "resource_templates",
@@ -601,11 +601,9 @@ class ClientSession:
         if self._phase is not _READY:
             self._check_phase(method)
         if method not in self._allowed:
-            need = _REQUIRES.get(method)
-            if need is not None:
-                self._check_capability(method, *need)  # raises when not declared
+            self._check_capability(method)  # raises when not declared
             self._allowed.add(method)
-        if all_pages and method not in _LIST_FIELDS:
+        if all_pages and method not in LIST_FIELDS:
             raise LocalProtocolError(f"{method} is not a paginated list")
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
@@ -693,7 +691,7 @@ class ClientSession:
         """
         if self._rules is not None and not self._rules.subscribe:
             self._check_phase("resources/subscribe")
-            self._check_capability("resources/subscribe", *_REQUIRES["resources/subscribe"])
+            self._check_capability("resources/subscribe")
             self._refilter(self._subscriptions | {uri}, now)
             return self._done_locally("resources/subscribe")
         return self._request("resources/subscribe", SubscribeRequestParams(uri=uri), now, timeout, False)
@@ -796,7 +794,7 @@ class ClientSession:
         """
         if self._rules is not None and not self._rules.set_level:
             self._check_phase("logging/setLevel")
-            self._check_capability("logging/setLevel", *_REQUIRES["logging/setLevel"])
+            self._check_capability("logging/setLevel")
             if level not in _LOG_LEVELS:
                 raise LocalProtocolError(f"{level!r} is not a logging level: one of {sorted(_LOG_LEVELS)}")
             self._log_level = level
@@ -1155,7 +1153,7 @@ class ClientSession:
         self._send_request(rid, again.wire)
 
     def _on_page(self, pending: _Pending, result: msgspec.Struct, raw: Raw, now: float) -> None:
-        field = _LIST_FIELDS[pending.method]
+        field = LIST_FIELDS[pending.method]
         items, seen, hints = pending.items, pending.seen, pending.hints
         assert items is not None and seen is not None and hints is not None  # set together in request()
         items.extend(getattr(result, field))
@@ -1300,11 +1298,9 @@ class ClientSession:
         if self._phase is Phase.FAILED or self._phase is Phase.CLOSED:
             raise LocalProtocolError(f"cannot send {method}: the session is {self._phase.value}")
 
-    def _check_capability(self, method: str, capability: str, flag: str) -> None:
-        """``flag`` names a setting of the capability, or the extension ``extensions`` must hold."""
-        declared = getattr(self.server_capabilities, capability, None)
-        if declared is None or (flag and not (
-                flag in declared if isinstance(declared, dict) else getattr(declared, flag, None))):
+    def _check_capability(self, method: str) -> None:
+        if not server_offers(self.server_capabilities, method):
+            capability, flag = _REQUIRES[method]
             what = f"{capability}.{flag}" if flag else capability
             raise LocalProtocolError(f"the server did not declare the {what!r} capability needed by {method}")
 
@@ -1363,6 +1359,20 @@ class ClientSession:
               timeout: float | None) -> int:
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
         return self._request(method, params, now, timeout, all_pages)
+
+
+def server_offers(capabilities: ServerCapabilities | None, method: str) -> bool:
+    """Whether a server that declared ``capabilities`` may be sent ``method``: it declared
+    the capability the method needs, and the setting (``resources.subscribe``) or the
+    extension (in ``extensions``) it needs within it. Methods that need none are offered."""
+    need = _REQUIRES.get(method)
+    if need is None:
+        return True
+    capability, flag = need
+    declared = getattr(capabilities, capability, None)
+    if declared is None or not flag:
+        return declared is not None
+    return flag in declared if isinstance(declared, dict) else bool(getattr(declared, flag, None))
 
 
 def _with_progress_token(params: Params, rid: int, extra: Mapping[str, object] | None) -> object:

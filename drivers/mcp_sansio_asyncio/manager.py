@@ -26,7 +26,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.errors import McpSansioError, RequestError
 from mcp_sansio.events import NotificationReceived
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry, StdioServerConfig, Transport
-from mcp_sansio.listcache import ListKind, lists_offered
+from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager import (
     ALL_TRANSPORTS,
     Connected,
@@ -48,6 +48,7 @@ from mcp_sansio.manager import (
 )
 from mcp_sansio.naming import UnknownToolName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
+from mcp_sansio.session import server_offers
 from mcp_sansio.types import CallToolResult, Prompt, ReadResourceResult, Resource, Tool
 from mcp_sansio_sync.manager import session_closed, stderr_of, write_result_file
 
@@ -387,7 +388,7 @@ class AsyncServerManager:
         token = self._core.begin_list(name, kind)
         result = None
         try:
-            if lists_offered(client.server_capabilities, kind):
+            if server_offers(client.server_capabilities, kind.value):
                 result = await client.request(kind.value, timeout=self._core.request_timeout(name),
                                               all_pages=True)
         except McpSansioError as exc:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_sansio.errors import LocalProtocolError
-from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by, lists_offered
+from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
+from mcp_sansio.session import server_offers
 from mcp_sansio.types import ResourcesCapability, ServerCapabilities
 
 TOOLS = ListKey(server="a", kind=ListKind.TOOLS)
@@ -166,4 +167,6 @@ def test_a_notification_invalidates_a_fresh_public_entry() -> None:
 
 def test_a_list_is_offered_when_its_capability_is_declared() -> None:
     caps = ServerCapabilities(resources=ResourcesCapability())
-    assert [lists_offered(caps, kind) for kind in ListKind] == [False, True, True, False, True]
+    assert [server_offers(caps, kind.value) for kind in ListKind] == [False, True, True, False, True]
+    assert not server_offers(None, "tools/list")  # before the handshake
+    assert server_offers(None, "ping")  # needs no capability
