@@ -79,6 +79,7 @@ def _two_stage() -> tuple[Prepare, BatchFn]:
 
     def batch(lines: list[bytes], ids: range) -> None:
         for line in lines:  # each line is one response: an envelope whose result is a Raw
+            # No narrowing in the timed loop: every line is known to be one response with a result.
             decode_result(decode_envelope(line).result)  # type: ignore[union-attr,arg-type]
 
     return _nothing, batch
