@@ -39,22 +39,24 @@ from mcp_sansio.manager import (
     Failure,
     Join,
     ManagerConfig,
+    NamedPrompt,
     NamedTool,
     RestartPolicy,
     ServerManagerCore,
+    ServerResource,
+    ServerResourceTemplate,
     ServerStatus,
     ServerUnavailable,
-    ToolRoute,
     Unavailable,
     WaitUntil,
     elicitations_accepted,
     failure_from,
     is_connection_loss,
 )
-from mcp_sansio.naming import UnknownToolName
+from mcp_sansio.naming import UnknownName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
 from mcp_sansio.session import server_offers
-from mcp_sansio.types import CallToolResult, Prompt, ReadResourceResult, Resource, Tool
+from mcp_sansio.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .client import Client, ElicitationHandler, RootsArg, SamplingHandler
 from .stdio import connect_stdio
@@ -64,6 +66,7 @@ __all__ = ["ServerManager", "ServerNotificationHandler", "session_closed", "stde
 log = logging.getLogger("mcp_sansio.manager")
 
 T = TypeVar("T")
+R = TypeVar("R")
 ServerNotificationHandler = Callable[[str, NotificationReceived], object]
 """Sees ``(server name, notification)`` for every notification of every server."""
 Opened = tuple[Client, contextlib.ExitStack]
@@ -240,12 +243,38 @@ class ServerManager:
     def tools(self) -> list[NamedTool]:
         """Every tool of every connected server, under its model-facing name."""
         self._notice_losses()
-        for name in self._core.connected_names():
-            try:
-                self.list_tools(name)
-            except McpSansioError as exc:
-                log.warning("listing the tools of %s failed: %s", name, exc)
+        self._list_each(self._core.connected_names(), ListKind.TOOLS)
         return self._core.named_tools()
+
+    def prompts(self) -> list[NamedPrompt]:
+        """Every prompt of every connected server, named like the tools (``mcp__<server>__<prompt>``)."""
+        self._notice_losses()
+        self._list_each(self._core.connected_names(), ListKind.PROMPTS)
+        return self._core.named_prompts()
+
+    def resources(self) -> list[ServerResource | ServerResourceTemplate]:
+        """Every resource and resource template of every connected server, with its server."""
+        self._notice_losses()
+        self._list_each(self._core.connected_names(), ListKind.RESOURCES, ListKind.RESOURCE_TEMPLATES)
+        return self._core.named_resources()
+
+    def get_prompt(self, model_name: str, arguments: Mapping[str, str] | None = None, *,
+                   timeout: float | None = None) -> GetPromptResult:
+        """Get a prompt by its model-facing name (see :meth:`prompts`).
+
+        Raises:
+            UnknownPromptName: no prompt has that name.
+            ServerUnavailable: its server cannot be connected.
+            RequestError, RequestTimeout, ConnectionClosed: the request failed.
+        """
+        route = self._routed(model_name, ListKind.PROMPTS,
+                             partial(self._core.route_prompt, model_name, timeout))
+        client = self.connect(route.server)
+        try:
+            return client.get_prompt(route.prompt, arguments, timeout=route.timeout)
+        except McpSansioError as exc:
+            self._check_loss(route.server, client, exc)
+            raise
 
     def call_tool(
         self, model_name: str, arguments: Mapping[str, object] | None = None, *, timeout: float | None = None
@@ -257,7 +286,7 @@ class ServerManager:
             ServerUnavailable: its server cannot be connected.
             RequestError, RequestTimeout, ConnectionClosed: the call failed.
         """
-        route = self._route(model_name, timeout)
+        route = self._routed(model_name, ListKind.TOOLS, partial(self._core.route, model_name, timeout))
         client = self.connect(route.server)
         retries = 0
         while True:
@@ -361,25 +390,46 @@ class ServerManager:
         self._core.connection_lost(name, failure, time.monotonic(), random.random())
         self._stacks.pop(connection).close()
 
-    def _route(self, model_name: str, timeout: float | None) -> ToolRoute:
+    def _routed(self, model_name: str, kind: ListKind, route: Callable[[], R]) -> R:
+        """``route()``; if the name is unknown, first list ``kind`` on the servers it may
+        belong to (starting them: only those), and fail as the core says if still unknown."""
         try:
-            return self._core.route(model_name, timeout)
-        except UnknownToolName:  # servers not tried or listed yet may have it
-            self.connect_all()
-            self.tools()
-            return self._core.route(model_name, timeout)
+            return route()
+        except UnknownName:
+            pass
+        self._list_each(self._core.servers_for(model_name), kind)
+        try:
+            return route()
+        except UnknownName:
+            raise self._core.unroutable(model_name, kind, time.monotonic()) from None
+
+    def _list_each(self, names: Sequence[str], *kinds: ListKind) -> None:
+        """List ``kinds`` on each of ``names`` (connecting it if needed); a server that
+        cannot be used or listed is left out (its state, or the log, says why)."""
+        for name in names:
+            try:
+                for kind in kinds:
+                    self._listed(name, kind)
+            except ServerUnavailable:
+                pass
+            except McpSansioError as exc:
+                log.warning("listing the %s of %s failed: %s", kinds[0].value.split("/")[0], name, exc)
 
     def _listed(self, name: str, kind: ListKind) -> list[object]:
         client = self.connect(name)
-        cached = self._core.cached(name, kind, time.monotonic())
-        if cached is not None:
-            return cached
-        token = self._core.begin_list(name, kind)
-        result = None
-        try:
-            if server_offers(client.server_capabilities, kind.value):
-                result = client.request(kind.value, timeout=self._core.request_timeout(name), all_pages=True)
-        except McpSansioError as exc:
-            self._check_loss(name, client, exc)
-            raise
-        return self._core.store_result(name, kind, result, token, time.monotonic())
+        while True:  # again while the core finds the listing overtaken by a list_changed
+            cached = self._core.cached(name, kind, time.monotonic())
+            if cached is not None:
+                return cached
+            token = self._core.begin_list(name, kind)
+            result = None
+            try:
+                if server_offers(client.server_capabilities, kind.value):
+                    result = client.request(kind.value, timeout=self._core.request_timeout(name),
+                                            all_pages=True)
+            except McpSansioError as exc:
+                self._check_loss(name, client, exc)
+                raise
+            items = self._core.store_result(name, kind, result, token, time.monotonic())
+            if items is not None:
+                return items
