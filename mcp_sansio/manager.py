@@ -27,6 +27,7 @@ import dataclasses
 import enum
 import math
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -69,6 +70,7 @@ from mcp_sansio.types import URLElicitationRequiredErrorData as _ElicitationData
 
 __all__ = [
     "ALL_TRANSPORTS",
+    "SHELL_PREFIX_VARIABLE",
     "URL_ELICITATION_REQUIRED",
     "ConnectPlan",
     "Connected",
@@ -96,6 +98,8 @@ __all__ = [
     "timeout_from_env",
 ]
 
+SHELL_PREFIX_VARIABLE: Final = "MCP_SANSIO_SHELL_PREFIX"
+"""The environment variable whose words go before every stdio server's command."""
 URL_ELICITATION_REQUIRED: Final = -32042
 """JSON-RPC error code of a request that needs URL-mode elicitations first (2025-11-25)."""
 ALL_TRANSPORTS: Final = frozenset({"stdio", "http", "sse", "ws"})
@@ -260,6 +264,8 @@ class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
         tool_count: how many tools it listed last, or ``None`` before a listing.
         attempts: consecutive failures in the current episode.
         retry_at: while ``failed``, when a use may try again (the driver's clock).
+        shell_prefix: the words a stdio server's command is run after
+            (``MCP_SANSIO_SHELL_PREFIX``, then its ``shellPrefix``), quoted; ``""`` if none.
     """
 
     name: str
@@ -272,10 +278,12 @@ class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
     tool_count: int | None = None
     attempts: int = 0
     retry_at: float | None = None
+    shell_prefix: str = ""
 
 
 class ConnectPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """Start connecting to ``name`` now, giving up after ``timeout`` seconds."""
+    """Start connecting to ``name`` now, giving up after ``timeout`` seconds; a stdio
+    ``config`` is the command as started (its shell prefixes applied)."""
 
     name: str
     config: ServerConfig
@@ -368,6 +376,7 @@ class _Server:
     prompts: list[Prompt] | None = None
     resources: list[Resource] | None = None
     templates: list[ResourceTemplate] | None = None
+    shell_prefix: tuple[str, ...] = ()  # the environment's, for a stdio server
 
     @property
     def local(self) -> bool:
@@ -386,6 +395,15 @@ _KNOWN: Final[Mapping[ListKind, tuple[str, type]]] = {
 def _check_timeout(timeout: float) -> None:
     if not (math.isfinite(timeout) and timeout > 0):
         raise LocalProtocolError(f"a timeout must be a positive number of seconds, not {timeout}")
+
+
+def _shell_prefix(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The words of ``MCP_SANSIO_SHELL_PREFIX``, or why they cannot be had (then no stdio
+    server may start: running it outside the sandbox the user asked for is worse)."""
+    try:
+        return tuple(shlex.split(env.get(SHELL_PREFIX_VARIABLE, ""))), None
+    except ValueError as exc:
+        return (), f"{SHELL_PREFIX_VARIABLE} cannot be split into words ({exc}): fix or unset it"
 
 
 def timeout_from_env(env: Mapping[str, str], name: str, default: float) -> float:
@@ -468,6 +486,7 @@ class ServerManagerCore:
             env, "MCP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)
         self.warnings: list[ExpansionWarning] = []
         """What ``${VAR}`` expansion could not fill, for the host to show."""
+        prefix, prefix_error = _shell_prefix(env)
         self._servers: dict[str, _Server] = {}
         for entry in entries:
             if entry.name in self._servers:
@@ -476,9 +495,14 @@ class ServerManagerCore:
             self.warnings += warnings
             server = _Server(entry=entry, config=expanded, transport=_transport_of(expanded),
                              state=_S.DISABLED if entry.state is ServerState.DISABLED else _S.PENDING)
-            if server.state is _S.PENDING and server.transport not in transports:
+            refusal = None
+            if server.transport not in transports:
+                refusal = f"this driver cannot connect to {server.transport} servers"
+            elif server.local:
+                server.shell_prefix, refusal = prefix, prefix_error
+            if server.state is _S.PENDING and refusal is not None:
                 server.state, server.unsupported = _S.FAILED, True
-                server.failure = Failure(message=f"this driver cannot connect to {server.transport} servers")
+                server.failure = Failure(message=refusal)
             self._servers[entry.name] = server
         self._queue: list[str] = []
         self._closed = False
@@ -530,6 +554,7 @@ class ServerManagerCore:
             tool_count=None if server.tools is None else len(server.tools),
             attempts=0 if stable else server.failures,
             retry_at=server.retry_at if server.state is _S.FAILED else None,
+            shell_prefix=shlex.join((*server.shell_prefix, *getattr(server.config, "shell_prefix", ()))),
         )
 
     def statuses(self, now: float) -> dict[str, ServerStatus]:
@@ -600,7 +625,10 @@ class ServerManagerCore:
                 self._queue.remove(name)
                 server.queued = False
                 self._advance(server, Trigger.START)
-                plans.append(ConnectPlan(name=name, config=server.config, timeout=self._connect_timeout))
+                config = server.config
+                if isinstance(config, StdioServerConfig):
+                    config = config.wrapped(server.shell_prefix)
+                plans.append(ConnectPlan(name=name, config=config, timeout=self._connect_timeout))
         return plans
 
     def connected(self, name: str, now: float) -> None:

@@ -431,6 +431,38 @@ def test_close_ends_every_connection_and_refuses_later_uses() -> None:
         manager.use("a", 0.0)
 
 
+# ------------------------------------------------------------ shell prefix
+
+
+def test_stdio_commands_start_after_the_environment_prefix_then_their_own() -> None:
+    own = StdioServerConfig(command="node", args=("s.js",), shell_prefix=("bun", "run"))
+    manager = core(entry("a", own), entry("b"), entry("r", REMOTE),
+                   env={"MCP_SANSIO_SHELL_PREFIX": "'/opt/sand box' --"})
+    for name in ("a", "b", "r"):
+        manager.use(name, 0.0)
+    plans = {plan.name: plan.config for plan in manager.start_due()}
+    sandbox = "/opt/sand box"
+    assert plans == {"a": StdioServerConfig(command=sandbox, args=("--", "bun", "run", "node", "s.js")),
+                     "b": StdioServerConfig(command=sandbox, args=("--", "server")), "r": REMOTE}
+    assert [manager.status(name, 0.0).shell_prefix for name in ("a", "b", "r")] == [
+        "'/opt/sand box' -- bun run", "'/opt/sand box' --", ""]
+
+
+def test_without_a_prefix_commands_start_as_written() -> None:
+    manager = core(env={"MCP_SANSIO_SHELL_PREFIX": "  "})
+    assert manager.use("a", 0.0) == Join()
+    assert [plan.config for plan in manager.start_due()] == [LOCAL]
+    assert manager.status("a", 0.0).shell_prefix == ""
+
+
+def test_a_prefix_that_cannot_be_split_fails_every_stdio_server_but_no_remote_one() -> None:
+    manager = core(entry("a"), entry("r", REMOTE), env={"MCP_SANSIO_SHELL_PREFIX": "'unclosed"})
+    assert manager.status("a", 0.0).state is ConnectionState.FAILED
+    assert "MCP_SANSIO_SHELL_PREFIX cannot be split into words" in (manager.status("a", 0.0).error or "")
+    assert isinstance(manager.use("a", 0.0), Unavailable)
+    assert manager.use("r", 0.0) == Join()
+
+
 # --------------------------------------------------------------------- lists
 
 

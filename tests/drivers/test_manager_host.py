@@ -8,6 +8,8 @@ server, and a server that cannot start.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from peer_servers import everything_stdio
 
@@ -88,3 +90,10 @@ async def test_a_call_on_a_server_that_failed_says_so_and_why(driver: Driver) ->
                                                     r"nonexistent") as caught:
             await manager.call_tool("mcp__broken__echo")
         assert caught.value.server == "broken" and caught.value.state is ConnectionState.FAILED
+
+
+async def test_stdio_servers_start_behind_the_shell_prefix(driver: Driver) -> None:
+    env = {**os.environ, "MCP_SANSIO_SHELL_PREFIX": "env MCP_SANSIO_PREFIXED=yes"}
+    async with driver.manager([EVERYTHING], env=env, client_config=QUICK) as manager:
+        assert '"MCP_SANSIO_PREFIXED": "yes"' in text_of(await manager.call_tool("mcp__everything__get-env"))
+        assert manager.states["everything"].shell_prefix == "env MCP_SANSIO_PREFIXED=yes"
