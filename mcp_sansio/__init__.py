@@ -54,7 +54,7 @@ from .events import (
     TerminateProcess,
 )
 from .session import ClientSession, Phase
-from .stderr import StderrTail
+from .stderr import StderrLog, StderrTail
 from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
@@ -124,6 +124,7 @@ __all__ = [
     "SkillFrontmatterMismatch",
     "SkillSizeMismatch",
     "SkillVerificationError",
+    "StderrLog",
     "StderrTail",
     "StdioClient",
     "TerminateProcess",

@@ -26,6 +26,7 @@ from mcp_sansio import (
     InterruptProcess,
     KillProcess,
     RequestFailed,
+    StderrLog,
     StderrTail,
     StdioClient,
     TerminateProcess,
@@ -79,6 +80,7 @@ class StdioConnection(AnyioDriver):
         self._exited = anyio.Event()
         self._stderr_done = anyio.Event()
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
+        self._stderr_lines = StderrLog(config)  # what of it reaches the log, bounded
         self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
         self._returncode: int | None = None
 
@@ -219,12 +221,13 @@ class StdioConnection(AnyioDriver):
         self._pump()
 
     async def _read_stderr(self, stream: ByteReceiveStream) -> None:
-        tail, logger = self._stderr_tail, self._stderr_log
+        tail, lines, logger = self._stderr_tail, self._stderr_lines, self._stderr_log
         with contextlib.suppress(*_BROKEN):
             async for chunk in stream:
-                for line in tail.feed(chunk, want_lines=logger.isEnabledFor(logging.INFO)):
+                tail.feed(chunk)
+                for line in lines.feed(chunk, anyio.current_time()):
                     logger.info("%s", line)
-        for line in tail.flush():
+        for line in lines.close(anyio.current_time()):
             logger.info("%s", line)
         self._stderr_done.set()
 

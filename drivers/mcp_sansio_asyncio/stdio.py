@@ -24,6 +24,7 @@ from mcp_sansio import (
     InterruptProcess,
     KillProcess,
     RequestFailed,
+    StderrLog,
     StderrTail,
     StdioClient,
     TerminateProcess,
@@ -97,6 +98,7 @@ class StdioConnection(LoopDriver):
         self._exit = self._loop.create_future()
         self._stderr_done = self._loop.create_future()
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
+        self._stderr_lines = StderrLog(config)  # what of it reaches the log, bounded
         self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
         self._returncode: int | None = None
 
@@ -221,13 +223,12 @@ class StdioConnection(LoopDriver):
             os.close(fd)
 
     def _stderr(self, data: bytes) -> None:
-        logger = self._stderr_log
-        lines = self._stderr_tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO))
-        for line in lines:
-            logger.info("%s", line)
+        self._stderr_tail.feed(data)
+        for line in self._stderr_lines.feed(data, self._loop.time()):
+            self._stderr_log.info("%s", line)
 
     def _stderr_closed(self) -> None:
-        for line in self._stderr_tail.flush():
+        for line in self._stderr_lines.close(self._loop.time()):
             self._stderr_log.info("%s", line)
         if not self._stderr_done.done():
             self._stderr_done.set_result(None)

@@ -27,6 +27,7 @@ from mcp_sansio import (
     InterruptProcess,
     KillProcess,
     RequestFailed,
+    StderrLog,
     StderrTail,
     StdioClient,
     TerminateProcess,
@@ -84,6 +85,7 @@ class StdioConnection(Client):
         self._exited = False
         self._closed = False
         self._stderr_tail = StderrTail(config.stderr_limit_bytes)
+        self._stderr_lines = StderrLog(config)  # what of it reaches the log, bounded
         self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
 
     @property
@@ -264,15 +266,15 @@ class StdioConnection(Client):
         data = _read(self._proc.stderr.fileno())
         if data is None:
             return False
-        logger = self._stderr_log
         if data:
-            lines = self._stderr_tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO))
+            self._stderr_tail.feed(data)
+            lines = self._stderr_lines.feed(data, time.monotonic())
         else:
             self._stderr_open = False
             self._selector.unregister(self._proc.stderr.fileno())
-            lines = self._stderr_tail.flush()
+            lines = self._stderr_lines.close(time.monotonic())
         for line in lines:
-            logger.info("%s", line)
+            self._stderr_log.info("%s", line)
         return bool(data)
 
     def _on_exit(self) -> None:

@@ -17,7 +17,15 @@ from peer_servers import sdk_server
 
 from mcp_sansio import ConnectionClosed, MessageTooLarge, RemoteProtocolError, RequestTimeout
 
-from .driver_adapter import CONCURRENT_DRIVERS, QUICK, Driver, process_is_gone, text_of, until
+from .driver_adapter import (
+    CONCURRENT_DRIVERS,
+    QUICK,
+    ClientUnderTest,
+    Driver,
+    process_is_gone,
+    text_of,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -169,6 +177,49 @@ async def test_stderr_flood_is_drained_in_bounded_memory(driver: Driver) -> None
     assert len(client.stderr_tail) < 2 * MIB
     assert rss_peak - rss_before < 100 * MIB
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before < 100 * MIB
+
+
+def stderr_records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the drivers logged of the servers' stderr."""
+    return [r.getMessage() for r in caplog.records if r.name.startswith("mcp_sansio.stderr.")]
+
+
+async def drain(client: ClientUnderTest, size: int) -> None:
+    """Wait until the client has read (and dropped from its tail) ``size`` bytes of stderr."""
+    def drained() -> bool:
+        dropped = re.match(r"\[(\d+) earlier bytes dropped\]", client.stderr_tail)
+        return dropped is not None and int(dropped.group(1)) >= size
+
+    await until(client, drained, timeout=60.0)
+
+
+async def test_stderr_without_a_newline_is_logged_as_one_bounded_line(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_sansio.stderr")
+    async with driver.connect(*hostile("flood-stderr-unbroken"), config=QUICK) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        await drain(client, 49 * MIB)
+        assert stderr_records(caplog) == []  # the line has not ended yet
+    [line] = stderr_records(caplog)
+    assert len(line) < 4200 and re.search(r"\[\.\.\. \d+ more bytes of this line not logged\]$", line)
+
+
+async def test_stderr_lines_flood_is_logged_cut_and_rate_limited(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_sansio.stderr")
+    started = time.monotonic()
+    async with driver.connect(*hostile("flood-stderr"), config=QUICK) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        await drain(client, 20 * MIB)  # 320 lines of 64 KiB
+    lines = stderr_records(caplog)
+    seconds = time.monotonic() - started
+    refills = 20 * seconds + 1  # lines let through once the bucket of 200 ran dry, each after a summary
+    assert len(lines) <= 200 + 2 * refills + 1
+    assert all(len(line) < 4200 for line in lines)
+    summary = r"\[\d+ lines \(\d+ bytes\) of stderr not logged: over 200 lines in 10 s\]"
+    assert re.fullmatch(summary, lines[-1])
 
 
 async def test_slow_start_past_initialize_timeout_fails_the_handshake(driver: Driver) -> None:
