@@ -346,12 +346,13 @@ class AsyncClient:
                     waiter.set_exception(self._failure(event))
                 else:
                     waiter.set_result(event)
-        elif isinstance(event, MessageDiscarded):
-            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
+        elif isinstance(event, MessageDiscarded | ConnectionTerminated):
+            if isinstance(event, ConnectionTerminated):
+                log.debug("connection terminated: %s", event.message)
+            if event.warning is not None:  # the core says when the host should hear of it
+                log.warning("%s", event.warning)
         elif isinstance(event, PeerErrorReceived):
             log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
-        elif isinstance(event, ConnectionTerminated):
-            log.debug("connection terminated: %s", event.message)
 
     async def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and send its answer."""

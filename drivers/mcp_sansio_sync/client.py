@@ -17,6 +17,7 @@ import msgspec
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
+    ConnectionTerminated,
     Event,
     InitializeCompleted,
     InitializeFailed,
@@ -327,8 +328,9 @@ class Client:
 
     def _deliver_other(self, event: Event) -> None:
         """An event no call waits for; a transport subclass takes its own (OAuth's) first."""
-        if isinstance(event, MessageDiscarded):
-            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
+        if isinstance(event, MessageDiscarded | ConnectionTerminated):
+            if event.warning is not None:  # the core says when the host should hear of it
+                log.warning("%s", event.warning)
         elif isinstance(event, PeerErrorReceived):
             log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
 

@@ -63,6 +63,22 @@ async def test_garbage_around_the_answer_is_skipped_with_a_warning(
     assert any(f"discarded a message from the server ({reason})" in w for w in warnings), warnings
 
 
+async def test_a_banner_gives_one_warning_quoting_its_first_line_then_a_count(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with driver.connect(*hostile("banner"), config=QUICK) as client:
+        for _ in range(3):
+            assert text_of(await client.call_tool("poke")) == "ok"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    first, *rest = [w for w in warnings if w.startswith("discarded")]
+    assert first.startswith("discarded a message from the server (not-json): not JSON")
+    assert "it read 'hostile MCP server 1.0 starting' (more such messages are only counted)" in first
+    [summary] = rest
+    counted = re.fullmatch(r"discarded (\d+) messages from the server in all \(not-json: (\d+)\)", summary)
+    assert counted is not None and counted[1] == counted[2]
+    assert int(counted[1]) >= 6  # two lines at start-up, one before each of the 4+ answers
+
+
 async def test_line_over_max_line_bytes_fails_with_message_too_large(driver: Driver) -> None:
     config = msgspec.structs.replace(QUICK, max_line_bytes=MIB)
     async with driver.connect(*hostile("long-line"), config=config) as client:
