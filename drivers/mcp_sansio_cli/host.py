@@ -37,7 +37,7 @@ from mcp_sansio.types import CallToolResult, GetPromptResult
 from mcp_sansio_asyncio import AsyncClient
 from mcp_sansio_asyncio.manager import ServerManager
 
-from .args import EXIT_FAILURE, CliError, UsageError, config_options, output_options, request_options
+from .args import EXIT_FAILURE, CliError, UsageError, config_options, output_options
 from .output import print_json, report_error, table
 
 __all__ = ["add_parsers", "call_tool", "connect_one", "get_prompt", "load_entries", "run"]
@@ -58,8 +58,8 @@ _LISTINGS: Final = {
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``servers``, ``tools``, ``prompts`` and ``resources`` to ``sub``."""
     for name, text in _LISTINGS.items():
-        parser = sub.add_parser(name, parents=[output_options(), request_options(), config_options()],
-                                help=text, description=text)
+        parents = [output_options(), config_options()]
+        parser = sub.add_parser(name, parents=parents, help=text, description=text)
         parser.add_argument("names", nargs="*", metavar="SERVER", help="only these servers")
 
 
