@@ -103,6 +103,7 @@ def test_batch_is_discarded_in_other_revisions(version: str) -> None:
     batch = b"[" + SERVER.result(rid, {}).rstrip() + b"]"
     client.receive_data(batch + b"\n", 0.0)
     [event] = drain_events(client)
+    assert isinstance(event, MessageDiscarded)
     assert event == MessageDiscarded(
         reason=DiscardReason.BATCH_NOT_ALLOWED,
         detail="JSON-RPC batches are not allowed in this protocol revision", excerpt=batch,

@@ -409,6 +409,7 @@ def test_a_binary_message_is_discarded() -> None:
     wire += peer.send(ws.BytesMessage(data=b"\x01" * 3000))
     client.receive_data(CONN, wire, 1.0)
     [event] = drain_events(client)
+    assert isinstance(event, MessageDiscarded)
     assert event == MessageDiscarded(
         reason=DiscardReason.NOT_JSON, detail="a binary message: MCP messages are JSON in text frames",
         excerpt=b"\x00" * 150 + b"\x01" * 50, warning=event.warning)
