@@ -37,9 +37,12 @@ from mcp_sansio.manager import (
     Failure,
     Join,
     ManagerConfig,
+    NamedPrompt,
     NamedTool,
     RestartPolicy,
     ServerManagerCore,
+    ServerResource,
+    ServerResourceTemplate,
     ServerStatus,
     ServerUnavailable,
     ToolRoute,
@@ -49,10 +52,10 @@ from mcp_sansio.manager import (
     failure_from,
     is_connection_loss,
 )
-from mcp_sansio.naming import UnknownToolName
+from mcp_sansio.naming import UnknownName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
 from mcp_sansio.session import server_offers
-from mcp_sansio.types import CallToolResult, Prompt, ReadResourceResult, Resource, Tool
+from mcp_sansio.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .client import Client
 from .handlers import ElicitationHandler, Handlers, RootsArg, SamplingHandler
@@ -62,6 +65,7 @@ __all__ = ["Manager", "Opened", "ServerNotificationHandler", "write_result_file"
 log = logging.getLogger("mcp_sansio.manager")
 
 T = TypeVar("T")
+R = TypeVar("R")
 ServerNotificationHandler = Callable[[str, NotificationReceived], object]
 """Sees ``(server name, notification)`` for every notification of every server."""
 Closer = Callable[[], None]
@@ -257,8 +261,38 @@ class Manager:
         A server whose listing fails is left out (and marked failed if it is gone).
         """
         self._notice_losses()
-        self._run_all([partial(self._listing, name) for name in self._core.connected_names()])
+        self._list_each(self._core.connected_names(), ListKind.TOOLS)
         return self._core.named_tools()
+
+    def prompts(self) -> list[NamedPrompt]:
+        """Every prompt of every connected server, named like the tools (``mcp__<server>__<prompt>``)."""
+        self._notice_losses()
+        self._list_each(self._core.connected_names(), ListKind.PROMPTS)
+        return self._core.named_prompts()
+
+    def resources(self) -> list[ServerResource | ServerResourceTemplate]:
+        """Every resource and resource template of every connected server, with its server."""
+        self._notice_losses()
+        self._list_each(self._core.connected_names(), ListKind.RESOURCES, ListKind.RESOURCE_TEMPLATES)
+        return self._core.named_resources()
+
+    def get_prompt(self, model_name: str, arguments: Mapping[str, str] | None = None, *,
+                         timeout: float | None = None) -> GetPromptResult:
+        """Get a prompt by its model-facing name (see :meth:`prompts`).
+
+        Raises:
+            UnknownPromptName: no prompt has that name.
+            ServerUnavailable: its server cannot be connected.
+            RequestError, RequestTimeout, ConnectionClosed: the request failed.
+        """
+        route = self._routed(model_name, ListKind.PROMPTS,
+                                   partial(self._core.route_prompt, model_name, timeout))
+        client = self.connect(route.server)
+        try:
+            return client.get_prompt(route.prompt, arguments, timeout=route.timeout)
+        except McpSansioError as exc:
+            self._check_loss(route.server, client, exc)
+            raise
 
     def call_tool(
         self, model_name: str, arguments: Mapping[str, object] | None = None, *, timeout: float | None = None
@@ -274,7 +308,7 @@ class Manager:
             ServerUnavailable: its server cannot be connected.
             RequestError, RequestTimeout, ConnectionClosed: the call failed.
         """
-        route = self._route(model_name, timeout)
+        route = self._routed(model_name, ListKind.TOOLS, partial(self._core.route, model_name, timeout))
         client = self.connect(route.server)
         retries = 0
         while True:
@@ -339,12 +373,6 @@ class Manager:
         if self._on_notification is not None:
             self._on_notification(name, notification)
 
-    def _listing(self, name: str) -> None:
-        try:
-            self.list_tools(name)
-        except McpSansioError as exc:
-            log.warning("listing the tools of %s failed: %s", name, exc)
-
     def _notice_losses(self) -> None:
         for name, client in list(self._clients.items()):
             if client.closed:
@@ -375,29 +403,51 @@ class Manager:
     def _forget(self, client: Client) -> None:
         self._closers.pop(client, None)
 
-    def _route(self, model_name: str, timeout: float | None) -> ToolRoute:
+    def _routed(self, model_name: str, kind: ListKind, route: Callable[[], R]) -> R:
+        """``route()``; if the name is unknown, first list ``kind`` on the servers it may
+        belong to (starting them: only those), and fail as the core says if still unknown."""
         try:
-            return self._core.route(model_name, timeout)
-        except UnknownToolName:  # servers not tried or listed yet may have it
-            self.connect_all()
-            self.tools()
-            return self._core.route(model_name, timeout)
+            return route()
+        except UnknownName:
+            pass
+        self._list_each(self._core.servers_for(model_name), kind)
+        try:
+            return route()
+        except UnknownName:
+            raise self._core.unroutable(model_name, kind, self._now()) from None
+
+    def _list_each(self, names: Sequence[str], *kinds: ListKind) -> None:
+        """List ``kinds`` on each of ``names`` (connecting it if needed), concurrently; a
+        server that cannot be used or listed is left out (its state, or the log, says why)."""
+        self._run_all([partial(self._listing, name, kinds) for name in names])
+
+    def _listing(self, name: str, kinds: Sequence[ListKind]) -> None:
+        try:
+            for kind in kinds:
+                self._listed(name, kind)
+        except ServerUnavailable:
+            pass
+        except McpSansioError as exc:
+            log.warning("listing the %s of %s failed: %s", kinds[0].value.split("/")[0], name, exc)
 
     def _listed(self, name: str, kind: ListKind) -> list[object]:
         client = self.connect(name)
-        cached = self._core.cached(name, kind, self._now())
-        if cached is not None:
-            return cached
-        token = self._core.begin_list(name, kind)
-        result = None
-        try:
-            if server_offers(client.server_capabilities, kind.value):
-                result = client.request(kind.value, timeout=self._core.request_timeout(name),
-                                              all_pages=True)
-        except McpSansioError as exc:
-            self._check_loss(name, client, exc)
-            raise
-        return self._core.store_result(name, kind, result, token, self._now())
+        while True:  # again while the core finds the listing overtaken by a list_changed
+            cached = self._core.cached(name, kind, self._now())
+            if cached is not None:
+                return cached
+            token = self._core.begin_list(name, kind)
+            result = None
+            try:
+                if server_offers(client.server_capabilities, kind.value):
+                    result = client.request(kind.value, timeout=self._core.request_timeout(name),
+                                                  all_pages=True)
+            except McpSansioError as exc:
+                self._check_loss(name, client, exc)
+                raise
+            items = self._core.store_result(name, kind, result, token, self._now())
+            if items is not None:
+                return items
 
     def _finish(self, route: ToolRoute, result: CallToolResult) -> CallToolResult:
         decision = self._core.shape_result(route, result)
