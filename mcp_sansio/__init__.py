@@ -33,6 +33,7 @@ from .errors import (
 )
 from .events import (
     Action,
+    ClientEvent,
     CloseInput,
     ConnectionTerminated,
     DiscardReason,
@@ -86,6 +87,7 @@ __all__ = [
     "ClientSession",
     "CloseInput",
     "ConnectionClosed",
+    "ClientEvent",
     "ConnectionTerminated",
     "DiscardReason",
     "ErrorData",

@@ -221,11 +221,10 @@ def test_stdio_and_url_together_are_refused(project: Path) -> None:
 
 
 def test_call_through_stdio_keeps_working(project: Path) -> None:
-    command, args = sdk_server("sdk_server")
-    spec = " ".join([command, *args])
-    run = cli(project, "call", "structured", "--stdio", spec, "--args", '{"city": "Oslo"}', "--json")
+    spec = f"{sys.executable} -m mcp_sansio_cli.demo_server"
+    run = cli(project, "call", "add", "--stdio", spec, "--args", '{"a": 2, "b": 3}', "--json")
     assert run.status == 0, run.stderr
-    assert run.json()["structuredContent"]["city"] == "Oslo"
+    assert run.json() == {"content": [{"type": "text", "text": "5.0"}]}
 
 
 def test_a_banner_on_stdout_gives_one_warning_quoting_its_first_line(project: Path) -> None:
@@ -251,12 +250,14 @@ def test_inspect_without_a_target_says_so(project: Path) -> None:
 
 def test_inspect_a_configured_server_by_name(project: Path, tmp_path: Path) -> None:
     config = tmp_path / "more.json"
-    command, args = sdk_server("sdk_server")
-    config.write_text(json.dumps({"mcpServers": {"sdk": {"command": command, "args": args}}}))
-    run = cli(project, "inspect", "sdk", "--config", str(config))
+    config.write_text(json.dumps({"mcpServers": {"extra": DEMO}}))
+    run = cli(project, "inspect", "extra", "--config", str(config))
     assert run.status == 0, run.stderr
-    assert run.stdout.startswith("mcp-sansio-sdk-test-server 1.0.0 (protocol ")
-    assert re.search(r"^structured +", run.stdout, re.MULTILINE)
+    assert run.stdout.startswith("mcp-sansio demo server 0.1.0 (protocol ")
+    assert re.search(r"^long_task +Work for a while", run.stdout, re.MULTILINE)
+    everything = cli(project, "inspect", "everything")
+    assert everything.status == 0, everything.stderr
+    assert re.search(r"^Tools \(1[0-9]\)$", everything.stdout, re.MULTILINE)
     failed = cli(project, "inspect", "broken")
     assert failed.status == 1 and "server 'broken' failed" in failed.stderr
 

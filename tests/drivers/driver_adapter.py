@@ -54,7 +54,7 @@ from mcp_sansio.types import (
     TextContent,
     Tool,
 )
-from mcp_sansio_asyncio.client import (
+from mcp_sansio_base._async.handlers import (
     ElicitationHandler,
     NotificationHandler,
     ProgressCallback,

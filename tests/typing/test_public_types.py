@@ -17,6 +17,7 @@ from mcp_sansio import (
     SUPPORTED_VERSIONS,
     Action,
     ClientConfig,
+    ClientEvent,
     ClientRequestReceived,
     DiscardReason,
     Event,
@@ -60,7 +61,7 @@ def test_stdio_client_signatures() -> None:
     assert_type(client.initialize(now=0.0), None)
     assert_type(client.data_to_send(), bytes)
     assert_type(client.receive_data(_INIT, 0.0), None)
-    assert_type(client.next_event(), Event | None)
+    assert_type(client.next_event(), ClientEvent | None)
     assert_type(client.next_action(), Action | None)
     assert_type(client.next_deadline(), float | None)
     assert_type(client.protocol_version, str | None)
