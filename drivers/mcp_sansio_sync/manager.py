@@ -6,8 +6,9 @@ primitives. Connection attempts run in worker threads, one server each, because 
 blocking handshake holds its thread; what they post is queued and taken on the caller's
 thread, which alone touches the manager's state. What is posted on the caller's thread
 (a server's notification, handled inline while a call waits) is done at once. A blocking
-client does no I/O between calls, so a crash is noticed by the call that meets it; the
-server is restarted on its next use.
+client reads nothing between calls, so the manager polls its connections before it relies
+on them (``states``, ``connect``, the listings): a server that died or announced a change
+while idle is noticed then, and restarted on its next use.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mcp_sansio_base._sync.client import Client
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base._sync.manager import Manager, Opened, ServerNotificationHandler
 
+from ._loop import BlockingDriver
 from .stdio import connect_stdio
 
 __all__ = ["ServerManager", "ServerNotificationHandler"]
@@ -92,6 +94,11 @@ class ServerManager(Manager):
 
     def _in_thread(self, fn: Callable[[], T]) -> T:
         return fn()
+
+    def _ended(self, client: Client) -> bool:
+        assert isinstance(client, BlockingDriver)  # as every connection _open makes is
+        client.poll()
+        return client.closed
 
     def _open(self, plan: ConnectPlan, config: ClientConfig, handlers: Handlers) -> Opened:
         server = plan.config

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
+import time
 
 import pytest
 from peer_servers import sdk_server
@@ -85,3 +87,17 @@ def test_blocking_client_mirrors_the_async_client_api() -> None:
         assert {"pid", "stderr_tail", "close"} <= set(dir(conn))
 
 
+
+
+# Blocking only: an event loop reads every connection all the time; a blocking client
+# reads while a call waits, or when polled.
+def test_a_blocking_client_notices_when_polled_that_its_server_died_while_idle() -> None:
+    with mcp_sansio_sync.connect_stdio(*NORMAL, config=QUICK) as client:
+        assert client.pid is not None
+        os.kill(client.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while not client.closed:
+            assert time.monotonic() < deadline, "the exit went unnoticed"
+            client.poll()
+            time.sleep(0.01)
+        assert client.returncode == -signal.SIGKILL
