@@ -20,6 +20,7 @@ pytestmark = pytest.mark.anyio
 
 STALL = sdk_server("hostile", "stall")
 NORMAL = sdk_server("hostile", "crash-after", "1000000000")
+SLOW_START = sdk_server("hostile", "slow-start", "30")
 
 
 def open_fds() -> set[str]:
@@ -50,6 +51,18 @@ async def test_abandoned_body_still_stops_the_server(driver: Driver) -> None:
             await client.call_tool("poke")
         pytest.fail("the stalled call returned")
     assert process_is_gone(pid)
+
+
+# Not on the blocking driver: an interrupt that lands inside subprocess.Popen after the
+# fork loses the child (Popen has handed out no handle to it yet), so no driver code can
+# reap it; the event loops' spawns are cancelled cleanly.
+@pytest.mark.parametrize("driver", ["asyncio", "anyio-asyncio", "anyio-trio"], indirect=True)
+@pytest.mark.parametrize("delay", [0.001, 0.003, 0.01])
+async def test_a_connect_abandoned_while_the_server_starts_leaves_nothing_behind(
+        driver: Driver, delay: float) -> None:
+    with driver.cancel_after(delay):
+        async with driver.connect(*SLOW_START, config=QUICK):
+            pytest.fail("connected to a server that answers in 30 s")
 
 
 async def test_no_file_descriptor_is_left_behind_however_the_block_ends(driver: Driver) -> None:
