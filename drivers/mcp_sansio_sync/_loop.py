@@ -4,8 +4,8 @@
 (:class:`mcp_sansio_base._sync.client.Client`) its primitives: a call queues its request,
 then runs :meth:`BlockingDriver._step` (one round of the transport's selector loop) until
 its answer has arrived. Server requests and notifications are handled inline, while a
-call waits, by plain callables. Between calls nothing is read, unless :meth:`BlockingDriver.poll`
-is called. A transport subclass supplies ``_step`` and ``_pump``.
+call waits (or :meth:`BlockingDriver.poll` looks), by plain callables; between calls
+nothing is read. A transport subclass supplies ``_step`` and ``_pump``.
 """
 
 from __future__ import annotations

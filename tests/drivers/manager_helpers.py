@@ -18,9 +18,12 @@ from mcp_sansio.manager import RestartPolicy
 from mcp_sansio.retry import RetryPolicy
 
 MANAGER_SERVER: Final = str(Path(__file__).with_name("manager_server.py"))
-# Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests.
+# Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests. A long
+# discover_timeout: the official SDK's servers can take over the default 3 s to answer the
+# server/discover probe on a loaded machine, and an auto client that has fallen back to
+# initialize by then is refused by them (-32022); every server here answers the probe.
 QUICK: Final = ClientConfig(shutdown_close_delay=0.2, shutdown_interrupt_delay=0.2,
-                            shutdown_terminate_delay=0.2)
+                            shutdown_terminate_delay=0.2, discover_timeout=30.0)
 # Restart at once (tens of milliseconds), so a restart test need not wait out a real backoff.
 FAST_RESTART: Final = RestartPolicy(retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2))
 
