@@ -174,7 +174,9 @@ class StdioConnection(StdioProcess, LoopDriver):
             self._stderr_done.set_result(None)
 
     def _exited(self) -> None:
-        if self._transport is None:  # _start was cancelled in subprocess_exec: asyncio reaped it
+        if self._transport is None:
+            # Its start was abandoned inside subprocess_exec (which killed and reaped it),
+            # or aclose() was, after closing the transport: nobody waits for the exit.
             return
         self._returncode = self._transport.get_returncode()
         self._loop.create_task(self._finish_exit())

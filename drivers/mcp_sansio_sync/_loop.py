@@ -4,7 +4,8 @@
 (:class:`mcp_sansio_base._sync.client.Client`) its primitives: a call queues its request,
 then runs :meth:`BlockingDriver._step` (one round of the transport's selector loop) until
 its answer has arrived. Server requests and notifications are handled inline, while a
-call waits, by plain callables. A transport subclass supplies ``_step`` and ``_pump``.
+call waits (or :meth:`BlockingDriver.poll` looks), by plain callables; between calls
+nothing is read. A transport subclass supplies ``_step`` and ``_pump``.
 """
 
 from __future__ import annotations
@@ -60,12 +61,21 @@ class BlockingDriver(Client):
     """The client's primitives on a blocking loop; a subclass gives ``_step`` and ``_pump``."""
 
     _pumping = False
+    _closed = False  # close() has begun: the loop is no longer run
+
+    def poll(self) -> None:
+        """Take in, without blocking, what arrived while no call waited: the server's
+        notifications and requests (handled inline), its exit or the end of its connection
+        (then :attr:`closed` is true)."""
+        if not self._closed:
+            self._step(wait=False)
 
     def _now(self) -> float:
         return time.monotonic()
 
-    def _step(self) -> None:
-        """Block for one round of input (or the next deadline), feed it to the core, pump."""
+    def _step(self, wait: bool = True) -> None:
+        """Block for one round of input (or the next deadline), feed it to the core, pump;
+        without ``wait``, take only what is there already."""
         raise NotImplementedError
 
     def _pump(self) -> None:

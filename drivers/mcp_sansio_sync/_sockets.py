@@ -124,10 +124,12 @@ class SocketConnection(BlockingDriver):
 
     # -------------------------------------------------------- Client contract
 
-    def _step(self) -> None:
+    def _step(self, wait: bool = True) -> None:
         net = self._net
         deadline = net.next_deadline()
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        if not wait:
+            timeout = 0.0
         for key, mask in self._selector.select(timeout):
             watched: _Connection | Watched = key.data
             if isinstance(watched, _Connection):

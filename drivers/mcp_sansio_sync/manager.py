@@ -3,16 +3,19 @@
 :class:`ServerManager` gives the shared manager flow
 (:class:`mcp_sansio_base._sync.manager.Manager`, generated from the async one) blocking
 primitives. Connection attempts run in worker threads, one server each, because a
-blocking handshake holds its thread; their outcomes are posted back and taken on the
-caller's thread, which alone touches the manager's state. A blocking client does no I/O
-between calls, so a crash is noticed by the call that meets it; the server is restarted
-on its next use.
+blocking handshake holds its thread; what they post is queued and taken on the caller's
+thread, which alone touches the manager's state. What is posted on the caller's thread
+(a server's notification, handled inline while a call waits) is done at once. A blocking
+client reads nothing between calls, so the manager polls its connections before it relies
+on them (``states``, ``connect``, the listings): a server that died or announced a change
+while idle is noticed then, and restarted on its next use.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +28,7 @@ from mcp_sansio_base._sync.client import Client
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base._sync.manager import Manager, Opened, ServerNotificationHandler
 
+from ._loop import BlockingDriver
 from .stdio import connect_stdio
 
 __all__ = ["ServerManager", "ServerNotificationHandler"]
@@ -41,11 +45,13 @@ class ServerManager(Manager):
     _pool: ThreadPoolExecutor
     _running: set[Future[None]]
     _posted: queue.SimpleQueue[Callable[[], None]]
+    _workers: threading.local
 
     def _init_driver(self) -> None:
         self._pool = ThreadPoolExecutor(thread_name_prefix="mcp-connect")
         self._running = set()
         self._posted = queue.SimpleQueue()
+        self._workers = threading.local()  # .active: this thread is one of the pool's
 
     def __enter__(self) -> ServerManager:
         return self
@@ -57,12 +63,19 @@ class ServerManager(Manager):
         time.sleep(seconds)
 
     def _spawn(self, fn: Callable[[], None]) -> None:
-        future = self._pool.submit(fn)
+        future = self._pool.submit(self._work, fn)
         self._running.add(future)
         future.add_done_callback(self._running.discard)
 
+    def _work(self, fn: Callable[[], None]) -> None:
+        self._workers.active = True
+        fn()
+
     def _post(self, fn: Callable[[], None]) -> None:
-        self._posted.put(fn)
+        if getattr(self._workers, "active", False):
+            self._posted.put(fn)  # for the caller's thread, which takes it in _settled
+        else:
+            fn()  # on the caller's thread already (nobody waits in _settled meanwhile)
 
     def _settled(self) -> None:
         self._posted.get()()
@@ -81,6 +94,11 @@ class ServerManager(Manager):
 
     def _in_thread(self, fn: Callable[[], T]) -> T:
         return fn()
+
+    def _ended(self, client: Client) -> bool:
+        assert isinstance(client, BlockingDriver)  # as every connection _open makes is
+        client.poll()
+        return client.closed
 
     def _open(self, plan: ConnectPlan, config: ClientConfig, handlers: Handlers) -> Opened:
         server = plan.config

@@ -114,10 +114,12 @@ class StdioConnection(StdioProcess, BlockingDriver):
 
     # -------------------------------------------------------- Client contract
 
-    def _step(self) -> None:
+    def _step(self, wait: bool = True) -> None:
         client = self._client
         deadline = client.next_deadline()
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        if not wait:
+            timeout = 0.0
         polling = self._exit_fd is None and not self._exited
         if polling:
             timeout = _POLL if timeout is None else min(timeout, _POLL)

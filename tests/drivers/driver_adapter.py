@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import partial
+from pathlib import Path
 from types import FrameType
 from typing import Final, Literal, Protocol, TypeVar, cast
 
@@ -37,7 +38,15 @@ import mcp_sansio_sync.manager as sync_manager
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
-from mcp_sansio.manager import NamedPrompt, NamedTool, ServerResource, ServerResourceTemplate, ServerStatus
+from mcp_sansio.manager import (
+    NamedPrompt,
+    NamedTool,
+    RestartPolicy,
+    ServerResource,
+    ServerResourceTemplate,
+    ServerStatus,
+)
+from mcp_sansio.result_policy import ResultPolicy
 from mcp_sansio.skills import LoadedSkill, Skill
 from mcp_sansio.types import (
     CallToolResult,
@@ -171,6 +180,7 @@ class ManagerUnderTest(Protocol):
 
     async def connect_all(self) -> None: ...
     async def connect(self, name: str) -> SessionUnderTest: ...
+    async def aclose(self) -> None: ...
     async def tools(self) -> list[NamedTool]: ...
     async def prompts(self) -> list[NamedPrompt]: ...
     async def resources(self) -> list[ServerResource | ServerResourceTemplate]: ...
@@ -249,15 +259,21 @@ class Driver:
 
     def manager(
         self, entries: Sequence[ServerEntry], *, env: Mapping[str, str] | None = None,
-        client_config: ClientConfig | None = None,
+        client_config: ClientConfig | None = None, restart: RestartPolicy | None = None,
+        result_dir: Path | None = None, result_policy: ResultPolicy | None = None,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> AbstractAsyncContextManager[ManagerUnderTest]:
-        """This driver's ``ServerManager`` of ``entries`` (``env``: the process environment)."""
+        """This driver's ``ServerManager`` of ``entries`` (``env``: the process environment),
+        with the tests' async handlers."""
         environ = os.environ if env is None else env
         if self.name == "sync":
-            return _blocking(sync_manager.ServerManager(entries, env=environ, client_config=client_config))
+            return _blocking(sync_manager.ServerManager(
+                entries, env=environ, client_config=client_config, restart=restart, result_dir=result_dir,
+                result_policy=result_policy, on_elicitation=_inline(on_elicitation)))
         manager = asyncio_manager.ServerManager if self.name == "asyncio" else anyio_manager.ServerManager
-        return cast(AbstractAsyncContextManager[ManagerUnderTest],
-                    manager(entries, env=environ, client_config=client_config))
+        return cast(AbstractAsyncContextManager[ManagerUnderTest], manager(
+            entries, env=environ, client_config=client_config, restart=restart, result_dir=result_dir,
+            result_policy=result_policy, on_elicitation=on_elicitation))
 
     def cancel_after(self, seconds: float) -> AbstractContextManager[object]:
         """Abandon what the block is waiting for after ``seconds``, and go on after it,
@@ -333,6 +349,7 @@ class _Awaitable:
 
     def __init__(self, client: object) -> None:
         self._client = client
+        self._wrapped: dict[object, _Awaitable] = {}  # each client a manager gave, wrapped once
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self._client, name)
@@ -340,8 +357,10 @@ class _Awaitable:
             return attr
 
         async def call(*args: object, **kwargs: object) -> object:
-            result = attr(*args, **kwargs)  # a manager's connect() gives a client: wrap it too
-            return _Awaitable(result) if isinstance(result, mcp_sansio_sync.Client) else result
+            result = attr(*args, **kwargs)
+            if isinstance(result, mcp_sansio_sync.Client):  # a manager's connect() gives a client:
+                return self._wrapped.setdefault(result, _Awaitable(result))  # the same one each time
+            return result
 
         return call
 

@@ -16,12 +16,14 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import Scope, ServerConfig, ServerEntry, ServerState, StdioServerConfig
 from mcp_sansio.manager import RestartPolicy
 from mcp_sansio.retry import RetryPolicy
-from mcp_sansio_base._async.manager import AsyncManager
 
 MANAGER_SERVER: Final = str(Path(__file__).with_name("manager_server.py"))
-# Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests.
+# Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests. A long
+# discover_timeout: the official SDK's servers can take over the default 3 s to answer the
+# server/discover probe on a loaded machine, and an auto client that has fallen back to
+# initialize by then is refused by them (-32022); every server here answers the probe.
 QUICK: Final = ClientConfig(shutdown_close_delay=0.2, shutdown_interrupt_delay=0.2,
-                            shutdown_terminate_delay=0.2)
+                            shutdown_terminate_delay=0.2, discover_timeout=30.0)
 # Restart at once (tens of milliseconds), so a restart test need not wait out a real backoff.
 FAST_RESTART: Final = RestartPolicy(retry=RetryPolicy(max_attempts=3, initial_delay=0.05, max_delay=0.2))
 
@@ -53,18 +55,6 @@ def hinted(ttl_ms: int) -> list[ServerEntry]:
     ``ttl_ms`` and ``public`` on ``tools/list`` and ``resources/read``, whose tool ``grow``
     silently adds ``extra`` and whose resource ``counter://reads`` counts its reads."""
     return [entry("hinted", stdio(*sdk_server("sdk_cache_server", str(ttl_ms), "public")))]
-
-
-async def listings_follow_the_hints(manager: AsyncManager, cached: bool) -> None:
-    """A listing of ``hinted`` is served again from the cache (``cached``) or fetched anew,
-    as its ``ttlMs`` says: ``grow`` changes the server's tools without notifying anyone."""
-    assert (await manager.connect("hinted")).era == "modern"
-    assert [tool.name for tool in await manager.list_tools("hinted")] == ["grow"]
-    await manager.call_tool("mcp__hinted__grow")
-    names = [tool.name for tool in await manager.list_tools("hinted")]
-    assert names == (["grow"] if cached else ["grow", "extra"])
-    reads = [await manager.read_resource("hinted", "counter://reads") for _ in range(2)]
-    assert [read.contents[0].text for read in reads] == (["1", "1"] if cached else ["1", "2"])
 
 
 DEMO: Final = stdio(sys.executable, ["-m", "mcp_sansio_cli.demo_server"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
+import time
 
 import pytest
 from peer_servers import sdk_server
@@ -18,6 +20,7 @@ pytestmark = pytest.mark.anyio
 
 STALL = sdk_server("hostile", "stall")
 NORMAL = sdk_server("hostile", "crash-after", "1000000000")
+SLOW_START = sdk_server("hostile", "slow-start", "30")
 
 
 def open_fds() -> set[str]:
@@ -48,6 +51,18 @@ async def test_abandoned_body_still_stops_the_server(driver: Driver) -> None:
             await client.call_tool("poke")
         pytest.fail("the stalled call returned")
     assert process_is_gone(pid)
+
+
+# Not on the blocking driver: an interrupt that lands inside subprocess.Popen after the
+# fork loses the child (Popen has handed out no handle to it yet), so no driver code can
+# reap it; the event loops' spawns are cancelled cleanly.
+@pytest.mark.parametrize("driver", ["asyncio", "anyio-asyncio", "anyio-trio"], indirect=True)
+@pytest.mark.parametrize("delay", [0.001, 0.003, 0.01])
+async def test_a_connect_abandoned_while_the_server_starts_leaves_nothing_behind(
+        driver: Driver, delay: float) -> None:
+    with driver.cancel_after(delay):
+        async with driver.connect(*SLOW_START, config=QUICK):
+            pytest.fail("connected to a server that answers in 30 s")
 
 
 async def test_no_file_descriptor_is_left_behind_however_the_block_ends(driver: Driver) -> None:
@@ -82,6 +97,20 @@ def test_blocking_client_mirrors_the_async_client_api() -> None:
             (p.name, p.kind, p.default) for p in expected.parameters.values()
         ], name
     for conn in (mcp_sansio_sync.StdioConnection,):
-        assert {"pid", "stderr_tail", "close"} <= set(dir(conn))
+        assert {"pid", "stderr_tail", "close", "poll"} <= set(dir(conn))
 
 
+
+
+# Blocking only: an event loop reads every connection all the time; a blocking client
+# reads while a call waits, or when polled.
+def test_a_blocking_client_notices_when_polled_that_its_server_died_while_idle() -> None:
+    with mcp_sansio_sync.connect_stdio(*NORMAL, config=QUICK) as client:
+        assert client.pid is not None
+        os.kill(client.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while not client.closed:
+            assert time.monotonic() < deadline, "the exit went unnoticed"
+            client.poll()
+            time.sleep(0.01)
+        assert client.returncode == -signal.SIGKILL

@@ -14,6 +14,8 @@ set it speaks HTTPS. The misbehaviour:
 - ``error-500``: ``tools/call`` is answered ``500`` with an HTML page of 20 KB.
 - ``forget-session``: the first ``tools/call`` is answered ``404`` with a JSON-RPC
   "Session not found" error, as a server that lost the session would.
+- ``unauthorized``: every request is answered ``401`` with a Bearer challenge and no
+  resource metadata (a server whose authorization cannot even be discovered).
 - ``plain``: no misbehaviour (the target of ``redirect``).
 
 Every request is appended as a JSON line (method, path, lower-cased headers, JSON-RPC
@@ -142,6 +144,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("location", self.server.target)
             self.send_header("content-length", "0")
             self.end_headers()
+            return True
+        if self.server.mode == "unauthorized":
+            self._send(401, b"", "text/plain", {"www-authenticate": 'Bearer realm="mcp"'})
             return True
         return False
 

@@ -375,7 +375,7 @@ class Manager:
 
     def _notice_losses(self) -> None:
         for name, client in list(self._clients.items()):
-            if client.closed:
+            if self._ended(client):
                 self._lost(name, client, None)
 
     def _check_loss(self, name: str, client: Client, exc: McpSansioError) -> None:
@@ -488,6 +488,11 @@ class Manager:
 
     def _in_thread(self, fn: Callable[[], T]) -> T:
         raise NotImplementedError
+
+    def _ended(self, client: Client) -> bool:
+        """``client``'s connection has ended. An event loop reads every connection all the
+        time, so ``closed`` is current; a blocking driver must look first."""
+        return client.closed
 
     def _init_driver(self) -> None:
         """Set up the driver's own state (called at the end of ``__init__``)."""

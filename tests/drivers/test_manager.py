@@ -1,13 +1,18 @@
-"""The asyncio ServerManager against real servers: a mix, batching, restarts, timeouts, retries."""
+"""Every driver's ``ServerManager`` against real servers: a mix of transports, batched
+start-up, restarts, timeouts, URL elicitation retries, cached listings, result budgets.
+
+Each case runs on each driver (``driver``: asyncio, anyio on asyncio and on trio,
+blocking) through ``driver.manager(...)``; a case left out on a driver says why beside it.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -20,15 +25,14 @@ from peer_servers import (
     sdk_server,
 )
 
-from mcp_sansio.errors import ConnectionClosed, RequestError, RequestTimeout
+from mcp_sansio.errors import ConnectionClosed, LocalProtocolError, RequestError, RequestTimeout
 from mcp_sansio.hostconfig import HttpServerConfig, Transport
 from mcp_sansio.manager import ConnectionState, ServerUnavailable
 from mcp_sansio.result_policy import OverflowAction, ResultPolicy
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, TextContent
-from mcp_sansio_asyncio import StdioConnection
-from mcp_sansio_asyncio.manager import ServerManager
+from mcp_sansio_anyio.manager import ServerManager as AnyioServerManager
 
-from .driver_adapter import text_of
+from .driver_adapter import CONCURRENT_DRIVERS, ClientUnderTest, Driver, ManagerUnderTest, text_of
 from .manager_helpers import (
     DEMO,
     FAST_RESTART,
@@ -38,7 +42,6 @@ from .manager_helpers import (
     eventually,
     hinted,
     hostile,
-    listings_follow_the_hints,
     manager_server,
     most_starting_at_once,
     stdio,
@@ -49,12 +52,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.peer]
 MCP1_PYTHON = Path(__file__).resolve().parents[2] / ".venv-mcp1" / "bin" / "python"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """The manager under test is asyncio's."""
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def everything_url() -> Iterator[str]:
     """The everything server over Streamable HTTP."""
@@ -63,11 +60,19 @@ def everything_url() -> Iterator[str]:
         yield url
 
 
-def states_of(manager: ServerManager) -> dict[str, str]:
+def states_of(manager: ManagerUnderTest) -> dict[str, str]:
+    """Every server's state, by name."""
     return {name: status.state.value for name, status in manager.states.items()}
 
 
-async def test_a_mix_of_real_servers_connects_in_one_call(everything_url: str) -> None:
+async def stdio_client(manager: ManagerUnderTest, name: str) -> ClientUnderTest:
+    """The live client of the stdio server ``name`` (it has a ``pid``)."""
+    client = await manager.connect(name)
+    assert hasattr(client, "pid"), client
+    return cast(ClientUnderTest, client)
+
+
+async def test_a_mix_of_real_servers_connects_in_one_call(driver: Driver, everything_url: str) -> None:
     entries = [
         entry("everything", stdio(*everything_stdio())),
         entry("everything-http", HttpServerConfig(url=everything_url)),
@@ -75,7 +80,7 @@ async def test_a_mix_of_real_servers_connects_in_one_call(everything_url: str) -
         entry("broken", NONEXISTENT),
         entry("off", DEMO, disabled=True),
     ]
-    async with ServerManager(entries, client_config=QUICK) as manager:
+    async with driver.manager(entries, client_config=QUICK) as manager:
         await manager.connect_all()
         assert states_of(manager) == {"everything": "connected", "everything-http": "connected",
                                       "sdk": "connected", "broken": "failed", "off": "disabled"}
@@ -96,10 +101,10 @@ async def test_a_mix_of_real_servers_connects_in_one_call(everything_url: str) -
         assert refused.value.state is ConnectionState.DISABLED
 
 
-async def test_no_more_than_three_stdio_servers_start_at_once(tmp_path: Path) -> None:
+async def test_no_more_than_three_stdio_servers_start_at_once(driver: Driver, tmp_path: Path) -> None:
     log = tmp_path / "starts.jsonl"
     entries = [entry(f"s{i}", manager_server("--init-delay", "0.3", "--log", str(log))) for i in range(7)]
-    async with ServerManager(entries) as manager:
+    async with driver.manager(entries) as manager:
         began = time.monotonic()
         await manager.connect_all()
         elapsed = time.monotonic() - began
@@ -108,18 +113,17 @@ async def test_no_more_than_three_stdio_servers_start_at_once(tmp_path: Path) ->
     assert elapsed >= 0.9  # three batches of 0.3 s
 
 
-async def test_connect_returns_the_same_live_client() -> None:
-    async with ServerManager([entry("demo", DEMO)]) as manager:
+async def test_connect_returns_the_same_live_client(driver: Driver) -> None:
+    async with driver.manager([entry("demo", DEMO)]) as manager:
         client = await manager.connect("demo")
         assert await manager.connect("demo") is client
         assert client.server_info.name
 
 
-async def test_a_crashed_server_is_restarted_on_its_next_use() -> None:
-    async with ServerManager([entry("crashy", hostile("crash-after", "3"))], restart=FAST_RESTART,
-                             client_config=QUICK) as manager:
-        first = await manager.connect("crashy")
-        assert isinstance(first, StdioConnection)
+async def test_a_crashed_server_is_restarted_on_its_next_use(driver: Driver) -> None:
+    servers = [entry("crashy", hostile("crash-after", "3"))]
+    async with driver.manager(servers, restart=FAST_RESTART, client_config=QUICK) as manager:
+        first = await stdio_client(manager, "crashy")
         with pytest.raises(ConnectionClosed):
             for _ in range(3):
                 await manager.call_tool("mcp__crashy__poke")
@@ -127,24 +131,24 @@ async def test_a_crashed_server_is_restarted_on_its_next_use() -> None:
         assert (crashed.state, crashed.attempts) == (ConnectionState.FAILED, 1)
         assert "crashing after 3 requests" in crashed.stderr_tail
         assert text_of(await manager.call_tool("mcp__crashy__poke")) == "ok"
-        second = await manager.connect("crashy")
+        second = await stdio_client(manager, "crashy")
         assert manager.states["crashy"].state is ConnectionState.CONNECTED
-        assert isinstance(second, StdioConnection) and second.pid != first.pid
+        assert second.pid != first.pid
 
 
-async def test_states_notice_a_server_that_died_between_uses() -> None:
-    async with ServerManager([entry("demo", DEMO)], restart=FAST_RESTART) as manager:
-        client = await manager.connect("demo")
-        assert isinstance(client, StdioConnection) and client.pid is not None
+async def test_states_notice_a_server_that_died_between_uses(driver: Driver) -> None:
+    async with driver.manager([entry("demo", DEMO)], restart=FAST_RESTART) as manager:
+        client = await stdio_client(manager, "demo")
+        assert client.pid is not None
         assert "mcp__demo__echo" in [tool.name for tool in await manager.tools()]
         os.kill(client.pid, signal.SIGKILL)
         await eventually(lambda: manager.states["demo"].state is ConnectionState.FAILED)
         assert text_of(await manager.call_tool("mcp__demo__echo", {"message": "back"})) == "back"
 
 
-async def test_a_server_slower_than_mcp_timeout_fails_while_the_others_connect() -> None:
+async def test_a_server_slower_than_mcp_timeout_fails_while_the_others_connect(driver: Driver) -> None:
     entries = [entry("slow", hostile("slow-start", "5")), entry("demo", DEMO)]
-    async with ServerManager(entries, env={"MCP_TIMEOUT": "1000"}, client_config=QUICK) as manager:
+    async with driver.manager(entries, env={"MCP_TIMEOUT": "1000"}, client_config=QUICK) as manager:
         began = time.monotonic()
         await manager.connect_all()
         assert time.monotonic() - began < 4
@@ -152,8 +156,9 @@ async def test_a_server_slower_than_mcp_timeout_fails_while_the_others_connect()
         assert "within 1 s" in (manager.states["slow"].error or "")
 
 
-async def test_tool_calls_time_out_per_server_and_per_call() -> None:
-    async with ServerManager([entry("stall", hostile("stall", timeout=0.3))], client_config=QUICK) as manager:
+async def test_tool_calls_time_out_per_server_and_per_call(driver: Driver) -> None:
+    servers = [entry("stall", hostile("stall", timeout=0.3))]
+    async with driver.manager(servers, client_config=QUICK) as manager:
         await manager.connect_all()
         began = time.monotonic()
         with pytest.raises(RequestTimeout):
@@ -166,46 +171,46 @@ async def test_tool_calls_time_out_per_server_and_per_call() -> None:
         assert manager.states["stall"].state is ConnectionState.CONNECTED
 
 
-async def test_a_url_elicitation_error_is_handed_over_then_retried() -> None:
+async def test_a_url_elicitation_error_is_handed_over_then_retried(driver: Driver) -> None:
     seen: list[str | None] = []
 
-    async def on_elicitation(params: ElicitRequestParams) -> ElicitResult:
+    async def accept(params: ElicitRequestParams) -> ElicitResult:
         seen.append(params.url)
         return ElicitResult(action="accept")
 
-    async with ServerManager([entry("auth", manager_server("--elicit-failures", "2"))],
-                             on_elicitation=on_elicitation) as manager:
+    servers = [entry("auth", manager_server("--elicit-failures", "2"))]
+    async with driver.manager(servers, on_elicitation=accept) as manager:
         assert text_of(await manager.call_tool("mcp__auth__authorize")) == "authorized"
     assert seen == ["https://example.com/auth"] * 2
 
 
-async def test_url_elicitation_retries_stop_after_three() -> None:
+async def test_url_elicitation_retries_stop_after_three(driver: Driver) -> None:
     seen: list[str | None] = []
 
-    async def on_elicitation(params: ElicitRequestParams) -> dict[str, object]:
+    async def accept(params: ElicitRequestParams) -> dict[str, object]:
         seen.append(params.elicitation_id)
         return {"action": "accept"}
 
-    async with ServerManager([entry("auth", manager_server("--elicit-failures", "10"))],
-                             on_elicitation=on_elicitation) as manager:
+    servers = [entry("auth", manager_server("--elicit-failures", "10"))]
+    async with driver.manager(servers, on_elicitation=accept) as manager:
         with pytest.raises(RequestError) as failed:
             await manager.call_tool("mcp__auth__authorize")
     assert failed.value.code == -32042
     assert seen == ["e1"] * 3
 
 
-async def test_a_declined_url_elicitation_is_not_retried() -> None:
+async def test_a_declined_url_elicitation_is_not_retried(driver: Driver) -> None:
     async def decline(params: ElicitRequestParams) -> ElicitResult:
         return ElicitResult(action="decline")
 
-    async with ServerManager([entry("auth", manager_server("--elicit-failures", "1"))],
-                             on_elicitation=decline) as manager:
+    servers = [entry("auth", manager_server("--elicit-failures", "1"))]
+    async with driver.manager(servers, on_elicitation=decline) as manager:
         with pytest.raises(RequestError, match="URL elicitation required"):
             await manager.call_tool("mcp__auth__authorize")
 
 
-async def test_list_changed_refreshes_the_cached_tools() -> None:
-    async with ServerManager([entry("grow", manager_server())]) as manager:
+async def test_list_changed_refreshes_the_cached_tools(driver: Driver) -> None:
+    async with driver.manager([entry("grow", manager_server())]) as manager:
         tools = await manager.list_tools("grow")
         assert [tool.name for tool in tools] == ["echo", "big", "grow", "authorize"]
         assert await manager.list_tools("grow") == tools
@@ -220,15 +225,22 @@ async def test_list_changed_refreshes_the_cached_tools() -> None:
 
 
 @pytest.mark.parametrize(("ttl_ms", "cached"), [(600_000, True), (0, False)])
-async def test_tools_listings_are_cached_as_the_servers_hints_say(ttl_ms: int, cached: bool) -> None:
-    async with ServerManager(hinted(ttl_ms), client_config=QUICK) as manager:
-        await listings_follow_the_hints(manager, cached)
+async def test_tools_listings_are_cached_as_the_servers_hints_say(driver: Driver, ttl_ms: int,
+                                                                  cached: bool) -> None:
+    async with driver.manager(hinted(ttl_ms), client_config=QUICK) as manager:
+        assert (await manager.connect("hinted")).era == "modern"
+        assert [tool.name for tool in await manager.list_tools("hinted")] == ["grow"]
+        await manager.call_tool("mcp__hinted__grow")  # changes the tools without notifying anyone
+        names = [tool.name for tool in await manager.list_tools("hinted")]
+        assert names == (["grow"] if cached else ["grow", "extra"])
+        reads = [await manager.read_resource("hinted", "counter://reads") for _ in range(2)]
+        assert [read.contents[0].text for read in reads] == (["1", "1"] if cached else ["1", "2"])
 
 
-async def test_an_over_budget_result_is_persisted_under_result_dir(tmp_path: Path) -> None:
+async def test_an_over_budget_result_is_persisted_under_result_dir(driver: Driver, tmp_path: Path) -> None:
     policy = ResultPolicy(max_tokens=100, action=OverflowAction.PERSIST)
     servers = [entry("s", manager_server())]
-    async with ServerManager(servers, result_dir=tmp_path, result_policy=policy) as manager:
+    async with driver.manager(servers, result_dir=tmp_path, result_policy=policy) as manager:
         result = await manager.call_tool("mcp__s__big", {"size": 10_000})
     [note] = result.content
     assert isinstance(note, TextContent)
@@ -236,48 +248,54 @@ async def test_an_over_budget_result_is_persisted_under_result_dir(tmp_path: Pat
     assert str(path) in note.text and await path.read_text() == "x" * 10_000
 
 
-async def test_an_over_budget_result_is_truncated_by_default() -> None:
-    async with ServerManager([entry("s", manager_server())], env={"MAX_MCP_OUTPUT_TOKENS": "100"}) as manager:
+async def test_an_over_budget_result_is_truncated_by_default(driver: Driver) -> None:
+    servers = [entry("s", manager_server())]
+    async with driver.manager(servers, env={"MAX_MCP_OUTPUT_TOKENS": "100"}) as manager:
         result = await manager.call_tool("mcp__s__big", {"size": 10_000})
     assert [text_of(result)[:3], len(text_of(result))] == ["xxx", 400]
     assert "truncated 9,600 of 10,000 characters" in str(result.content[-1])
 
 
-async def test_aclose_stops_an_attempt_under_way() -> None:
-    manager = ServerManager([entry("slow", hostile("slow-start", "30"))], client_config=QUICK)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(manager.connect_all)
-        await eventually(lambda: manager.states["slow"].state is ConnectionState.CONNECTING)
-        await manager.aclose()
-    assert manager.states["slow"].state is ConnectionState.PENDING
+# Not on the blocking driver: its manager is used from one thread, so nothing can close it
+# while connect_all() holds that thread, and its attempts run in worker threads, which
+# cannot be stopped (close() waits for their handshakes to end).
+@pytest.mark.parametrize("driver", CONCURRENT_DRIVERS, indirect=True)
+async def test_aclose_stops_an_attempt_under_way(driver: Driver) -> None:
+    async with driver.manager([entry("slow", hostile("slow-start", "30"))], client_config=QUICK) as manager:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(manager.connect_all)
+            await eventually(lambda: manager.states["slow"].state is ConnectionState.CONNECTING)
+            await manager.aclose()
+        assert manager.states["slow"].state is ConnectionState.PENDING
 
 
-async def test_a_ws_server_is_reached_through_the_websocket_driver() -> None:
+# Only anyio's: its connections live in the task group that ``async with`` opens; the
+# asyncio and blocking managers work without one (they are closed with aclose() / close()).
+@pytest.mark.parametrize("driver", ["anyio-asyncio", "anyio-trio"], indirect=True)
+async def test_the_anyio_manager_runs_only_inside_async_with(driver: Driver) -> None:
+    with pytest.raises(LocalProtocolError, match="async with"):
+        await AnyioServerManager([entry("demo", DEMO)]).connect_all()
+
+
+async def test_a_ws_server_is_reached_through_the_websocket_driver(driver: Driver) -> None:
     if not MCP1_PYTHON.is_file():
         pytest.fail(f"{MCP1_PYTHON} is missing: run `scripts/dev setup`", pytrace=False)
     port = free_port()
     args = [str(SERVERS_DIR / "ws_server.py"), "--port", str(port)]
     with running_http_server(str(MCP1_PYTHON), args, None, port, "/ws") as url:
         config = HttpServerConfig(url=url.replace("http://", "ws://", 1), transport=Transport.WS)
-        async with ServerManager([entry("ws", config)]) as manager:
+        async with driver.manager([entry("ws", config)]) as manager:
             assert text_of(await manager.call_tool("mcp__ws__echo", {"message": "over ws"})) == "over ws"
             assert manager.states["ws"].transport == "ws"
 
 
-async def test_a_server_answering_401_needs_auth() -> None:
-    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm="mcp"\r\n'
-                     b"Content-Length: 0\r\nConnection: close\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    locked = entry("locked", HttpServerConfig(url=f"http://127.0.0.1:{port}/mcp"))
-    async with server, ServerManager([locked]) as manager:
-        await manager.connect_all()
-        status = manager.states["locked"]
-        assert (status.state, status.transport) == (ConnectionState.NEEDS_AUTH, "http")
-        with pytest.raises(ServerUnavailable, match="needs authorization: HTTP 401"):
-            await manager.connect("locked")
+async def test_a_server_answering_401_needs_auth(driver: Driver) -> None:
+    port = free_port()
+    command, args = sdk_server("hostile_http", "unauthorized", str(port))
+    with running_http_server(command, args, None, port, "/mcp") as url:
+        async with driver.manager([entry("locked", HttpServerConfig(url=url))]) as manager:
+            await manager.connect_all()
+            status = manager.states["locked"]
+            assert (status.state, status.transport) == (ConnectionState.NEEDS_AUTH, "http")
+            with pytest.raises(ServerUnavailable, match="needs authorization: HTTP 401"):
+                await manager.connect("locked")
