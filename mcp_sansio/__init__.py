@@ -7,7 +7,9 @@ Drivers for asyncio, anyio and blocking code live in their own packages.
 from typing import TYPE_CHECKING
 
 from .config import ClientConfig
+from .connections import SocketFailure, SocketStage
 from .errors import (
+    ConnectError,
     ConnectionClosed,
     HttpError,
     InsufficientScope,
@@ -85,6 +87,7 @@ __all__ = [
     "ClientRequestReceived",
     "ClientSession",
     "CloseInput",
+    "ConnectError",
     "ConnectionClosed",
     "ConnectionTerminated",
     "DiscardReason",
@@ -124,6 +127,8 @@ __all__ = [
     "SkillFrontmatterMismatch",
     "SkillSizeMismatch",
     "SkillVerificationError",
+    "SocketFailure",
+    "SocketStage",
     "StderrTail",
     "StdioClient",
     "TerminateProcess",

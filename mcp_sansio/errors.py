@@ -8,6 +8,7 @@ into the other types for the caller that was waiting (STYLE.md section 4).
 from __future__ import annotations
 
 __all__ = [
+    "ConnectError",
     "ConnectionClosed",
     "HttpError",
     "InsufficientScope",
@@ -96,6 +97,25 @@ class ConnectionClosed(McpSansioError):
         self.reason = message
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class ConnectError(ConnectionClosed):
+    """The connection to the server (or to its proxy) could not be opened: the host name
+    did not resolve, the connection was refused or the host unreachable, or TLS failed.
+
+    Attributes:
+        host: where the connection was to go (the proxy, through one).
+        port: the port.
+        cause: what the OS or the TLS library said (``"Connection refused"``).
+        errno: the OS error number, when there is one.
+    """
+
+    def __init__(self, message: str, *, host: str, port: int, cause: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+        self.cause = cause
+        self.errno = errno
 
 
 class SessionExpired(McpSansioError):

@@ -13,6 +13,7 @@ from typing import Final
 import msgspec
 
 from .errors import (
+    ConnectError,
     ConnectionClosed,
     HttpError,
     InsufficientScope,
@@ -68,6 +69,7 @@ class FailureReason(enum.Enum):
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
     CONNECTION_LOST = "connection-lost"
+    CONNECT_FAILED = "connect-failed"  # the connection could not be opened: ``detail`` says where, why
     SESSION_EXPIRED = "session-expired"
     PROTOCOL_ERROR = "protocol-error"
     MESSAGE_TOO_LARGE = "message-too-large"
@@ -278,6 +280,11 @@ def _exception_for(
         return simple(message)
     if reason is FailureReason.CONNECTION_LOST:
         return ConnectionClosed(message, returncode=returncode, stderr_tail=stderr_tail)
+    if reason is FailureReason.CONNECT_FAILED:
+        detail = event.detail or {}
+        errno = detail.get("errno", "")
+        return ConnectError(message, host=detail.get("host", ""), port=int(detail.get("port") or 0),
+                            cause=detail.get("cause", ""), errno=int(errno) if errno else None)
     if reason is FailureReason.HTTP_ERROR:
         return HttpError(message, status=event.status or 0, body_excerpt=(event.detail or {}).get("body", ""))
     if reason is FailureReason.AUTHORIZATION_REQUIRED:

@@ -18,6 +18,7 @@ from typing import Final
 import h11
 import msgspec
 
+from mcp_sansio.connections import ConnectFailure, SocketFailure
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.events import Action
 from mcp_sansio.proxy import ProxySettings, Tunnel, TunnelFailed
@@ -132,6 +133,8 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
             this case for idempotent methods only.
         proxy_status: the proxy refused the tunnel with this HTTP status; the request
             never left (``sent`` is false).
+        connect_failure: the connection could not be opened (name lookup, TCP connect,
+            TLS); the request never left (``sent`` is false).
     """
 
     exchange: int
@@ -139,6 +142,7 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
     sent: bool
     stale_connection: bool = False
     proxy_status: int | None = None
+    connect_failure: ConnectFailure | None = None
 
 
 PoolEvent = ResponseStarted | ResponseData | ResponseEnded | ExchangeFailed
@@ -187,6 +191,7 @@ class _Connection:
         "h11",
         "id",
         "idle_at",
+        "opened",
         "origin",
         "outgoing",
         "received",
@@ -207,6 +212,7 @@ class _Connection:
         self.idle_at = 0.0
         self.reused = False  # an earlier exchange completed on this connection
         self.tunnel: Tunnel | None = None  # the CONNECT under way, through a proxy
+        self.opened: OpenConnection | None = None  # what the driver was asked to open
         # Per exchange, reset by HttpPool._start:
         self.sent = False  # bytes of the request were handed to data_to_send
         self.received = False  # a response byte (not EOF) arrived
@@ -354,12 +360,13 @@ class HttpPool:
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start(conn, conn.exchange)
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing ``connection`` failed; the pool drops it.
 
         Args:
             connection: the connection id.
-            message: what failed, for the exchange's :class:`ExchangeFailed`.
+            failure: what failed; while connecting (or starting TLS in a tunnel) the
+                exchange's :class:`ExchangeFailed` carries it as ``connect_failure``.
             now: the current time.
 
         Raises:
@@ -373,8 +380,11 @@ class HttpPool:
             return
         if conn.exchange is None:
             self._close(conn)
+        elif conn.state is _State.CONNECTING or conn.state is _State.SECURING:
+            unreachable = self._unreachable(conn, failure)
+            self._fail(conn, unreachable.message, connect_failure=unreachable)
         else:
-            self._fail(conn, message, stale=conn.reused and not conn.received)
+            self._fail(conn, failure.cause, stale=conn.reused and not conn.received)
         self._dispatch()
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -538,7 +548,18 @@ class HttpPool:
             conn.tunnel = Tunnel(proxy, url.host, url.port, tls=tls, max_header_bytes=self._max_header_bytes)
             action = OpenConnection(connection=conn.id, host=proxy.host, port=proxy.port, tls=False,
                                     server_hostname=proxy.host)
+        conn.opened = action
         self._actions.append(action)
+
+    def _unreachable(self, conn: _Connection, failure: SocketFailure) -> ConnectFailure:
+        """Where ``conn`` was to go: the server, or the proxy before its tunnel opened."""
+        if conn.state is _State.SECURING:  # TLS with the server, in the tunnel
+            _, host, port = conn.origin
+            return ConnectFailure(host=host, port=port, failure=failure)
+        opened = conn.opened
+        assert opened is not None  # CONNECTING: _open set it
+        return ConnectFailure(host=opened.host, port=opened.port, failure=failure,
+                              proxy=conn.tunnel is not None)
 
     def _tunnel_data(self, conn: _Connection, data: bytes, now: float) -> None:
         """Feed the proxy's answer to CONNECT; once the tunnel is open, use it."""
@@ -625,14 +646,15 @@ class HttpPool:
         return self._fail(conn, message)
 
     def _fail(
-        self, conn: _Connection, message: str, *, stale: bool = False, proxy_status: int | None = None
+        self, conn: _Connection, message: str, *, stale: bool = False, proxy_status: int | None = None,
+        connect_failure: ConnectFailure | None = None,
     ) -> _Outcome:
         """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
         assert conn.exchange is not None  # callers check
         exchange = conn.exchange.id
         self._events.append(
             ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale,
-                           proxy_status=proxy_status)
+                           proxy_status=proxy_status, connect_failure=connect_failure)
         )
         del self._exchanges[exchange]
         self._close(conn)

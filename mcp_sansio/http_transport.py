@@ -20,6 +20,7 @@ import msgspec
 
 from . import modern
 from .config import ClientConfig
+from .connections import ConnectFailure, SocketFailure, SocketStage
 from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
 from .events import (
     Action,
@@ -287,18 +288,22 @@ class HttpClient(ClientSession):
         self._pool.tls_started(connection, now)
         self._drain_pool(now)
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting failed, or the connection broke with an error.
 
-        A request that never left is retried per ``config.retry``; one that may have
-        reached the server fails rather than being sent twice.
+        A connection that could not be opened fails the handshake at once
+        (``CONNECT_FAILED``: no server is there to answer); once the session is ready, a
+        refused or unreachable server may be restarting, so the request is retried per
+        ``config.retry`` while its deadline allows, and fails with the last refusal when
+        it does not. Any other request that never left is retried likewise; one that may
+        have reached the server fails rather than being sent twice.
 
         Raises:
             LocalProtocolError: the client never asked for ``connection``.
         Events: ``RequestFailed``, ``InitializeFailed``, ``ConnectionTerminated``.
         """
         self._now = now
-        self._pool.connection_failed(connection, message, now)
+        self._pool.connection_failed(connection, failure, now)
         self._drain_pool(now)
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -485,14 +490,24 @@ class HttpClient(ClientSession):
         if self._exchanges.pop(ex.id, None) is not None:
             self._pool.cancel(ex.id, now)
 
-    def _schedule(self, ex: _Exchange, now: float, server_retry: float | None) -> bool:
-        """Retry ``ex`` later per the policy; False when the policy gives up."""
+    def _schedule(self, ex: _Exchange, now: float, server_retry: float | None, *,
+                  deadline: float | None = None) -> bool:
+        """Retry ``ex`` later per the policy; False when the policy gives up, or when the
+        retry would come at or after ``deadline`` (what waits on it would time out first)."""
         ex.attempt += 1
         decision = decide(self.config.retry, ex.attempt, now, server_retry, self._jitter())
-        if isinstance(decision, GiveUp):
+        if isinstance(decision, GiveUp) or (deadline is not None and decision.at >= deadline):
             return False
         heapq.heappush(self._scheduled, (decision.at, ex.id, ex))
         return True
+
+    def _deadline_of(self, ex: _Exchange) -> float | None:
+        """The earliest deadline of the requests ``ex`` carries (the handshake's for its
+        request), or ``None`` when it carries none."""
+        deadlines = [self._init_deadline if rid == self._init_id else
+                     pending.deadline if (pending := self._pending.get(rid)) is not None else None
+                     for rid in ex.request_ids]
+        return min((d for d in deadlines if d is not None), default=None)
 
     def _jitter(self) -> float:
         # xorshift64: entropy came in once as the seed (STYLE.md section 1).
@@ -675,14 +690,34 @@ class HttpClient(ClientSession):
             # The proxy's answer is deliberate, as a server's status is: no retry.
             self._fail_exchange(ex, FailureReason.PROXY_ERROR, event.message, now, status=event.proxy_status)
             return
+        if event.connect_failure is not None:
+            self._unreachable(ex, event.connect_failure, now)
+            return
+        deadline = self._deadline_of(ex)
         if ex.sse is not None or ex.kind in (_Kind.GET_STREAM, _Kind.RESUME, _Kind.LEGACY_STREAM):
-            if not event.sent and ex.kind is not _Kind.GET_STREAM and self._schedule(ex, now, None):
+            if (not event.sent and ex.kind is not _Kind.GET_STREAM
+                    and self._schedule(ex, now, None, deadline=deadline)):
                 return
             self._stream_ended(ex, now, event.message)
             return
-        if not event.sent and self._schedule(ex, now, None):
+        if not event.sent and self._schedule(ex, now, None, deadline=deadline):
             return  # nothing reached the server: safe to send again
         self._fail_exchange(ex, FailureReason.CONNECTION_LOST, f"HTTP request failed: {event.message}", now)
+
+    def _unreachable(self, ex: _Exchange, failure: ConnectFailure, now: float) -> None:
+        """The connection for ``ex`` could not be opened.
+
+        During the handshake no server is there to answer: fail at once with what the OS
+        said. In a ready session a refused or unreachable server may be restarting, so a
+        TCP connect that failed is retried per the policy while the deadline of what
+        waits allows (a failed name lookup or TLS handshake would fail the same way).
+        """
+        if (self.phase is Phase.READY and failure.failure.stage is SocketStage.CONNECT
+                and self._schedule(ex, now, None, deadline=self._deadline_of(ex))):
+            return
+        if ex.kind is _Kind.GET_STREAM:
+            return  # the optional stream: the session goes on without it
+        self._fail_exchange(ex, FailureReason.CONNECT_FAILED, failure.message, now, detail=failure.detail())
 
     def _on_error_status(self, ex: _Exchange, now: float) -> None:
         status = ex.status
@@ -907,12 +942,12 @@ class HttpClient(ClientSession):
         return pending is not None and not pending.awaiting
 
     def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float, *,
-                       status: int | None = None) -> None:
+                       status: int | None = None, detail: dict[str, str] | None = None) -> None:
         self._abandon(ex, now)
         if ex.kind is _Kind.LEGACY_STREAM:
-            self.connection_lost(message, reason=reason)
+            self.connection_lost(message, reason=reason, detail=detail)
             return
-        self._fail_ids(ex, reason, message, status=status)
+        self._fail_ids(ex, reason, message, status=status, detail=detail)
 
     def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, *, status: int | None = None,
                   detail: dict[str, str] | None = None) -> None:

@@ -877,10 +877,11 @@ class ClientSession:
             self._send(encoded)
 
     def connection_lost(self, message: str, *, returncode: int | None = None,
-                        reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
+                        reason: FailureReason = FailureReason.CONNECTION_LOST,
+                        detail: dict[str, str] | None = None) -> None:
         """The transport ended (or the client closed it): fail everything pending.
 
-        A no-op once closed.
+        A no-op once closed. ``detail`` goes to the handshake's ``InitializeFailed``.
 
         Events: ``RequestFailed`` for each pending request, ``InitializeFailed`` during
         the handshake, then ``ConnectionTerminated``.
@@ -893,7 +894,7 @@ class ClientSession:
         self._probe_version = None
         self._advance(Trigger.CONNECTION_LOST)
         if was_initializing:
-            self._events.append(InitializeFailed(reason=reason, message=message))
+            self._events.append(InitializeFailed(reason=reason, message=message, detail=detail))
         for pending in list(self._pending.values()):
             self._fail(pending, reason, message)
         self._cancelled.update(self._inbound)

@@ -27,6 +27,7 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import ProtocolError
 
 from .config import ClientConfig
+from .connections import ConnectFailure, SocketFailure
 from .errors import LocalProtocolError
 from .events import Action, AuthorizationRequired, DiscardReason, FailureReason
 from .http11 import CloseConnection, OpenConnection, StartTls
@@ -264,16 +265,28 @@ class WebSocketClient(ClientSession):
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start_upgrade()
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing failed.
 
         Raises:
             LocalProtocolError: ``connection`` was never opened.
-        Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each pending request (or
-        ``InitializeFailed``), ``ConnectionTerminated``. Actions: ``CloseConnection``.
+        Events: ``InitializeFailed(reason=CONNECT_FAILED)`` when the connection could not be
+        opened (name lookup, TCP connect, TLS); else ``RequestFailed(reason=CONNECTION_LOST)``
+        for each pending request (or ``InitializeFailed``); then ``ConnectionTerminated``.
+        Actions: ``CloseConnection``.
         """
-        if self._live(connection):
-            self._abort(f"the WebSocket connection to {self.url} failed: {message}")
+        if not self._live(connection):
+            return
+        link = self._link
+        if link is _Link.CONNECTING or link is _Link.SECURING:
+            opened = self._open
+            unreachable = (ConnectFailure(host=self._target.host, port=self._target.port, failure=failure)
+                           if link is _Link.SECURING else  # TLS with the server, in the proxy's tunnel
+                           ConnectFailure(host=opened.host, port=opened.port, failure=failure,
+                                          proxy=self._tunnel is not None))
+            self._abort(unreachable.message, FailureReason.CONNECT_FAILED, detail=unreachable.detail())
+            return
+        self._abort(f"the WebSocket connection to {self.url} failed: {failure.cause}")
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
         """Bytes read from ``connection``; ``b""`` at EOF.
@@ -566,8 +579,9 @@ class WebSocketClient(ClientSession):
         self._out += self._ws.send(wsevents.CloseConnection(code=code))
         self._finish()
 
-    def _abort(self, message: str, reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
-        self.connection_lost(message, reason=reason)
+    def _abort(self, message: str, reason: FailureReason = FailureReason.CONNECTION_LOST, *,
+               detail: dict[str, str] | None = None) -> None:
+        self.connection_lost(message, reason=reason, detail=detail)
         self._finish()
 
     def _finish(self) -> None:

@@ -17,9 +17,11 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.tls import TLSStream
 
+from mcp_sansio.connections import SocketStage
 from mcp_sansio.events import Action, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_asyncio.client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
+from mcp_sansio_sync.failures import socket_failure
 
 from ._loop import AnyioDriver, Waiter
 
@@ -132,9 +134,9 @@ class SocketDriver(AnyioDriver):
     def _live(self, connection: int, conn: _Connection) -> bool:
         return self._connections.get(connection) is conn
 
-    def _failed(self, connection: int, conn: _Connection, exc: BaseException) -> None:
+    def _failed(self, connection: int, conn: _Connection, exc: BaseException, stage: SocketStage) -> None:
         if self._live(connection, conn):
-            self._net.connection_failed(connection, _describe(exc), anyio.current_time())
+            self._net.connection_failed(connection, socket_failure(exc, stage), anyio.current_time())
             self._pump()
 
     # ------------------------------------------------------ connection tasks
@@ -146,7 +148,7 @@ class SocketDriver(AnyioDriver):
             try:
                 stream = await self._connect(action)
             except _BROKEN as exc:
-                self._failed(connection, conn, exc)
+                self._failed(connection, conn, exc, SocketStage.CONNECT)
                 return
             conn.stream = stream
             try:
@@ -177,7 +179,7 @@ class SocketDriver(AnyioDriver):
                 net.receive_data(connection, b"", anyio.current_time())
                 self._pump()
         except _BROKEN as exc:
-            self._failed(connection, conn, exc)
+            self._failed(connection, conn, exc, SocketStage.TRANSFER)
 
     async def _start_tls(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
         """TLS on the open connection (a tunnel); nothing else reads it meanwhile."""
@@ -208,7 +210,7 @@ class SocketDriver(AnyioDriver):
                 try:
                     await stream.send(data)
                 except _BROKEN as exc:
-                    self._failed(connection, conn, exc)
+                    self._failed(connection, conn, exc, SocketStage.TRANSFER)
                     return
             if conn.closing:
                 conn.scope.cancel()  # everything is written
@@ -222,9 +224,3 @@ class SocketDriver(AnyioDriver):
         return await anyio.connect_tcp(action.host, action.port, ssl_context=self._context(),
                                        tls_hostname=action.server_hostname, tls_standard_compatible=False)
 
-
-def _describe(exc: BaseException) -> str:
-    """What failed, for people; anyio gives the reasons a connect failed as the cause."""
-    cause = exc.__cause__
-    causes = cause.exceptions if isinstance(cause, BaseExceptionGroup) else () if cause is None else (cause,)
-    return ": ".join([str(exc) or type(exc).__name__, *(str(c) for c in causes)])

@@ -13,9 +13,11 @@ from typing import Protocol
 
 import msgspec
 
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.events import Action, Event, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio.session import ClientSession
+from mcp_sansio_sync.failures import socket_failure
 
 from ._loop import LoopDriver
 
@@ -36,7 +38,7 @@ class NetworkCore(Protocol):
     def data_to_send(self, connection: int) -> bytes: ...
     def connection_made(self, connection: int, now: float) -> None: ...
     def tls_started(self, connection: int, now: float) -> None: ...
-    def connection_failed(self, connection: int, message: str, now: float) -> None: ...
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None: ...
     def receive_data(self, connection: int, data: bytes, now: float) -> None: ...
 
 
@@ -134,7 +136,7 @@ class SocketDriver(LoopDriver):
             )
         except (OSError, ssl.SSLError) as exc:
             self._connecting.pop(conn, None)
-            self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+            self._net.connection_failed(conn, socket_failure(exc, SocketStage.CONNECT), self._loop.time())
             self._pump()
             return
         self._connecting.pop(conn, None)
@@ -155,7 +157,7 @@ class SocketDriver(LoopDriver):
             self._connecting.pop(conn, None)
             if self._sockets.pop(conn, None) is not None:  # else connection_lost reported it
                 raw.abort()
-                self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+                self._net.connection_failed(conn, socket_failure(exc, SocketStage.TLS), self._loop.time())
                 self._pump()
             return
         self._connecting.pop(conn, None)
@@ -179,5 +181,6 @@ class SocketDriver(LoopDriver):
         if exc is None:
             self._net.receive_data(connection, b"", self._loop.time())
         else:
-            self._net.connection_failed(connection, str(exc) or type(exc).__name__, self._loop.time())
+            failure = socket_failure(exc, SocketStage.TRANSFER)
+            self._net.connection_failed(connection, failure, self._loop.time())
         self._pump()

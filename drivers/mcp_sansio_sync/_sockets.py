@@ -21,11 +21,13 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import Action
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 
 from .client import Client, ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
+from .failures import socket_failure
 
 if TYPE_CHECKING:
     from mcp_sansio.http_transport import HttpClient
@@ -50,8 +52,7 @@ class _State(enum.Enum):
 class _Connection:
     """One socket the core asked for, and what the selector should wait for on it."""
 
-    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "tls_peer", "tunneled", "unsent",
-                 "want")
+    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "tunneled", "unsent", "want")
 
     def __init__(self, action: OpenConnection) -> None:
         self.action = action
@@ -62,7 +63,6 @@ class _Connection:
         self.eof = False  # the server closed its side: stop reading
         self.want = _WRITE  # what the TLS handshake waits for
         self.events = 0  # what the selector waits for now
-        self.tls_peer = ""  # whom the TLS handshake is with, for messages
         self.tunneled = False  # TLS was started by StartTls: report tls_started
 
     @property
@@ -92,7 +92,7 @@ class SocketConnection(Client):
         self._net = core
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, _Connection] = {}
-        self._failures: deque[tuple[int, str]] = deque()  # found while performing actions
+        self._failures: deque[tuple[int, SocketFailure]] = deque()  # found while performing actions
         self._ssl = ssl_context  # the system trust store unless given, made when first needed
         self._closed = False
 
@@ -178,8 +178,8 @@ class SocketConnection(Client):
                     if conn.state is _State.OPEN:
                         self._send(conn)
             if self._failures:
-                connection, message = self._failures.popleft()
-                net.connection_failed(connection, message, time.monotonic())
+                connection, failure = self._failures.popleft()
+                net.connection_failed(connection, failure, time.monotonic())
             elif not fed:
                 return
 
@@ -191,15 +191,15 @@ class SocketConnection(Client):
             try:
                 infos = socket.getaddrinfo(action.host, action.port, type=socket.SOCK_STREAM)
             except OSError as exc:
-                self._fail(conn, f"cannot resolve {action.host}: {exc}")
+                self._fail(conn, socket_failure(exc, SocketStage.RESOLVE))
                 return
             conn.addresses.extend(infos)
-            self._connect_next(conn, f"no address for {action.host}")
+            self._connect_next(conn, SocketFailure(stage=SocketStage.RESOLVE, cause="no address"))
         elif isinstance(action, StartTls):
             tunnel = self._connections.get(action.connection)
             if tunnel is not None and tunnel.sock is not None:
                 tunnel.tunneled = True
-                self._start_handshake(tunnel, action.server_hostname, action.server_hostname)
+                self._start_handshake(tunnel, action.server_hostname)
         elif isinstance(action, CloseConnection):
             closing = self._connections.get(action.connection)
             if closing is not None:
@@ -210,15 +210,14 @@ class SocketConnection(Client):
                         closing.sock.send(closing.unsent)
                 self._drop(closing)
 
-    def _connect_next(self, conn: _Connection, error: str) -> None:
+    def _connect_next(self, conn: _Connection, error: SocketFailure) -> None:
         """Start connecting to the next address, or fail with the last ``error``."""
-        action = conn.action
         while conn.addresses:
             family, kind, proto, _, address = conn.addresses.popleft()
             try:
                 sock = socket.socket(family, kind, proto)
             except OSError as exc:  # out of descriptors, or no such address family here
-                error = f"cannot connect to {action.host}:{action.port}: {exc}"
+                error = socket_failure(exc, SocketStage.CONNECT)
                 continue
             sock.setblocking(False)
             code = sock.connect_ex(address)
@@ -227,13 +226,13 @@ class SocketConnection(Client):
                 self._watch(conn)
                 return
             sock.close()
-            error = _refused(action, code)
+            error = _refused(code)
         self._fail(conn, error)
 
-    def _fail(self, conn: _Connection, message: str) -> None:
+    def _fail(self, conn: _Connection, failure: SocketFailure) -> None:
         """Report a failure to the core once the actions are performed; forget the socket."""
         self._drop(conn)
-        self._failures.append((conn.id, message))
+        self._failures.append((conn.id, failure))
 
     def _drop(self, conn: _Connection) -> None:
         """Stop watching ``conn`` and close its socket."""
@@ -288,16 +287,16 @@ class SocketConnection(Client):
             conn.events = 0
             sock.close()
             conn.sock = None
-            self._connect_next(conn, _refused(conn.action, code))
+            self._connect_next(conn, _refused(code))
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         action = conn.action
         if not action.tls:
             self._made(conn)
             return
-        self._start_handshake(conn, action.server_hostname, f"{action.host}:{action.port}")
+        self._start_handshake(conn, action.server_hostname)
 
-    def _start_handshake(self, conn: _Connection, server_hostname: str, peer: str) -> None:
+    def _start_handshake(self, conn: _Connection, server_hostname: str) -> None:
         """Wrap the connected socket in TLS and start the non-blocking handshake."""
         sock = conn.sock
         assert sock is not None
@@ -309,7 +308,6 @@ class SocketConnection(Client):
             conn.events = 0
         conn.sock = self._ssl.wrap_socket(sock, server_hostname=server_hostname,
                                           do_handshake_on_connect=False)
-        conn.tls_peer = peer
         conn.state = _State.HANDSHAKING
         self._handshake_step(conn)
 
@@ -323,7 +321,7 @@ class SocketConnection(Client):
         except ssl.SSLWantWriteError:
             conn.want = _WRITE
         except OSError as exc:  # ssl.SSLError included
-            self._fail(conn, f"TLS with {conn.tls_peer} failed: {exc}")
+            self._fail(conn, socket_failure(exc, SocketStage.TLS))
             return
         else:
             self._made(conn)
@@ -351,7 +349,7 @@ class SocketConnection(Client):
             except ssl.SSLEOFError:  # closed without close_notify: h11 and wsproto frame
                 data = b""  # every message, so this is an EOF like any other
             except OSError as exc:
-                self._fail(conn, str(exc) or type(exc).__name__)
+                self._fail(conn, socket_failure(exc, SocketStage.TRANSFER))
                 return True
             if not data:
                 conn.eof = True
@@ -371,11 +369,11 @@ class SocketConnection(Client):
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             sent = 0
         except OSError as exc:
-            self._fail(conn, str(exc) or type(exc).__name__)
+            self._fail(conn, socket_failure(exc, SocketStage.TRANSFER))
             return
         del conn.unsent[:sent]
         self._watch(conn)
 
 
-def _refused(action: OpenConnection, code: int) -> str:
-    return f"cannot connect to {action.host}:{action.port}: {os.strerror(code)}"
+def _refused(code: int) -> SocketFailure:
+    return SocketFailure(stage=SocketStage.CONNECT, cause=os.strerror(code), errno=code)

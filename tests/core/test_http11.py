@@ -9,9 +9,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers import REFUSED, broken
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcp_sansio.connections import ConnectFailure
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.http11 import (
     CloseConnection,
@@ -415,7 +417,7 @@ def test_max_connections_is_respected_and_waiting_exchanges_go_in_order() -> Non
         pool.submit(request(exchange, url=f"http://h{exchange}/"), 0.0)
     opened = actions(pool)
     assert [a.connection for a in opened if isinstance(a, OpenConnection)] == [1, 2]
-    pool.connection_failed(1, "refused", 0.5)
+    pool.connection_failed(1, REFUSED, 0.5)
     assert actions(pool) == [
         CloseConnection(connection=1),
         OpenConnection(connection=3, host="h3", port=80, tls=False, server_hostname="h3"),
@@ -603,7 +605,7 @@ def test_eof_right_after_reuse_reports_a_stale_connection() -> None:
 def test_reset_right_after_reuse_reports_a_stale_connection() -> None:
     pool, conn = started()
     reused(pool, conn)
-    pool.connection_failed(conn, "connection reset by peer", 3.0)
+    pool.connection_failed(conn, broken("connection reset by peer"), 3.0)
     assert events(pool) == [
         ExchangeFailed(exchange=2, message="connection reset by peer", sent=True, stale_connection=True)
     ]
@@ -623,8 +625,11 @@ def test_connect_failure_fails_the_exchange_as_unsent() -> None:
     pool = HttpPool()
     pool.submit(request(), 0.0)
     (action,) = actions(pool)
-    pool.connection_failed(action.connection, "connection refused", 1.0)
-    assert events(pool) == [ExchangeFailed(exchange=1, message="connection refused", sent=False)]
+    pool.connection_failed(action.connection, REFUSED, 1.0)
+    unreachable = ConnectFailure(host="example.com", port=80, failure=REFUSED)
+    message = "cannot connect to example.com:80: Connection refused"
+    assert events(pool) == [ExchangeFailed(exchange=1, message=message, sent=False,
+                                           connect_failure=unreachable)]
     assert actions(pool) == [CloseConnection(connection=action.connection)]
 
 
@@ -633,7 +638,7 @@ def test_io_error_before_the_request_was_drained_is_unsent() -> None:
     pool.submit(request(), 0.0)
     (action,) = actions(pool)
     pool.connection_made(action.connection, 0.0)
-    pool.connection_failed(action.connection, "broken pipe", 1.0)
+    pool.connection_failed(action.connection, broken("broken pipe"), 1.0)
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
     assert not failed.sent
@@ -641,7 +646,7 @@ def test_io_error_before_the_request_was_drained_is_unsent() -> None:
 
 def test_io_error_after_the_request_was_drained_is_sent() -> None:
     pool, conn = started()
-    pool.connection_failed(conn, "timed out", 1.0)
+    pool.connection_failed(conn, broken("timed out"), 1.0)
     assert events(pool) == [ExchangeFailed(exchange=1, message="timed out", sent=True)]
 
 
@@ -649,7 +654,7 @@ def test_failure_of_an_idle_connection_drops_it_silently() -> None:
     pool, conn = started()
     pool.receive_data(conn, response(), 1.0)
     events(pool)
-    pool.connection_failed(conn, "reset", 2.0)
+    pool.connection_failed(conn, broken("reset"), 2.0)
     assert events(pool) == []
     assert actions(pool) == [CloseConnection(connection=conn)]
     pool.submit(request(2), 3.0)
@@ -663,7 +668,7 @@ def test_connection_ids_the_pool_never_allocated_are_refused() -> None:
     pool = HttpPool()
     for call in (
         lambda: pool.connection_made(1, 0.0),
-        lambda: pool.connection_failed(0, "x", 0.0),
+        lambda: pool.connection_failed(0, broken("x"), 0.0),
         lambda: pool.receive_data(-1, b"x", 0.0),
         lambda: pool.data_to_send(1),
     ):
@@ -679,7 +684,7 @@ def test_calls_on_a_closed_connection_are_ignored() -> None:
     assert actions(pool) == [CloseConnection(connection=action.connection)]
     pool.connection_made(action.connection, 1.0)
     pool.receive_data(action.connection, b"late", 1.0)
-    pool.connection_failed(action.connection, "late", 1.0)
+    pool.connection_failed(action.connection, broken("late"), 1.0)
     assert pool.data_to_send(action.connection) == b""
     assert events(pool) == []
     assert actions(pool) == []

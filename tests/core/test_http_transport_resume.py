@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import drain_events
+from helpers import broken, drain_events
 from http_helpers import (
     LAST_CHUNK,
     ScriptedHttpServer,
@@ -117,7 +117,7 @@ def test_refused_resumes_give_up_after_the_policy_attempts() -> None:
         attempts += 1
     assert attempts == 3  # one resume per retry the policy allows
     failed = [e for e in drain_events(client) if isinstance(e, RequestFailed)]
-    assert [(f.request_id, f.reason) for f in failed] == [(rid, FailureReason.CONNECTION_LOST)]
+    assert [(f.request_id, f.reason) for f in failed] == [(rid, FailureReason.CONNECT_FAILED)]
 
 
 def test_resume_that_is_dropped_after_the_request_went_out_is_resumed_again() -> None:
@@ -233,7 +233,7 @@ def test_get_stream_dropped_mid_stream_reconnects() -> None:
     client, server, _ = ready_http_client(get_stream=0)
     get = server.requests[2]
     server.reply_sse(get, [sse_event(id="g1", retry=300)], now=1.0, end=False)
-    client.connection_failed(get.connection, "reset", now=1.1)
+    client.connection_failed(get.connection, broken("reset"), now=1.1)
     deadline = client.next_deadline()
     assert deadline is not None
     assert deadline == pytest.approx(1.4)

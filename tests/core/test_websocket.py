@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pytest
-from helpers import FIRST_REQUEST_ID, Json, ScriptedServer, drain_actions, drain_events
+from helpers import FIRST_REQUEST_ID, REFUSED, Json, ScriptedServer, broken, drain_actions, drain_events
 from hypothesis import given
 from hypothesis import strategies as st
 from wsproto import ConnectionType, WSConnection
@@ -21,7 +21,8 @@ from wsproto import events as ws
 from wsproto.utilities import generate_accept_token
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.errors import HttpError, LocalProtocolError, Unauthorized
+from mcp_sansio.connections import SocketStage
+from mcp_sansio.errors import ConnectError, HttpError, LocalProtocolError, Unauthorized
 from mcp_sansio.events import (
     Action,
     AuthorizationRequired,
@@ -597,7 +598,7 @@ def test_close_during_the_upgrade_aborts_the_connection() -> None:
     assert failures(drain_events(client)) == [(InitializeFailed, FailureReason.CONNECTION_LOST),
                                               (ConnectionTerminated, FailureReason.CONNECTION_LOST)]
     assert drain_actions(client) == [CLOSED]
-    client.connection_failed(CONN, "reset", 1.5)  # the driver learned late: ignored
+    client.connection_failed(CONN, broken("reset"), 1.5)  # the driver learned late: ignored
     client.receive_data(CONN, b"x", 1.5)
     client.connection_made(CONN, 1.5)
     assert drain_actions(client) == []
@@ -683,7 +684,7 @@ def test_eof_while_open_fails_every_pending_request_with_connection_lost() -> No
 def test_a_broken_connection_fails_pending_requests() -> None:
     client, _ = ready()
     rid = client.call_tool("slow", now=1.0)
-    client.connection_failed(CONN, "Connection reset by peer", 2.0)
+    client.connection_failed(CONN, broken("Connection reset by peer"), 2.0)
     failed, _ = drain_events(client)
     assert failed == RequestFailed(
         request_id=rid, method="tools/call", reason=FailureReason.CONNECTION_LOST,
@@ -695,11 +696,26 @@ def test_a_refused_tcp_connection_fails_initialize() -> None:
     client = WebSocketClient(URL)
     client.connect(now=0.0)
     drain_actions(client)
-    client.connection_failed(CONN, "Connection refused", 0.5)
+    client.connection_failed(CONN, REFUSED, 0.5)
     failed, _ = drain_events(client)
-    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECTION_LOST
-    assert "Connection refused" in failed.message
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == "cannot connect to example.com:8080: Connection refused"
+    error = failed.to_exception()
+    assert isinstance(error, ConnectError)
+    assert (error.host, error.port, error.cause) == ("example.com", 8080, "Connection refused")
+    assert error.errno == 111
     assert drain_actions(client) == [CLOSED]
+
+
+def test_a_failed_name_lookup_fails_initialize_naming_host_and_port() -> None:
+    client = WebSocketClient(URL)
+    client.connect(now=0.0)
+    drain_actions(client)
+    client.connection_failed(CONN, broken("Name or service not known", SocketStage.RESOLVE), 0.5)
+    failed, _ = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == ("cannot connect to example.com:8080: the name lookup failed:"
+                              " Name or service not known")
 
 
 def test_eof_during_the_upgrade_fails_initialize() -> None:

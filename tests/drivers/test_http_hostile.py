@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,11 +13,11 @@ import msgspec
 import pytest
 from peer_servers import free_port, running_http_server, sdk_server
 
-from mcp_sansio import ClientConfig, ConnectionClosed, MessageTooLarge, RequestTimeout
+from mcp_sansio import ClientConfig, ConnectError, ConnectionClosed, MessageTooLarge, RequestTimeout
 from mcp_sansio.errors import HttpError
 from mcp_sansio.retry import RetryPolicy
 
-from .driver_adapter import Driver, text_of, until
+from .driver_adapter import Driver, Transport, text_of, until
 
 pytestmark = pytest.mark.anyio
 
@@ -115,16 +117,42 @@ async def test_a_forgotten_session_is_initialized_again(driver: Driver, tmp_path
         ("initialize", None), ("tools/call", "session-1"), ("initialize", None), ("tools/call", "session-2")]
 
 
-async def test_nobody_listening_fails_with_connection_closed(driver: Driver) -> None:
-    config = msgspec.structs.replace(QUICK, retry=RetryPolicy(max_attempts=0))
-    with pytest.raises(ConnectionClosed, match=r"refused|Connect call failed"):
-        async with driver.connect_http(f"http://127.0.0.1:{free_port()}/mcp", config=config):
+@pytest.mark.parametrize("transport", ["auto", "streamable-http", "sse"])
+async def test_nobody_listening_fails_at_once_with_a_connect_error(driver: Driver, transport: Transport
+                                                                   ) -> None:
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(ConnectError) as caught:
+        async with driver.connect_http(f"http://127.0.0.1:{port}/mcp", transport=transport):  # the defaults
             pass
+    assert time.monotonic() - started < 2.0
+    assert (caught.value.host, caught.value.port) == ("127.0.0.1", port)
+    assert caught.value.errno == errno.ECONNREFUSED
+    assert str(caught.value) == f"cannot connect to 127.0.0.1:{port}: Connection refused"
 
 
-async def test_https_speaks_tls_first(driver: Driver, tmp_path: Path) -> None:
+async def test_a_websocket_nobody_listens_on_fails_at_once_with_a_connect_error(driver: Driver) -> None:
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(ConnectError, match=f"^cannot connect to 127.0.0.1:{port}: Connection refused$"):
+        async with driver.connect_websocket(f"ws://127.0.0.1:{port}/ws"):
+            pass
+    assert time.monotonic() - started < 2.0
+
+
+async def test_a_host_name_that_does_not_resolve_fails_with_a_connect_error(driver: Driver) -> None:
+    expected = r"^cannot connect to mcp\.invalid:80: the name lookup failed: "
+    with pytest.raises(ConnectError, match=expected) as caught:
+        async with driver.connect_http("http://mcp.invalid/mcp"):
+            pass
+    assert (caught.value.host, caught.value.port) == ("mcp.invalid", 80)
+
+
+async def test_https_to_a_plain_http_server_fails_with_a_connect_error(driver: Driver, tmp_path: Path
+                                                                       ) -> None:
     # The peer speaks plain HTTP, so the TLS handshake fails before any HTTP byte.
-    config = msgspec.structs.replace(QUICK, retry=RetryPolicy(max_attempts=0))
-    with hostile("plain", tmp_path / "log") as url, pytest.raises(ConnectionClosed, match="SSL"):
-        async with driver.connect_http(url.replace("http://", "https://", 1), config=config):
+    with hostile("plain", tmp_path / "log") as url, pytest.raises(ConnectError) as caught:
+        async with driver.connect_http(url.replace("http://", "https://", 1)):
             pass
+    assert "the TLS handshake failed: " in str(caught.value)
+    assert requests(tmp_path / "log") == []  # never retried, never reached HTTP
