@@ -30,7 +30,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             one first.
         modern_versions: stateless revisions we accept, preferred first.
         discover_timeout: how long the ``server/discover`` probe may go unanswered
-            before an ``auto`` client takes the server for a handshake-era one.
+            before an ``auto`` client takes the server for a handshake-era one; at most
+            half of ``initialize_timeout``, so ``initialize`` has the rest.
         max_input_rounds: rounds of multi round-trip input one request may take.
         request_timeout: default deadline of a request, from when it is sent.
         max_request_timeout: absolute bound on a request even when progress keeps
@@ -38,7 +39,9 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             resets.
         reset_timeout_on_progress: a ``notifications/progress`` for a request moves its
             deadline to ``now + timeout``.
-        initialize_timeout: deadline of the handshake (the connect timeout).
+        initialize_timeout: the wall time of the whole connect: opening the connection,
+            the probe, the fallback to ``initialize``, version retries and retries of
+            requests that never left, together.
         max_line_bytes: longest stdio line accepted; longer is a protocol error.
         skip_non_json_lines: report stdio lines that are not JSON as
             ``MessageDiscarded`` and go on (servers that print banners), rather than

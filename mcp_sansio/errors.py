@@ -69,7 +69,16 @@ class RequestError(McpSansioError):
 
 
 class RequestTimeout(McpSansioError, TimeoutError):
-    """A request's deadline passed; ``notifications/cancelled`` was sent for it."""
+    """A request's deadline passed; ``notifications/cancelled`` was sent for it.
+
+    Attributes:
+        stderr_tail: for a handshake that timed out with a subprocess, the last bytes it
+            wrote to stderr (its last line is in the message).
+    """
+
+    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
+        super().__init__(_with_stderr(message, stderr_tail))
+        self.stderr_tail = stderr_tail
 
 
 class RequestCancelled(McpSansioError):
@@ -90,10 +99,7 @@ class ConnectionClosed(McpSansioError):
         detail = message
         if returncode is not None:
             detail += f" (exit status {returncode})"
-        last = stderr_tail.strip().splitlines()[-1:]
-        if last:
-            detail += f"; stderr: {last[0][:300]}"
-        super().__init__(detail)
+        super().__init__(_with_stderr(detail, stderr_tail))
         self.reason = message
         self.returncode = returncode
         self.stderr_tail = stderr_tail
@@ -218,3 +224,9 @@ class SkillFrontmatterMismatch(SkillVerificationError):
 
 class SkillFileNotListed(SkillVerificationError):
     """A read of a file the held entry does not list (or outside the skill's directory)."""
+
+
+def _with_stderr(message: str, stderr_tail: str) -> str:
+    """``message``, then the last line the server wrote to stderr, if any (cut at 300)."""
+    last = stderr_tail.strip().splitlines()[-1:]
+    return f"{message}; stderr: {last[0][:300]}" if last else message

@@ -134,6 +134,8 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
             return UnsupportedProtocolVersion(
                 self.message, offered=self.offered, received=self.received
             )
+        if self.reason is FailureReason.TIMEOUT:  # what a stalled server last said helps
+            return RequestTimeout(self.message, stderr_tail=stderr_tail)
         return _exception_for(self, returncode, stderr_tail)
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "HttpRequest",
     "OpenConnection",
     "PoolEvent",
+    "Progress",
     "ResponseData",
     "ResponseEnded",
     "ResponseStarted",
@@ -149,6 +150,18 @@ PoolEvent = ResponseStarted | ResponseData | ResponseEnded | ExchangeFailed
 """Everything :meth:`HttpPool.next_event` returns."""
 
 
+class Progress(enum.Enum):
+    """How far an exchange has got (for messages about one that stalled)."""
+
+    QUEUED = "waiting for a free connection"
+    CONNECTING = "the connection did not open"
+    TUNNELING = "the proxy did not answer CONNECT"
+    SECURING = "the TLS handshake in the proxy's tunnel did not complete"
+    SENDING = "the request was not all written"
+    WAITING = "no response came"
+    RECEIVING = "the response started but did not finish"
+
+
 class _State(enum.Enum):
     """Where a connection is in its life; a closed connection is dropped from the pool."""
 
@@ -157,6 +170,14 @@ class _State(enum.Enum):
     SECURING = "securing"  # tunnel open, StartTls issued
     ACTIVE = "active"  # connected, exchange in flight
     IDLE = "idle"  # connected, keep-alive, no exchange
+
+
+# How far an exchange has got while its connection is not yet active.
+_PROGRESS: Final = {
+    _State.CONNECTING: Progress.CONNECTING,
+    _State.TUNNELING: Progress.TUNNELING,
+    _State.SECURING: Progress.SECURING,
+}
 
 
 class _Outcome(enum.Enum):
@@ -470,6 +491,18 @@ class HttpPool:
     def next_event(self) -> PoolEvent | None:
         """Pop the next response event, or ``None``."""
         return self._events.popleft() if self._events else None
+
+    def progress(self, exchange: int) -> Progress | None:
+        """How far ``exchange`` has got, or ``None`` if it is not in progress; changes nothing."""
+        record = self._exchanges.get(exchange)
+        if record is None:
+            return None
+        conn = record.connection
+        if conn is None:
+            return Progress.QUEUED
+        if conn.state is not _State.ACTIVE:
+            return _PROGRESS[conn.state]
+        return Progress.RECEIVING if conn.started else Progress.WAITING if conn.sent else Progress.SENDING
 
     def next_deadline(self) -> float | None:
         """When the first idle connection expires, or ``None``; changes nothing."""

@@ -274,7 +274,7 @@ class AuthorizingHttpClient(HttpClient):
         if self._init_deadline is not None:
             # The server answered, so the handshake gets the full initialize_timeout (a
             # server/discover probe would otherwise fall back after discover_timeout).
-            self._init_deadline = max(self._init_deadline, now + self.config.initialize_timeout)
+            self._extend_handshake(now + self.config.initialize_timeout)
         self._perform(step, now)
         return True
 
@@ -313,7 +313,7 @@ class AuthorizingHttpClient(HttpClient):
             else:
                 self._redirect_at = at = now + self._redirect_timeout
                 if self._init_deadline is not None:  # the handshake waits for the user too
-                    self._init_deadline = max(self._init_deadline, at + self.config.initialize_timeout)
+                    self._extend_handshake(at + self.config.initialize_timeout)
                 self._events.append(AuthorizationRedirect(authorization_url=step.authorization_url,
                                                           state=step.state, redirect_uri=step.redirect_uri))
         elif isinstance(step, Authorized):

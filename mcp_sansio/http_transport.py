@@ -38,6 +38,7 @@ from .http11 import (
     Header,
     HttpPool,
     HttpRequest,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -485,6 +486,23 @@ class HttpClient(ClientSession):
                 headers = (*headers, *extra)
         self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=headers,
                                       body=ex.body), now)
+
+    def _stall(self) -> str:
+        """Where the handshake's request stands: connecting, waiting, reading, retrying."""
+        init = self._init_id
+        ex = next((e for e in self._exchanges.values() if init in e.request_ids), None)
+        if ex is None and self._legacy and self._legacy_endpoint is None:
+            ex = next((e for e in self._exchanges.values() if e.kind is _Kind.LEGACY_STREAM), None)
+        if ex is None:
+            waiting = [e for _, _, e in self._scheduled] + self._auth_held
+            if any(init in e.request_ids or e.kind is _Kind.LEGACY_STREAM for e in waiting):
+                return "; its request was waiting to be sent again"
+            return ""
+        progress = self._pool.progress(ex.id)
+        assert progress is not None  # what _exchanges holds is in the pool
+        what = ("the SSE stream sent no endpoint event"
+                if ex.kind is _Kind.LEGACY_STREAM and progress is Progress.RECEIVING else progress.value)
+        return f"; {ex.method} {ex.url}: {what}"
 
     def _abandon(self, ex: _Exchange, now: float) -> None:
         if self._exchanges.pop(ex.id, None) is not None:

@@ -76,6 +76,13 @@ class _Link(enum.Enum):
 _UNREAD: Final = frozenset({_Link.DRAINING, _Link.DONE})
 # The connection is not open yet: initialize_timeout ends these.
 _OPENING: Final = frozenset({_Link.CONNECTING, _Link.TUNNELING, _Link.SECURING, _Link.UPGRADING})
+# Where an opening that timed out stalled, for the message.
+_STALLED: Final = {
+    _Link.CONNECTING: "the connection (TCP, and TLS for wss) did not open",
+    _Link.TUNNELING: "the proxy did not answer CONNECT",
+    _Link.SECURING: "the TLS handshake in the proxy's tunnel did not complete",
+    _Link.UPGRADING: "the server did not answer the upgrade request",
+}
 
 
 def parse_ws_url(text: str) -> Url:
@@ -330,8 +337,10 @@ class WebSocketClient(ClientSession):
             if self._link is _Link.REJECTED:
                 self._rejected()  # report what the refusal said so far
             elif self._link in _OPENING:
-                self._abort(f"could not open the WebSocket to {self.url} within"
-                            f" {self.config.initialize_timeout:g} s", FailureReason.TIMEOUT)
+                elapsed = now - self._connect_at
+                self._abort(f"could not open the WebSocket to {self.url} within {elapsed:.1f} s"
+                            f" (initialize_timeout {self.config.initialize_timeout:g} s):"
+                            f" {_STALLED[self._link]}", FailureReason.TIMEOUT)
         super().handle_timeout(now)
         keepalive = self._keepalive
         if keepalive is not None and self._pong_by is not None and self._pong_by <= now:

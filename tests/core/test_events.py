@@ -137,3 +137,11 @@ def test_message_too_large_records_its_limit() -> None:
 
 def test_every_exception_is_an_mcp_sansio_error() -> None:
     assert all(issubclass(tp, McpSansioError) for tp in EXCEPTION_FOR.values())
+
+
+def test_a_handshake_timeout_carries_the_stderr_tail() -> None:
+    failed = InitializeFailed(reason=FailureReason.TIMEOUT, message="slow")
+    exc = failed.to_exception(returncode=None, stderr_tail="loading model\nstill loading\n")
+    assert isinstance(exc, RequestTimeout) and isinstance(exc, TimeoutError)
+    assert exc.stderr_tail == "loading model\nstill loading\n"
+    assert str(exc) == "slow; stderr: still loading"

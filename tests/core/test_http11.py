@@ -23,6 +23,7 @@ from mcp_sansio.http11 import (
     HttpRequest,
     OpenConnection,
     PoolEvent,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -833,3 +834,23 @@ def test_any_split_of_the_server_bytes_gives_the_same_events(data: bytes, cuts: 
 @given(server_streams())
 def test_byte_by_byte_gives_the_same_events_as_whole(data: bytes) -> None:
     assert feed([data[i : i + 1] for i in range(len(data))]) == feed([data])
+
+
+# How far an exchange has got
+
+
+def test_progress_follows_an_exchange_from_its_queue_to_its_response() -> None:
+    pool = HttpPool(max_connections=1)
+    pool.submit(request(1), 0.0)
+    pool.submit(request(2, url="http://other.example/"), 0.0)
+    (action,) = actions(pool)
+    assert (pool.progress(1), pool.progress(2)) == (Progress.CONNECTING, Progress.QUEUED)
+    pool.connection_made(action.connection, 0.1)
+    assert pool.progress(1) is Progress.SENDING
+    pool.data_to_send(action.connection)
+    assert pool.progress(1) is Progress.WAITING
+    pool.receive_data(action.connection, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe", 0.2)
+    assert pool.progress(1) is Progress.RECEIVING
+    pool.receive_data(action.connection, b"llo", 0.3)
+    assert pool.progress(1) is None  # done
+    assert pool.progress(99) is None  # never submitted

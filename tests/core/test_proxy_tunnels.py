@@ -36,6 +36,7 @@ from mcp_sansio.http11 import (
     HttpRequest,
     OpenConnection,
     PoolEvent,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -407,3 +408,10 @@ def test_a_failed_tls_handshake_in_a_websocket_tunnel_names_the_server() -> None
     assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
     assert failed.message == ("cannot connect to mcp.test:443: the TLS handshake failed:"
                               " certificate verify failed")
+
+
+def test_progress_tells_a_tunnel_from_its_tls_handshake() -> None:
+    pool = tunneled()
+    assert pool.progress(1) is Progress.TUNNELING
+    pool.receive_data(1, ESTABLISHED, 1.0)
+    assert pool.progress(1) is Progress.SECURING

@@ -736,9 +736,11 @@ def test_the_connection_must_open_within_initialize_timeout(made: bool) -> None:
     assert client.next_deadline() == 5.0
     client.handle_timeout(5.0)
     failed, _ = drain_events(client)
+    stalled = ("the server did not answer the upgrade request" if made
+               else "the connection (TCP, and TLS for wss) did not open")
     assert failed == InitializeFailed(reason=FailureReason.TIMEOUT,
                                       message="could not open the WebSocket to ws://example.com:8080/mcp?x=1"
-                                              " within 5 s")
+                                              f" within 5.0 s (initialize_timeout 5 s): {stalled}")
     assert drain_actions(client) == [CLOSED]
 
 
@@ -747,7 +749,7 @@ def test_initialize_unanswered_on_an_open_connection_times_out_in_the_session() 
     client.handle_timeout(30.0)
     [failed] = drain_events(client)
     assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.TIMEOUT
-    assert "did not answer initialize" in failed.message
+    assert "initialize went unanswered for 30.0 s" in failed.message
     assert drain_actions(client) == []  # the driver closes
 
 
