@@ -129,9 +129,6 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
         message: what went wrong, for people.
         sent: whether any byte of the request was handed to ``data_to_send``. When
             ``False`` the server cannot have seen it, so it is safe to send again.
-        stale_connection: the request went out on a reused keep-alive connection that
-            the server had closed before any response byte arrived. HTTP clients retry
-            this case for idempotent methods only.
         proxy_status: the proxy refused the tunnel with this HTTP status; the request
             never left (``sent`` is false).
         connect_failure: the connection could not be opened (name lookup, TCP connect,
@@ -141,7 +138,6 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
     exchange: int
     message: str
     sent: bool
-    stale_connection: bool = False
     proxy_status: int | None = None
     connect_failure: ConnectFailure | None = None
 
@@ -191,7 +187,7 @@ class _Outcome(enum.Enum):
 class _Exchange:
     """A submitted request: queued, or bound to a connection."""
 
-    __slots__ = ("body", "connection", "head", "id", "origin", "url")
+    __slots__ = ("body", "connection", "head", "id", "origin", "resent", "url")
 
     def __init__(self, request: HttpRequest, head: h11.Request) -> None:
         self.id = request.exchange
@@ -200,6 +196,7 @@ class _Exchange:
         self.head = head
         self.body = request.body
         self.connection: _Connection | None = None
+        self.resent = False  # sent again after a stale keep-alive connection: on a new one
 
 
 class _Connection:
@@ -258,6 +255,12 @@ class HttpPool:
     the bytes are split; bodies are not bounded here, since an SSE stream may last hours.
     The same bound applies to a proxy's answer to CONNECT. A proxy that refuses the
     tunnel fails the exchange with ``proxy_status`` set.
+
+    A request that fails on a reused keep-alive connection before any byte of its
+    response arrived (the server closed the idle connection, or restarted, as the request
+    went out) is sent again, once, on a new connection, as urllib3 and httpcore do: the
+    server closed the connection rather than answer, so it did not act on the request.
+    Only when that fails too does the exchange fail.
     """
 
     def __init__(
@@ -404,8 +407,8 @@ class HttpPool:
         elif conn.state is _State.CONNECTING or conn.state is _State.SECURING:
             unreachable = self._unreachable(conn, failure)
             self._fail(conn, unreachable.message, connect_failure=unreachable)
-        else:
-            self._fail(conn, failure.cause, stale=conn.reused and not conn.received)
+        elif not self._resend_if_stale(conn):
+            self._fail(conn, failure.cause)
         self._dispatch()
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -553,7 +556,8 @@ class HttpPool:
         """Give waiting requests connections, in FIFO order, as far as the limit allows."""
         while self._queue:
             exchange = self._queue[0]
-            conn = next((c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
+            conn = None if exchange.resent else next(
+                (c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
             if conn is not None:
                 del self._idle[conn.id]
                 self._start(conn, exchange)
@@ -668,7 +672,9 @@ class HttpPool:
     def _fail_remote(self, conn: _Connection, exc: h11.RemoteProtocolError) -> _Outcome:
         """Fail the exchange on ``conn`` for what h11 refused, with a message for people."""
         if conn.eof and not conn.received:
-            return self._fail(conn, "the server closed the connection without responding", stale=conn.reused)
+            if self._resend_if_stale(conn):
+                return _Outcome.FAILED
+            return self._fail(conn, "the server closed the connection without responding")
         if conn.eof:
             message = "the server closed the connection before the response was complete"
         elif exc.error_status_hint == 431:
@@ -678,16 +684,30 @@ class HttpPool:
             message = f"invalid HTTP response: {exc}"
         return self._fail(conn, message)
 
+    def _resend_if_stale(self, conn: _Connection) -> bool:
+        """If the exchange on ``conn`` failed on a reused connection before a byte of its
+        response came, queue it first for a new connection (once) and close ``conn``."""
+        exchange = conn.exchange
+        assert exchange is not None  # callers check
+        if not conn.reused or conn.received or exchange.resent:
+            return False
+        exchange.resent = True
+        exchange.connection = None
+        conn.exchange = None
+        self._queue.appendleft(exchange)
+        self._close(conn)
+        return True
+
     def _fail(
-        self, conn: _Connection, message: str, *, stale: bool = False, proxy_status: int | None = None,
+        self, conn: _Connection, message: str, *, proxy_status: int | None = None,
         connect_failure: ConnectFailure | None = None,
     ) -> _Outcome:
         """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
         assert conn.exchange is not None  # callers check
         exchange = conn.exchange.id
         self._events.append(
-            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale,
-                           proxy_status=proxy_status, connect_failure=connect_failure)
+            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, proxy_status=proxy_status,
+                           connect_failure=connect_failure)
         )
         del self._exchanges[exchange]
         self._close(conn)

@@ -162,26 +162,17 @@ class SocketConnection(Client):
             self._deliver_events()
             while (action := net.next_action()) is not None:
                 self._perform(action)
-            fed = False
             for connection in net.connections_with_data():
                 conn = self._connections.get(connection)
-                # Nothing reads while no call waits, so what arrived meanwhile (such as the
-                # EOF of a keep-alive connection the server closed) goes in before new
-                # bytes go out, as an event loop would have fed it already.
-                if (conn is not None and conn.state is _State.OPEN and not conn.unsent and not conn.eof
-                        and self._receive(conn)):
-                    fed = True
-                    continue
                 data = net.data_to_send(connection)
                 if conn is not None and data:
                     conn.unsent += data
                     if conn.state is _State.OPEN:
                         self._send(conn)
-            if self._failures:
-                connection, failure = self._failures.popleft()
-                net.connection_failed(connection, failure, time.monotonic())
-            elif not fed:
+            if not self._failures:
                 return
+            connection, failure = self._failures.popleft()
+            net.connection_failed(connection, failure, time.monotonic())
 
     # --------------------------------------------------------------- actions
 
@@ -336,29 +327,28 @@ class SocketConnection(Client):
         else:
             self._net.connection_made(conn.id, time.monotonic())
 
-    def _receive(self, conn: _Connection) -> bool:
-        """Feed the core what has arrived (TLS may hold decrypted bytes beyond one read);
-        False if nothing had."""
+    def _receive(self, conn: _Connection) -> None:
+        """Feed the core what has arrived (TLS may hold decrypted bytes beyond one read)."""
         sock = conn.sock
         assert sock is not None
         while True:
             try:
                 data = sock.recv(_CHUNK)
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                return False
+                return
             except ssl.SSLEOFError:  # closed without close_notify: h11 and wsproto frame
                 data = b""  # every message, so this is an EOF like any other
             except OSError as exc:
                 self._fail(conn, socket_failure(exc, SocketStage.TRANSFER))
-                return True
+                return
             if not data:
                 conn.eof = True
                 self._watch(conn)
             self._net.receive_data(conn.id, data, time.monotonic())
             if not data or not isinstance(sock, ssl.SSLSocket) or not sock.pending():
-                return True
+                return
             if self._connections.get(conn.id) is not conn:
-                return True  # the core closed it
+                return  # the core closed it
 
     def _send(self, conn: _Connection) -> None:
         """Write what the socket takes now; wait for writability for the rest."""

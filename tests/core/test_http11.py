@@ -98,6 +98,16 @@ def ok(exchange: int = 1, body: bytes = b"hello") -> list[PoolEvent]:
     return [head, ResponseData(exchange=exchange, data=body), ResponseEnded(exchange=exchange)]
 
 
+def connect_after_close(pool: HttpPool) -> int:
+    """Perform the ``CloseConnection`` then ``OpenConnection`` of a request sent again,
+    and drain its request; the new connection's id."""
+    close, fresh = actions(pool)
+    assert isinstance(close, CloseConnection) and isinstance(fresh, OpenConnection)
+    pool.connection_made(fresh.connection, 3.1)
+    pool.data_to_send(fresh.connection)
+    return fresh.connection
+
+
 def reused(pool: HttpPool, conn: int, exchange: int = 2) -> None:
     """Complete exchange 1 on ``conn`` and send ``exchange`` on it, now idle."""
     pool.receive_data(conn, response(), 1.0)
@@ -469,7 +479,7 @@ def test_garbage_fails_the_exchange_and_closes_the_connection() -> None:
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
     assert failed.message.startswith("invalid HTTP response: ")
-    assert (failed.sent, failed.stale_connection) == (True, False)
+    assert failed.sent
     assert actions(pool) == [CloseConnection(connection=conn)]
     pool.receive_data(conn, b"more", 2.0)  # a closed connection's late bytes are ignored
     assert events(pool) == []
@@ -589,37 +599,74 @@ def test_eof_before_any_response_byte_on_a_fresh_connection_is_not_stale() -> No
     ]
 
 
-def test_eof_right_after_reuse_reports_a_stale_connection() -> None:
+def test_eof_right_after_reuse_sends_the_request_again_on_a_new_connection() -> None:
     pool, conn = started()
     reused(pool, conn)
     pool.receive_data(conn, b"", 3.0)
-    assert events(pool) == [
-        ExchangeFailed(
-            exchange=2,
-            message="the server closed the connection without responding",
-            sent=True,
-            stale_connection=True,
-        )
-    ]
+    assert events(pool) == []
+    close, fresh = actions(pool)
+    assert close == CloseConnection(connection=conn)
+    assert isinstance(fresh, OpenConnection) and fresh.connection != conn
+    pool.connection_made(fresh.connection, 3.1)
+    assert pool.data_to_send(fresh.connection).startswith(b"POST /mcp HTTP/1.1\r\n")
+    pool.receive_data(fresh.connection, response(), 3.2)
+    assert events(pool) == ok(2)
 
 
-def test_reset_right_after_reuse_reports_a_stale_connection() -> None:
+def test_reset_right_after_reuse_sends_the_request_again_on_a_new_connection() -> None:
     pool, conn = started()
     reused(pool, conn)
     pool.connection_failed(conn, broken("connection reset by peer"), 3.0)
+    assert events(pool) == []
+    assert [type(a) for a in actions(pool)] == [CloseConnection, OpenConnection]
+
+
+def test_a_request_sent_again_fails_when_the_new_connection_fails_too() -> None:
+    pool, conn = started()
+    reused(pool, conn)
+    pool.receive_data(conn, b"", 3.0)
+    fresh = connect_after_close(pool)
+    pool.receive_data(fresh, b"", 3.2)
     assert events(pool) == [
-        ExchangeFailed(exchange=2, message="connection reset by peer", sent=True, stale_connection=True)
+        ExchangeFailed(exchange=2, message="the server closed the connection without responding", sent=True)
     ]
 
 
-def test_eof_after_some_response_bytes_on_a_reused_connection_is_not_stale() -> None:
+def test_a_request_sent_again_never_takes_another_kept_alive_connection() -> None:
+    pool = HttpPool()
+    first, second = (started(pool, request(n))[1] for n in (1, 2))
+    for conn in (first, second):
+        pool.receive_data(conn, response(), 1.0)
+    events(pool)
+    pool.submit(request(3), 2.0)  # on the most recently idle one
+    assert pool.data_to_send(second)
+    pool.receive_data(second, b"", 3.0)
+    close, fresh = actions(pool)
+    assert close == CloseConnection(connection=second)
+    assert isinstance(fresh, OpenConnection) and fresh.connection not in (first, second)
+
+
+def test_a_request_sent_again_and_cancelled_before_its_connection_is_dropped() -> None:
+    pool, conn = started()
+    reused(pool, conn)
+    pool.receive_data(conn, b"", 3.0)
+    pool.cancel(2, 3.05)
+    close, fresh, dropped = actions(pool)
+    assert isinstance(fresh, OpenConnection)
+    assert close == CloseConnection(connection=conn)
+    assert dropped == CloseConnection(connection=fresh.connection)
+    pool.connection_made(fresh.connection, 3.1)  # the driver learned late: ignored
+    assert events(pool) == []
+
+
+def test_eof_after_some_response_bytes_on_a_reused_connection_fails_the_exchange() -> None:
     pool, conn = started()
     reused(pool, conn)
     pool.receive_data(conn, b"HTTP/1.1 2", 3.0)
     pool.receive_data(conn, b"", 3.0)
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
-    assert not failed.stale_connection
+    assert failed.message == "the server closed the connection before the response was complete"
 
 
 def test_connect_failure_fails_the_exchange_as_unsent() -> None:

@@ -315,6 +315,7 @@ def test_unanswered_initialize_times_out() -> None:
 
 def test_connection_lost_after_the_post_was_sent_fails_without_a_resend() -> None:
     client, server, _ = ready_http_client()
+    server.hang_up_idle(now=1.0)  # so the POST goes on a new connection
     rid = client.call_tool("t", now=1.0)
     (post,) = server.pump(now=1.0)
     client.connection_failed(post.connection, broken("reset by peer"), now=1.5)
@@ -523,6 +524,7 @@ def test_redirected_resume_keeps_its_last_event_id() -> None:
     server.reply(resume, 307, now=1.1, headers={"Location": "/moved"})
     (moved,) = server.pump(now=1.1)
     assert moved.header("last-event-id") == "e1"
+    server.send(moved, chunked_head(), now=1.2)
     server.hang_up(moved, now=1.2)  # dropped before any event: resume again from e1
     client.handle_timeout(10.0)
     (again,) = server.pump(now=10.0)
