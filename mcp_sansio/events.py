@@ -40,6 +40,7 @@ __all__ = [
     "ErrorData",
     "Event",
     "FailureReason",
+    "GetStreamAbandoned",
     "InitializeCompleted",
     "InitializeFailed",
     "InterruptProcess",
@@ -225,6 +226,17 @@ class SessionExpired(Event, frozen=True, kw_only=True):
 
     status: int
     reinitializing: bool
+
+
+class GetStreamAbandoned(Event, frozen=True, kw_only=True):
+    """The HTTP client stopped reopening the GET stream for server-initiated messages:
+    it kept failing or ending at once (``attempts`` reconnections in a row, as the retry
+    policy allows). The session and its requests go on; the server can no longer send
+    outside an answer. Drivers log ``message`` as a warning.
+    """
+
+    message: str
+    attempts: int
 
 
 class AuthorizationRequired(Event, frozen=True, kw_only=True):

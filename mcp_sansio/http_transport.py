@@ -28,6 +28,7 @@ from .events import (
     DiscardReason,
     ErrorData,
     FailureReason,
+    GetStreamAbandoned,
     RequestFailed,
     SessionExpired,
     SideRequestFailed,
@@ -122,9 +123,9 @@ class _Exchange:
     """One HTTP request of ours and what we know about its response."""
 
     __slots__ = (
-        "attempt", "body", "buffer", "challenge", "credential", "headers", "id", "kind",
-        "last_event_id", "method", "redirects", "request_ids", "response_headers", "retry", "sse",
-        "status", "tag", "url",
+        "attempt", "body", "buffer", "challenge", "credential", "delivered", "headers", "id", "kind",
+        "last_event_id", "method", "opened_at", "redirects", "request_ids", "response_headers", "retry",
+        "sse", "status", "tag", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -147,6 +148,8 @@ class _Exchange:
         self.tag = 0  # a side request's id for the caller
         self.response_headers: tuple[Header, ...] = ()
         self.credential = 0  # what _credential() said when it was last sent
+        self.opened_at = 0.0  # when its event stream started
+        self.delivered = False  # its event stream carried a message
 
 
 class HttpClient(ClientSession):
@@ -577,6 +580,8 @@ class HttpClient(ClientSession):
             ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype == _SSE:
                 ex.sse = SseParser(max_event_bytes=self.config.max_response_bytes)
+                ex.opened_at = now
+                ex.delivered = False
             elif status != 202 and ex.kind is _Kind.POST:
                 ex.buffer = bytearray()
             return
@@ -625,6 +630,7 @@ class HttpClient(ClientSession):
             if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
                 self._on_endpoint(ex, sse_event.text, now)
             elif sse_event.data and sse_event.event == "message":
+                ex.delivered = True
                 self.receive_message(sse_event.data, now)
 
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
@@ -648,7 +654,8 @@ class HttpClient(ClientSession):
             return
         if ex.sse is not None:
             ex.sse.close()
-            self._stream_ended(ex, now, "the SSE stream ended before the answer")
+            self._stream_ended(ex, now, "the SSE stream ended before the answer" if ex.request_ids
+                               else "the server ended the SSE stream")
             return
         if ex.kind is not _Kind.POST and ex.kind is not _Kind.LEGACY_POST:
             self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR,
@@ -664,11 +671,15 @@ class HttpClient(ClientSession):
 
     def _stream_ended(self, ex: _Exchange, now: float, why: str) -> None:
         """An SSE stream ended or broke: resume it, reopen it, or fail who waited on it."""
+        # A stream that worked starts the count of reconnections over; one that ends at
+        # once (even after a 200) does not, so the backoff grows and the policy bounds it.
+        worked = ex.delivered or (ex.sse is not None and now - ex.opened_at >= self.config.retry.max_delay)
         if ex.kind is _Kind.GET_STREAM:
             again = self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", (),
                                    last_event_id=ex.last_event_id)
-            again.attempt = 0 if ex.status == 200 else ex.attempt  # a stream that worked resets
-            self._schedule(again, now, ex.retry)
+            again.attempt = 0 if worked else ex.attempt
+            if not self._schedule(again, now, ex.retry):
+                self._abandon_get_stream(again.attempt - 1, why)
             return
         if ex.kind is _Kind.LEGACY_STREAM:
             self.connection_lost(f"the legacy SSE stream ended: {why}")
@@ -681,10 +692,17 @@ class HttpClient(ClientSession):
         if ex.last_event_id and rules is not None and rules.resumable_streams:
             resume = self._exchange(_Kind.RESUME, "GET", self.url, b"", self._waiting_ids(ex),
                                     last_event_id=ex.last_event_id)
-            resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and ex.status != 200 else 0
+            resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and not worked else 0
             if self._schedule(resume, now, ex.retry):
                 return
         self._fail_ids(ex, FailureReason.CONNECTION_LOST, why)
+
+    def _abandon_get_stream(self, attempts: int, why: str) -> None:
+        """Stop reopening the GET stream: it kept failing. The session goes on without it."""
+        times = f" after {attempts} reconnection{'' if attempts == 1 else 's'} in a row" if attempts else ""
+        self._events.append(GetStreamAbandoned(
+            attempts=attempts,
+            message=f"gave up the event stream for server-initiated messages from {self.url}{times}: {why}"))
 
     def _reissue_lost(self, ex: _Exchange) -> bool:
         """Stateless era: a broken response stream loses the request; re-issue it under a
@@ -730,11 +748,12 @@ class HttpClient(ClientSession):
         TCP connect that failed is retried per the policy while the deadline of what
         waits allows (a failed name lookup or TLS handshake would fail the same way).
         """
-        if (self.phase is Phase.READY and failure.failure.stage is SocketStage.CONNECT
-                and self._schedule(ex, now, None, deadline=self._deadline_of(ex))):
+        retry = self.phase is Phase.READY and failure.failure.stage is SocketStage.CONNECT
+        if retry and self._schedule(ex, now, None, deadline=self._deadline_of(ex)):
             return
         if ex.kind is _Kind.GET_STREAM:
-            return  # the optional stream: the session goes on without it
+            self._abandon_get_stream(ex.attempt - retry, failure.message)
+            return
         self._fail_exchange(ex, FailureReason.CONNECT_FAILED, failure.message, now, detail=failure.detail())
 
     def _on_error_status(self, ex: _Exchange, now: float) -> None:

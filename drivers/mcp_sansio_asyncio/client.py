@@ -18,6 +18,7 @@ from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
     ConnectionTerminated,
     Event,
+    GetStreamAbandoned,
     InitializeCompleted,
     InitializeFailed,
     MessageDiscarded,
@@ -350,6 +351,8 @@ class AsyncClient:
             log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
         elif isinstance(event, PeerErrorReceived):
             log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
+        elif isinstance(event, GetStreamAbandoned):
+            log.warning("%s", event.message)
         elif isinstance(event, ConnectionTerminated):
             log.debug("connection terminated: %s", event.message)
 

@@ -18,6 +18,7 @@ import msgspec
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
     Event,
+    GetStreamAbandoned,
     InitializeCompleted,
     InitializeFailed,
     MessageDiscarded,
@@ -331,6 +332,8 @@ class Client:
             log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
         elif isinstance(event, PeerErrorReceived):
             log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
+        elif isinstance(event, GetStreamAbandoned):
+            log.warning("%s", event.message)
 
     def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and queue its answer."""

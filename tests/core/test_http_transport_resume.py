@@ -5,6 +5,7 @@ bounded by the retry policy and by the request's own deadline.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -21,9 +22,19 @@ from http_helpers import (
 )
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.events import FailureReason, InitializeCompleted, RequestFailed, ResponseReceived
+from mcp_sansio.events import (
+    Event,
+    FailureReason,
+    GetStreamAbandoned,
+    InitializeCompleted,
+    NotificationReceived,
+    RequestFailed,
+    ResponseReceived,
+)
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
+
+LOG = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
 
 
 def dropped_call(*, retry: int | None = 500, version: str = "2025-03-26", **kwargs: Any
@@ -140,12 +151,21 @@ def test_resumed_stream_that_worked_and_ends_again_is_resumed_from_its_new_id() 
     client, server, rid = dropped_call()
     client.handle_timeout(1.5)
     (get,) = server.pump(now=1.5)
-    server.reply_sse(get, [sse_event(id="event-2", retry=200)], now=1.6)
+    server.reply_sse(get, [sse_event(LOG, id="event-2", retry=200)], now=1.6)  # it carried a message
     client.handle_timeout(1.8)
     (again,) = server.pump(now=1.8)
     assert again.header("last-event-id") == "event-2"
     server.reply_sse(again, [sse_event(tool_result(rid))], now=1.9)
-    assert [type(e) for e in drain_events(client)] == [ResponseReceived]
+    assert [type(e) for e in drain_events(client)] == [NotificationReceived, ResponseReceived]
+
+
+def test_resumed_stream_that_ends_at_once_again_backs_off_beyond_the_server_retry() -> None:
+    client, server, _ = dropped_call(jitter_seed=3)
+    client.handle_timeout(1.5)
+    (get,) = server.pump(now=1.5)
+    server.reply_sse(get, [sse_event(id="event-2", retry=200)], now=1.6)  # primed, then closed
+    deadline = client.next_deadline()
+    assert deadline is not None and 1.6 + 0.8 <= deadline <= 1.6 + 1.2  # the policy's first backoff
 
 
 def test_stream_without_an_event_id_is_not_resumed() -> None:
@@ -216,17 +236,55 @@ def test_sse_answer_is_complete_when_the_stream_ends_normally() -> None:
     assert server.pump(now=5.0) == []
 
 
-def test_get_stream_that_worked_reconnects_again_and_again() -> None:
+def test_get_stream_that_delivered_a_message_reconnects_after_the_server_retry_again_and_again() -> None:
     policy = RetryPolicy(max_attempts=1)
     client, server, _ = ready_http_client(get_stream=0, config=ClientConfig(retry=policy))
     get = server.requests[2]
     now = 1.0
-    for round_ in range(4):  # each stream worked (200), so the attempt count starts over
-        server.reply_sse(get, [sse_event(id=f"g{round_}", retry=100)], now=now)
+    for round_ in range(4):  # each stream worked (a message), so the count starts over
+        server.reply_sse(get, [sse_event(LOG, id=f"g{round_}", retry=100)], now=now)
         now += 0.1
         client.handle_timeout(now)
         (get,) = server.pump(now=now)
         assert get.header("last-event-id") == f"g{round_}"
+
+
+def test_get_stream_that_stayed_open_max_delay_reconnects_after_the_server_retry_again_and_again() -> None:
+    policy = RetryPolicy(max_attempts=1, max_delay=5.0)
+    client, server, _ = ready_http_client(get_stream=0, config=ClientConfig(retry=policy))
+    get = server.requests[2]
+    now = 0.0
+    for _ in range(3):
+        server.reply_sse(get, [sse_event(id="g", retry=100)], now=now, end=False)
+        now += 5.0  # quiet, but open as long as the longest backoff
+        server.hang_up(get, now=now)
+        client.handle_timeout(now + 0.1)
+        (get,) = server.pump(now=now + 0.1)
+        now += 0.1
+
+
+def test_get_stream_that_keeps_ending_at_once_backs_off_then_is_given_up() -> None:
+    client, server, _ = ready_http_client(get_stream=0, jitter_seed=5)
+    get = server.requests[2]
+    opened = [0.0]
+    now = 0.0
+    events: list[Event] = []
+    while not events:
+        server.reply_sse(get, [sse_event(id="g", retry=0)], now=now)  # 200, primed, closed at once
+        events = drain_events(client)
+        if not events:
+            now = client.next_deadline() or 0.0
+            client.handle_timeout(now)
+            (get,) = server.pump(now=now)
+            opened.append(now)
+    gaps = [b - a for a, b in itertools.pairwise(opened)]
+    assert len(gaps) == RetryPolicy().max_attempts == 5
+    assert gaps[0] == 0.0  # the server's retry: 0, once
+    assert [round(g) for g in gaps[1:]] == [1, 2, 4, 8]  # then the backoff (jitter +-20 %)
+    assert events == [GetStreamAbandoned(
+        attempts=5, message="gave up the event stream for server-initiated messages from"
+                            " http://example.com/mcp after 5 reconnections in a row:"
+                            " the server ended the SSE stream")]
 
 
 def test_get_stream_dropped_mid_stream_reconnects() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 from peer_servers import free_port, running_http_server, sdk_server
@@ -156,3 +158,33 @@ async def test_https_to_a_plain_http_server_fails_with_a_connect_error(driver: D
             pass
     assert "the TLS handshake failed: " in str(caught.value)
     assert requests(tmp_path / "log") == []  # never retried, never reached HTTP
+
+
+async def test_a_get_stream_that_keeps_closing_is_reopened_with_backoff_not_in_a_loop(
+    driver: Driver, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    with hostile("get-storm", log) as url:
+        async with driver.connect_http(url, config=ClientConfig(protocol="2025-11-25")) as client:
+            started = time.monotonic()
+            while time.monotonic() - started < 2.0:  # a blocking client reads only while a call waits
+                await client.ping()
+                await anyio.sleep(0.01)
+    gets = [r for r in requests(log) if r["method"] == "GET"]
+    # The first, then at once (retry: 0), then after ~1 s of backoff (1 +- 0.2): no more in 2 s.
+    assert len(gets) == 3, len(gets)
+
+
+async def test_a_get_stream_that_keeps_closing_is_given_up_with_a_warning(
+    driver: Driver, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = tmp_path / "log"
+    fast = RetryPolicy(initial_delay=0.01, max_delay=0.02, max_attempts=3)
+    config = msgspec.structs.replace(QUICK, retry=fast)
+    with hostile("get-storm", log) as url:
+        async with driver.connect_http(url, config=config) as client:
+            await until(client, lambda: "gave up the event stream" in caplog.text)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"gave up the event stream for server-initiated messages from {url}"
+                        " after 3 reconnections in a row: the server ended the SSE stream"]
+    assert len([r for r in requests(log) if r["method"] == "GET"]) == 4
