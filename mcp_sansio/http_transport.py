@@ -69,6 +69,9 @@ _RESERVED: Final = frozenset({
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a field name (RFC 9110 section 5.1)
 # A field value h11 accepts: visible ASCII and inner spaces or tabs (RFC 9110 section 5.5).
 _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+# An SSE event id we send back as Last-Event-ID: visible ASCII and inner spaces, no control
+# character. The server chose it; one the header cannot carry as it came is dropped.
+_EVENT_ID: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 
 
 class TransportMode(enum.Enum):
@@ -620,8 +623,11 @@ class HttpClient(ClientSession):
             # Not the parser's text: its "at least N bytes" depends on how reads were cut.
             self._too_large(ex, "an SSE event", now)
             return
-        if sse.last_event_id:  # a new stream starts with none: keep the resume point
-            ex.last_event_id = sse.last_event_id
+        last = sse.last_event_id
+        if last:  # a new stream starts with none: keep the resume point
+            # An id no header can carry as sent (non-ASCII, control characters) is dropped:
+            # resuming then goes as if the server had sent none.
+            ex.last_event_id = last if _EVENT_ID.fullmatch(last) else ""
         if sse.retry is not None:
             ex.retry = sse.retry / 1000
         for sse_event in events:

@@ -20,6 +20,8 @@ from http_helpers import (
     sse_event,
     tool_result,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.events import (
@@ -323,3 +325,36 @@ def test_resumed_initialize_stream_carries_the_new_session_id() -> None:
     assert (get.header("mcp-session-id"), get.header("last-event-id")) == ("s-2", "i-1")
     server.reply_sse(get, [sse_event(init_result(init.json()["id"], version="2025-06-18"))], now=1.2)
     assert InitializeCompleted in [type(e) for e in drain_events(client)]
+
+
+@pytest.mark.parametrize("event_id", ["caf\u00e9", "a\u0001b", "tab\tinside", " padded"])
+def test_an_event_id_no_header_can_carry_is_dropped_and_the_answer_is_not_resumed(event_id: str) -> None:
+    client, server, _ = ready_http_client(version="2025-03-26")
+    rid = client.call_tool("t", now=1.0)
+    (post,) = server.pump(now=1.0)
+    server.reply_sse(post, [sse_event(b"", id=event_id, retry=0)], now=1.0)
+    (failed,) = drain_events(client)  # as if the stream had no id: nothing to resume from
+    assert isinstance(failed, RequestFailed)
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECTION_LOST)
+    client.handle_timeout(2.0)  # no resume with an unsendable header, no exception
+    assert server.pump(now=2.0) == []
+
+
+def test_a_get_stream_reopens_without_an_id_no_header_can_carry() -> None:
+    client, server, _ = ready_http_client(get_stream=0)
+    get = server.requests[2]
+    server.reply_sse(get, [sse_event(id="good-1"), sse_event(id="caf\u00e9", retry=0)], now=1.0)
+    client.handle_timeout(1.0)
+    (again,) = server.pump(now=1.0)
+    assert again.header("last-event-id") is None  # not the bad one, nor the good one before it
+
+
+@given(st.text(max_size=40).filter(lambda text: not {"\r", "\n", "\0"} & set(text)))
+def test_whatever_id_the_server_sends_the_reconnect_goes_out_without_an_exception(event_id: str) -> None:
+    client, server, _ = ready_http_client(get_stream=0)
+    get = server.requests[2]
+    server.reply_sse(get, [b"id: " + event_id.encode() + b"\nretry: 0\n\n"], now=1.0)
+    client.handle_timeout(1.0)
+    (again,) = server.pump(now=1.0)
+    sent = again.header("last-event-id")
+    assert sent is None or (sent == event_id and sent.isascii() and sent.isprintable())

@@ -188,3 +188,14 @@ async def test_a_get_stream_that_keeps_closing_is_given_up_with_a_warning(
     assert warnings == [f"gave up the event stream for server-initiated messages from {url}"
                         " after 3 reconnections in a row: the server ended the SSE stream"]
     assert len([r for r in requests(log) if r["method"] == "GET"]) == 4
+
+
+async def test_event_ids_no_header_can_carry_are_never_sent_back(driver: Driver, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    fast = RetryPolicy(initial_delay=0.01, max_delay=0.02, max_attempts=3)
+    with hostile("bad-event-id", log) as url:
+        async with driver.connect_http(url, config=msgspec.structs.replace(QUICK, retry=fast)) as client:
+            await until(client, lambda: len([r for r in requests(log) if r["method"] == "GET"]) == 4)
+            assert text_of(await client.call_tool("poke")) == "ok"  # nothing escaped, nothing broke
+    gets = [r["headers"] for r in requests(log) if r["method"] == "GET"]
+    assert [h.get("last-event-id") for h in gets] == [None, None, None, "ok-3"]  # type: ignore[attr-defined]  # JSON
