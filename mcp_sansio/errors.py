@@ -22,6 +22,7 @@ __all__ = [
     "RequestCancelled",
     "RequestError",
     "RequestTimeout",
+    "SendQueueFull",
     "SessionExpired",
     "SkillDigestMismatch",
     "SkillError",
@@ -122,6 +123,11 @@ class ConnectError(ConnectionClosed):
         self.port = port
         self.cause = cause
         self.errno = errno
+
+
+class SendQueueFull(ConnectionClosed):
+    """The server stopped reading: what the client had to send passed
+    ``ClientConfig.max_send_queue_bytes``, so the connection was dropped."""
 
 
 class SessionExpired(McpSansioError):

@@ -25,6 +25,7 @@ from .errors import (
     RequestCancelled,
     RequestError,
     RequestTimeout,
+    SendQueueFull,
     Unauthorized,
     UnsupportedProtocolVersion,
 )
@@ -71,6 +72,7 @@ class FailureReason(enum.Enum):
     CANCELLED = "cancelled"
     CONNECTION_LOST = "connection-lost"
     CONNECT_FAILED = "connect-failed"  # the connection could not be opened: ``detail`` says where, why
+    SEND_QUEUE_FULL = "send-queue-full"  # the server stopped reading what we send
     SESSION_EXPIRED = "session-expired"
     PROTOCOL_ERROR = "protocol-error"
     MESSAGE_TOO_LARGE = "message-too-large"
@@ -316,4 +318,5 @@ _SIMPLE: Final[Mapping[FailureReason, Callable[[str], McpSansioError]]] = {
     FailureReason.SESSION_EXPIRED: SessionExpiredError,
     FailureReason.MESSAGE_TOO_LARGE: MessageTooLarge,
     FailureReason.PAGINATION: PaginationError,
+    FailureReason.SEND_QUEUE_FULL: SendQueueFull,
 }

@@ -39,7 +39,7 @@ _BROKEN: Final = (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSL
 class _Connection:
     """One socket the core asked for: its scope, stream and the bytes not written yet."""
 
-    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake")
+    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake", "writing")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()  # cancelled when the core closes the connection
@@ -47,6 +47,7 @@ class _Connection:
         self.unsent = bytearray()
         self.wake = anyio.Event()  # set when unsent grows, or when closing
         self.closing = False  # closed by the core: write what is left, then end
+        self.writing = False  # a send is under way: the core keeps what comes meanwhile
         self.tls_hostname: str | None = None  # StartTls asked for, begun after the current read
 
 
@@ -102,8 +103,10 @@ class SocketDriver(AnyioDriver):
         while (action := net.next_action()) is not None:
             self._perform(action)
         for connection in net.connections_with_data():
-            data = net.data_to_send(connection)
             conn = self._connections.get(connection)
+            if conn is not None and (conn.unsent or conn.writing):
+                continue  # the core keeps it (bounded) until the socket takes more
+            data = net.data_to_send(connection)
             if conn is not None and data:
                 conn.unsent += data
                 conn.wake.set()
@@ -207,11 +210,15 @@ class SocketDriver(AnyioDriver):
                 conn.unsent.clear()
                 stream = conn.stream
                 assert stream is not None  # connected before writing
+                conn.writing = True
                 try:
                     await stream.send(data)
                 except _BROKEN as exc:
                     self._failed(connection, conn, exc, SocketStage.TRANSFER)
                     return
+                conn.writing = False
+                if self._live(connection, conn):
+                    self._pump()  # take what the core held back meanwhile
             if conn.closing:
                 conn.scope.cancel()  # everything is written
                 return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Protocol
+from typing import Protocol, cast
 
 import msgspec
 
@@ -46,6 +46,14 @@ class _Socket(asyncio.Protocol):
     def __init__(self, owner: SocketDriver, connection: int) -> None:
         self._owner = owner
         self._connection = connection
+        self.paused = False  # the transport's buffer is over its high-water mark
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._owner._loop.call_soon(self._owner._pump)  # take what the core held back meanwhile
 
     def data_received(self, data: bytes) -> None:
         self._owner._received(self._connection, data)
@@ -102,8 +110,10 @@ class SocketDriver(LoopDriver):
         while (action := net.next_action()) is not None:
             self._perform(action)
         for connection in net.connections_with_data():
-            data = net.data_to_send(connection)
             sock = self._sockets.get(connection)
+            if sock is not None and cast(_Socket, sock.get_protocol()).paused:
+                continue  # the core keeps it (bounded) until the socket takes more
+            data = net.data_to_send(connection)
             if sock is not None and data:
                 sock.write(data)
         if net.finished and not self._finished.done():

@@ -164,6 +164,8 @@ class SocketConnection(Client):
                 self._perform(action)
             for connection in net.connections_with_data():
                 conn = self._connections.get(connection)
+                if conn is not None and conn.unsent:
+                    continue  # the core keeps it (bounded) until the socket takes more
                 data = net.data_to_send(connection)
                 if conn is not None and data:
                     conn.unsent += data

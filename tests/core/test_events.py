@@ -20,6 +20,7 @@ from mcp_sansio import (
     RequestError,
     RequestFailed,
     RequestTimeout,
+    SendQueueFull,
     SessionExpired,
     UnsupportedProtocolVersion,
 )
@@ -41,6 +42,7 @@ EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.AUTHORIZATION_REQUIRED: Unauthorized,
     FailureReason.INSUFFICIENT_SCOPE: InsufficientScope,
     FailureReason.PROXY_ERROR: ProxyError,
+    FailureReason.SEND_QUEUE_FULL: SendQueueFull,
 }
 
 

@@ -22,7 +22,14 @@ from wsproto.utilities import generate_accept_token
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.connections import SocketStage
-from mcp_sansio.errors import ConnectError, HttpError, LocalProtocolError, Unauthorized
+from mcp_sansio.errors import (
+    ConnectError,
+    ConnectionClosed,
+    HttpError,
+    LocalProtocolError,
+    SendQueueFull,
+    Unauthorized,
+)
 from mcp_sansio.events import (
     Action,
     AuthorizationRequired,
@@ -429,6 +436,62 @@ def test_a_ping_is_answered_with_a_pong() -> None:
     client.receive_data(CONN, peer.send(ws.Ping(payload=b"are you there")), 1.0)
     assert peer.read(client) == [ws.Pong(payload=b"are you there")]
     assert drain_events(client) == []
+
+
+def test_a_flood_of_pings_gets_one_pong_for_the_latest_per_write() -> None:
+    client, peer = ready()
+    flood = b"".join(peer.send(ws.Ping(payload=b"%d" % n)) for n in range(10_000))
+    client.receive_data(CONN, flood, 1.0)
+    assert client.connections_with_data() == [CONN]
+    assert peer.read(client) == [ws.Pong(payload=b"9999")]
+    assert client.connections_with_data() == []
+
+
+def test_a_pong_owed_goes_out_before_what_was_queued() -> None:
+    client, peer = ready()
+    client.receive_data(CONN, peer.send(ws.Ping(payload=b"p")), 1.0)
+    rid = client.ping(now=1.0)
+    events = peer.read(client)
+    assert events[0] == ws.Pong(payload=b"p")
+    assert isinstance(events[1], ws.TextMessage) and f'"id":{rid}' in events[1].data
+
+
+def test_no_pong_follows_our_close_frame() -> None:
+    client, peer = ready()
+    client.receive_data(CONN, peer.send(ws.Ping(payload=b"p")), 1.0)
+    client.close(now=1.0)
+    assert peer.read(client) == [ws.CloseConnection(code=1000, reason="")]
+
+
+def test_a_server_that_stops_reading_is_dropped_once_the_send_queue_is_full() -> None:
+    client, _ = ready(config=ClientConfig(max_send_queue_bytes=1000))
+    first = client.call_tool("echo", {"text": "x" * 600}, now=1.0)
+    second = client.call_tool("echo", {"text": "y" * 600}, now=1.0)  # the first was never written
+    events = drain_events(client)
+    assert [(e.request_id, e.reason) for e in events if isinstance(e, RequestFailed)] == [
+        (first, FailureReason.SEND_QUEUE_FULL), (second, FailureReason.SEND_QUEUE_FULL)]
+    assert isinstance(events[0], RequestFailed)
+    error = events[0].to_exception()
+    assert isinstance(error, SendQueueFull) and isinstance(error, ConnectionClosed)
+    assert "the server stopped reading" in str(error) and "max_send_queue_bytes (1000)" in str(error)
+    assert drain_actions(client) == [CLOSED]  # no Close frame: it would never be read
+
+
+def test_one_message_over_the_send_queue_bound_goes_into_an_empty_queue() -> None:
+    client, peer = ready(config=ClientConfig(max_send_queue_bytes=100))
+    client.call_tool("echo", {"text": "x" * 600}, now=1.0)
+    assert len(peer.messages(client)) == 1  # written: the queue is empty again
+    client.call_tool("echo", {"text": "y" * 600}, now=1.0)
+    assert drain_events(client) == [] and len(peer.messages(client)) == 1
+
+
+def test_a_keepalive_ping_that_finds_the_send_queue_full_drops_the_connection_once() -> None:
+    client, _ = ready(ping_interval=20.0, config=ClientConfig(max_send_queue_bytes=1000))
+    client.call_tool("echo", {"text": "x" * 990}, now=1.0)  # never written
+    client.handle_timeout(20.0)
+    assert failures(drain_events(client))[-1] == (ConnectionTerminated, FailureReason.SEND_QUEUE_FULL)
+    assert drain_actions(client) == [CLOSED]
+    assert client.next_deadline() is None
 
 
 def test_server_requests_are_answered_in_text_frames() -> None:
