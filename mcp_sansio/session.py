@@ -396,7 +396,7 @@ class ClientSession:
         self._handshake_steps.append((method, now))
 
     def _extend_handshake(self, until: float) -> None:
-        """Let the handshake run until at least ``until`` (the user is authorizing)."""
+        """Let a handshake under way run until at least ``until`` (the user is authorizing)."""
         self._connect_by = max(self._connect_by, until)
         if self._init_deadline is not None:
             self._init_deadline = max(self._init_deadline, until)

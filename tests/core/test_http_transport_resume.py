@@ -33,6 +33,7 @@ from mcp_sansio.events import (
     RequestFailed,
     ResponseReceived,
 )
+from mcp_sansio.http11 import OpenConnection
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
 
@@ -358,3 +359,20 @@ def test_whatever_id_the_server_sends_the_reconnect_goes_out_without_an_exceptio
     (again,) = server.pump(now=1.0)
     sent = again.header("last-event-id")
     assert sent is None or (sent == event_id and sent.isascii() and sent.isprintable())
+
+
+def test_a_resume_that_fails_before_its_request_left_is_sent_again() -> None:
+    client, server, rid = dropped_call()
+    server.hang_up_idle(now=1.0)
+    client.handle_timeout(1.5)
+    opened = client.next_action()
+    assert isinstance(opened, OpenConnection)
+    client.connection_made(opened.connection, now=1.5)
+    client.connection_failed(opened.connection, broken("reset"), now=1.5)  # nothing was written
+    deadline = client.next_deadline()
+    assert deadline is not None and deadline < 31.0
+    client.handle_timeout(deadline)
+    (again,) = server.pump(now=deadline)
+    assert again.header("last-event-id") == "event-1"
+    server.reply_sse(again, [sse_event(tool_result(rid))], now=deadline)
+    assert [type(e) for e in drain_events(client)] == [ResponseReceived]
