@@ -36,6 +36,7 @@ from .errors import (
 )
 from .events import (
     Action,
+    ClientEvent,
     CloseInput,
     ConnectionTerminated,
     DiscardReason,
@@ -90,6 +91,7 @@ __all__ = [
     "CloseInput",
     "ConnectError",
     "ConnectionClosed",
+    "ClientEvent",
     "ConnectionTerminated",
     "DiscardReason",
     "ErrorData",

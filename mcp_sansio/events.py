@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import msgspec
 
@@ -32,9 +32,17 @@ from .errors import (
 from .errors import SessionExpired as SessionExpiredError
 from .types import Implementation, InitializeResult, ServerCapabilities
 
+if TYPE_CHECKING:  # annotations only: a stdio program need not import the OAuth planner
+    from .auth import AuthFailure, Token
+
 __all__ = [
     "Action",
+    "AuthorizationCompleted",
+    "AuthorizationEvent",
+    "AuthorizationFailed",
+    "AuthorizationRedirect",
     "AuthorizationRequired",
+    "ClientEvent",
     "CloseInput",
     "ConnectionTerminated",
     "DiscardReason",
@@ -263,6 +271,44 @@ class SideRequestFailed(Event, frozen=True, kw_only=True):
 
     tag: int
     message: str
+
+
+class AuthorizationRedirect(Event, frozen=True, kw_only=True):
+    """Send the user's browser to ``authorization_url``; the authorization server then
+    redirects it to ``redirect_uri``. Pass that URL to
+    ``AuthorizingHttpClient.receive_authorization_redirect``."""
+
+    authorization_url: str
+    state: str
+    redirect_uri: str
+
+
+class AuthorizationCompleted(Event, frozen=True, kw_only=True):
+    """A new token was obtained (a host may store it); held requests are being re-sent."""
+
+    token: Token
+
+
+class AuthorizationFailed(Event, frozen=True, kw_only=True):
+    """An authorization ended without a token; the requests it held failed. After a failed
+    renewal the old token stays in use, and the next renewal waits 30 s."""
+
+    reason: AuthFailure
+    message: str
+
+
+AuthorizationEvent: TypeAlias = AuthorizationRedirect | AuthorizationCompleted | AuthorizationFailed
+"""What an OAuth-enabled HTTP core says about its authorizations."""
+
+ClientEvent: TypeAlias = (
+    InitializeCompleted | InitializeFailed | ResponseReceived | RequestFailed | ProgressReceived
+    | NotificationReceived | ServerRequestReceived | PeerErrorReceived | MessageDiscarded
+    | ConnectionTerminated | SessionExpired | AuthorizationRequired | SideResponseReceived
+    | SideRequestFailed | AuthorizationRedirect | AuthorizationCompleted | AuthorizationFailed
+    | GetStreamAbandoned
+)
+"""Everything a client core's ``next_event()`` can return: a closed union, so a driver's
+``match`` over it is checked for exhaustiveness (``assert_never``)."""
 
 
 class Action(msgspec.Struct, frozen=True, kw_only=True):

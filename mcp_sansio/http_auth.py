@@ -34,7 +34,12 @@ from .auth import (
 )
 from .config import ClientConfig
 from .errors import LocalProtocolError
-from .events import Event, FailureReason
+from .events import (
+    AuthorizationCompleted,
+    AuthorizationFailed,
+    AuthorizationRedirect,
+    FailureReason,
+)
 from .http11 import Header
 from .http_transport import HttpClient, TransportMode
 from .proxy import ProxySettings
@@ -52,30 +57,6 @@ __all__ = [
 _MIN_SEED: Final = 32
 _RENEWAL_BACKOFF: Final = 30.0  # after a failed authorization, before renewing again
 _STORED: Final = -1  # the credential of requests sent with the host's stored token
-
-
-class AuthorizationRedirect(Event, frozen=True, kw_only=True):
-    """Send the user's browser to ``authorization_url``; the authorization server then
-    redirects it to ``redirect_uri``. Pass that URL to
-    :meth:`AuthorizingHttpClient.receive_authorization_redirect`."""
-
-    authorization_url: str
-    state: str
-    redirect_uri: str
-
-
-class AuthorizationCompleted(Event, frozen=True, kw_only=True):
-    """A new token was obtained (a host may store it); held requests are being re-sent."""
-
-    token: Token
-
-
-class AuthorizationFailed(Event, frozen=True, kw_only=True):
-    """An authorization ended without a token; the requests it held failed. After a failed
-    renewal the old token stays in use, and the next renewal waits 30 s."""
-
-    reason: AuthFailure
-    message: str
 
 
 class AuthorizingHttpClient(HttpClient):

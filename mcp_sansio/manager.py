@@ -27,6 +27,7 @@ import dataclasses
 import enum
 import math
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -50,7 +51,7 @@ from mcp_sansio.hostconfig import (
     expand_server,
 )
 from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
-from mcp_sansio.naming import ToolNamer, ToolNames
+from mcp_sansio.naming import ToolNamer, ToolNames, UnknownPromptName, UnknownToolName, servers_for
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
 from mcp_sansio.session import LIST_FIELDS
@@ -59,13 +60,17 @@ from mcp_sansio.types import (
     ContentBlock,
     ElicitRequestParams,
     ElicitResult,
+    Prompt,
     ReadResourceResult,
+    Resource,
+    ResourceTemplate,
     Tool,
 )
 from mcp_sansio.types import URLElicitationRequiredErrorData as _ElicitationData
 
 __all__ = [
     "ALL_TRANSPORTS",
+    "SHELL_PREFIX_VARIABLE",
     "URL_ELICITATION_REQUIRED",
     "ConnectPlan",
     "Connected",
@@ -73,9 +78,13 @@ __all__ = [
     "Failure",
     "Join",
     "ManagerConfig",
+    "NamedPrompt",
     "NamedTool",
+    "PromptRoute",
     "RestartPolicy",
     "ServerManagerCore",
+    "ServerResource",
+    "ServerResourceTemplate",
     "ServerStatus",
     "ServerUnavailable",
     "ToolRoute",
@@ -89,6 +98,8 @@ __all__ = [
     "timeout_from_env",
 ]
 
+SHELL_PREFIX_VARIABLE: Final = "MCP_SANSIO_SHELL_PREFIX"
+"""The environment variable whose words go before every stdio server's command."""
 URL_ELICITATION_REQUIRED: Final = -32042
 """JSON-RPC error code of a request that needs URL-mode elicitations first (2025-11-25)."""
 ALL_TRANSPORTS: Final = frozenset({"stdio", "http", "sse", "ws"})
@@ -199,6 +210,8 @@ class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
             ``timeout`` says; ``None`` reads ``MCP_TOOL_TIMEOUT`` (milliseconds), else 60 s.
         restart: when failed servers are tried again.
         max_elicitation_retries: retries of a ``tools/call`` answered with -32042.
+        max_relists: listings fetched again in a row because a ``list_changed``
+            notification overtook them (see :meth:`ServerManagerCore.store_result`).
         list_cache_entries: cached lists per server (and, apart, cached resource reads).
         result_policy: how large tool results are cut or persisted.
     """
@@ -209,6 +222,7 @@ class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
     tool_timeout: float | None = None
     restart: RestartPolicy = RestartPolicy()
     max_elicitation_retries: int = 3
+    max_relists: int = 3
     list_cache_entries: int = 20
     result_policy: ResultPolicy = ResultPolicy()
 
@@ -221,8 +235,8 @@ class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
         """
         if min(self.max_local, self.max_remote, self.list_cache_entries) < 1:
             raise LocalProtocolError("max_local, max_remote and list_cache_entries must be at least 1")
-        if self.max_elicitation_retries < 0:
-            raise LocalProtocolError("max_elicitation_retries must not be negative")
+        if min(self.max_elicitation_retries, self.max_relists) < 0:
+            raise LocalProtocolError("max_elicitation_retries and max_relists must not be negative")
         for timeout in (self.connect_timeout, self.tool_timeout):
             if timeout is not None:
                 _check_timeout(timeout)
@@ -250,6 +264,8 @@ class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
         tool_count: how many tools it listed last, or ``None`` before a listing.
         attempts: consecutive failures in the current episode.
         retry_at: while ``failed``, when a use may try again (the driver's clock).
+        shell_prefix: the words a stdio server's command is run after
+            (``MCP_SANSIO_SHELL_PREFIX``, then its ``shellPrefix``), quoted; ``""`` if none.
     """
 
     name: str
@@ -262,10 +278,12 @@ class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
     tool_count: int | None = None
     attempts: int = 0
     retry_at: float | None = None
+    shell_prefix: str = ""
 
 
 class ConnectPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """Start connecting to ``name`` now, giving up after ``timeout`` seconds."""
+    """Start connecting to ``name`` now, giving up after ``timeout`` seconds; a stdio
+    ``config`` is the command as started (its shell prefixes applied)."""
 
     name: str
     config: ServerConfig
@@ -311,6 +329,36 @@ class NamedTool(msgspec.Struct, frozen=True, kw_only=True):
     tool: Tool
 
 
+class PromptRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """Get ``prompt`` from ``server`` with a deadline of ``timeout`` seconds."""
+
+    server: str
+    prompt: str
+    timeout: float
+
+
+class NamedPrompt(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt under the name a user or model invokes it by (``mcp__<server>__<prompt>``)."""
+
+    name: str
+    server: str
+    prompt: Prompt
+
+
+class ServerResource(msgspec.Struct, frozen=True, kw_only=True):
+    """A resource and the server that lists it (read it with ``read_resource(server, uri)``)."""
+
+    server: str
+    resource: Resource
+
+
+class ServerResourceTemplate(msgspec.Struct, frozen=True, kw_only=True):
+    """A resource template and the server that lists it."""
+
+    server: str
+    template: ResourceTemplate
+
+
 @dataclasses.dataclass(slots=True, kw_only=True)
 class _Server:
     entry: ServerEntry
@@ -324,16 +372,38 @@ class _Server:
     gave_up: bool = False
     connected_at: float | None = None
     retry_at: float | None = None
-    tools: list[Tool] | None = None
+    tools: list[Tool] | None = None  # what the server listed last, of each kind
+    prompts: list[Prompt] | None = None
+    resources: list[Resource] | None = None
+    templates: list[ResourceTemplate] | None = None
+    shell_prefix: tuple[str, ...] = ()  # the environment's, for a stdio server
 
     @property
     def local(self) -> bool:
         return isinstance(self.config, StdioServerConfig)
 
 
+_KNOWN: Final[Mapping[ListKind, tuple[str, type]]] = {
+    ListKind.TOOLS: ("tools", Tool),
+    ListKind.PROMPTS: ("prompts", Prompt),
+    ListKind.RESOURCES: ("resources", Resource),
+    ListKind.RESOURCE_TEMPLATES: ("templates", ResourceTemplate),
+}
+"""The ``_Server`` field each kind of listing fills, and the type of its items."""
+
+
 def _check_timeout(timeout: float) -> None:
     if not (math.isfinite(timeout) and timeout > 0):
         raise LocalProtocolError(f"a timeout must be a positive number of seconds, not {timeout}")
+
+
+def _shell_prefix(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """The words of ``MCP_SANSIO_SHELL_PREFIX``, or why they cannot be had (then no stdio
+    server may start: running it outside the sandbox the user asked for is worse)."""
+    try:
+        return tuple(shlex.split(env.get(SHELL_PREFIX_VARIABLE, ""))), None
+    except ValueError as exc:
+        return (), f"{SHELL_PREFIX_VARIABLE} cannot be split into words ({exc}): fix or unset it"
 
 
 def timeout_from_env(env: Mapping[str, str], name: str, default: float) -> float:
@@ -416,6 +486,7 @@ class ServerManagerCore:
             env, "MCP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)
         self.warnings: list[ExpansionWarning] = []
         """What ``${VAR}`` expansion could not fill, for the host to show."""
+        prefix, prefix_error = _shell_prefix(env)
         self._servers: dict[str, _Server] = {}
         for entry in entries:
             if entry.name in self._servers:
@@ -424,9 +495,14 @@ class ServerManagerCore:
             self.warnings += warnings
             server = _Server(entry=entry, config=expanded, transport=_transport_of(expanded),
                              state=_S.DISABLED if entry.state is ServerState.DISABLED else _S.PENDING)
-            if server.state is _S.PENDING and server.transport not in transports:
+            refusal = None
+            if server.transport not in transports:
+                refusal = f"this driver cannot connect to {server.transport} servers"
+            elif server.local:
+                server.shell_prefix, refusal = prefix, prefix_error
+            if server.state is _S.PENDING and refusal is not None:
                 server.state, server.unsupported = _S.FAILED, True
-                server.failure = Failure(message=f"this driver cannot connect to {server.transport} servers")
+                server.failure = Failure(message=refusal)
             self._servers[entry.name] = server
         self._queue: list[str] = []
         self._closed = False
@@ -434,7 +510,9 @@ class ServerManagerCore:
         self._cache: ListCache[list[object]] = ListCache(max_entries_per_server=bound)
         self._reads: ListCache[ReadResourceResult] = ListCache(max_entries_per_server=bound)
         self._generations: dict[tuple[str, ListKind], int] = {}
+        self._relists: dict[tuple[str, ListKind], int] = {}  # stale listings fetched again in a row
         self._names: ToolNames | None = None
+        self._prompt_names: ToolNames | None = None
 
     # --------------------------------------------------------------- status
 
@@ -476,6 +554,7 @@ class ServerManagerCore:
             tool_count=None if server.tools is None else len(server.tools),
             attempts=0 if stable else server.failures,
             retry_at=server.retry_at if server.state is _S.FAILED else None,
+            shell_prefix=shlex.join((*server.shell_prefix, *getattr(server.config, "shell_prefix", ()))),
         )
 
     def statuses(self, now: float) -> dict[str, ServerStatus]:
@@ -546,7 +625,10 @@ class ServerManagerCore:
                 self._queue.remove(name)
                 server.queued = False
                 self._advance(server, Trigger.START)
-                plans.append(ConnectPlan(name=name, config=server.config, timeout=self._connect_timeout))
+                config = server.config
+                if isinstance(config, StdioServerConfig):
+                    config = config.wrapped(server.shell_prefix)
+                plans.append(ConnectPlan(name=name, config=config, timeout=self._connect_timeout))
         return plans
 
     def connected(self, name: str, now: float) -> None:
@@ -626,21 +708,39 @@ class ServerManagerCore:
 
         Raises:
             UnknownServer: no such server.
+            LocalProtocolError: ``kind`` is ``RESOURCE_READ`` (see :meth:`store_read`).
         """
-        server = self._get(name)
+        self._check_list(name, kind)
         if token != self._generations.get((name, kind), 0):
             return
         key = ListKey(server=name, kind=kind)
         self._cache.put(key, list(items), now, hint_ttl(ttl_ms), scope=cache_scope)
-        if kind is ListKind.TOOLS:
-            server.tools = [item for item in items if isinstance(item, Tool)]
-            self._names = None
+        self._know(name, kind, items)
 
     def store_result(self, name: str, kind: ListKind, result: msgspec.Struct | None, token: int,
-                     now: float) -> list[object]:
+                     now: float) -> list[object] | None:
         """:meth:`store` a whole list result (``None``: the server has no such list) with
-        its caching hints, and return its items."""
+        its caching hints, and return its items.
+
+        Returns:
+            ``None`` when a ``list_changed`` notification overtook the listing (it arrived
+            after :meth:`begin_list`): the list may predate the change, so the driver
+            fetches it again. After ``max_relists`` such listings in a row the last one is
+            returned and names the tools, uncached.
+
+        Raises:
+            UnknownServer: no such server.
+            LocalProtocolError: ``kind`` is ``RESOURCE_READ``.
+        """
+        self._check_list(name, kind)
         items: list[object] = [] if result is None else list(getattr(result, LIST_FIELDS[kind.value]))
+        relists = self._relists.pop((name, kind), 0)
+        if token != self._generations.get((name, kind), 0):
+            if relists < self._config.max_relists:
+                self._relists[name, kind] = relists + 1
+                return None
+            self._know(name, kind, items)
+            return items
         self.store(name, kind, items, token, now, ttl_ms=getattr(result, "ttl_ms", None),
                    cache_scope=getattr(result, "cache_scope", None))
         return items
@@ -699,6 +799,68 @@ class ServerManagerCore:
         """
         server, tool = self.tool_names().route(model_name)
         return ToolRoute(server=server, tool=tool, timeout=self.request_timeout(server, timeout))
+
+    # --------------------------------------------------- prompts, resources
+
+    def prompt_names(self) -> ToolNames:
+        """Names of every known prompt (``mcp__<server>__<prompt>``), kept like the tools'."""
+        if self._prompt_names is None:
+            self._prompt_names = ToolNamer.build({
+                name: [prompt.name for prompt in server.prompts]
+                for name, server in self._servers.items()
+                if server.prompts is not None and server.state is not _S.DISABLED
+            }, kind="prompt")
+        return self._prompt_names
+
+    def named_prompts(self) -> list[NamedPrompt]:
+        """Every prompt of every connected server, under its model-facing name."""
+        names = self.prompt_names()
+        return [
+            NamedPrompt(name=names.model_name(name, prompt.name), server=name, prompt=prompt)
+            for name, server in self._servers.items()
+            if server.state is _S.CONNECTED and server.prompts is not None
+            for prompt in server.prompts
+        ]
+
+    def route_prompt(self, model_name: str, timeout: float | None = None) -> PromptRoute:
+        """Where a model-facing prompt name goes, with the request's deadline.
+
+        Raises:
+            UnknownPromptName: no known prompt has that name.
+            LocalProtocolError: ``timeout`` is not a positive finite number.
+        """
+        server, prompt = self.prompt_names().route(model_name)
+        return PromptRoute(server=server, prompt=prompt, timeout=self.request_timeout(server, timeout))
+
+    def named_resources(self) -> list[ServerResource | ServerResourceTemplate]:
+        """Every resource, then every template, of every connected server, by server."""
+        found: list[ServerResource | ServerResourceTemplate] = []
+        for name, server in self._servers.items():
+            if server.state is _S.CONNECTED:
+                found += [ServerResource(server=name, resource=it) for it in server.resources or ()]
+                found += [ServerResourceTemplate(server=name, template=it) for it in server.templates or ()]
+        return found
+
+    def servers_for(self, model_name: str) -> list[str]:
+        """The servers a model-facing name may belong to, before they listed anything: the
+        only ones a use of an unknown name starts (see :func:`mcp_sansio.naming.servers_for`)."""
+        return servers_for(model_name, list(self._servers))
+
+    def unroutable(self, model_name: str, kind: ListKind, now: float) -> McpSansioError:
+        """Why no tool (``kind`` TOOLS) or prompt (PROMPTS) has ``model_name`` once the
+        servers it may belong to were tried: one of them is not connected (disabled,
+        failed, needing authorization), or no such name exists."""
+        noun = "prompt" if kind is ListKind.PROMPTS else "tool"
+        for name in self.servers_for(model_name):
+            server = self._servers[name]
+            if server.state is not _S.CONNECTED:
+                failure = server.failure
+                why = f"is disabled ({server.entry.state_source})" if server.state is _S.DISABLED else (
+                    f"{server.state.value}: {failure.message}" if failure else "is not connected")
+                return ServerUnavailable(f"{noun} {model_name!r}: server {name!r} {why}", server=name,
+                                         state=server.state)
+        error = UnknownPromptName if kind is ListKind.PROMPTS else UnknownToolName
+        return error(f"no {noun} is named {model_name!r}")
 
     def request_timeout(self, name: str, timeout: float | None = None) -> float:
         """A request's deadline: the call's own, else the server's ``timeout``, else the default.
@@ -804,6 +966,17 @@ class ServerManagerCore:
         assert server.retry_at is not None
         return (f"server {name!r} failed: {reason}; gave up after {server.failures} attempts,"
                 f" next try in {server.retry_at - now:.0f} s")
+
+    def _check_list(self, name: str, kind: ListKind) -> None:
+        self._get(name)
+        if kind is ListKind.RESOURCE_READ:
+            raise LocalProtocolError("a resource read is no list: store it with store_read()")
+
+    def _know(self, name: str, kind: ListKind, items: Sequence[object]) -> None:
+        """A listing of ``name`` names what the server offers now (cached or not)."""
+        field, item_type = _KNOWN[kind]
+        setattr(self._servers[name], field, [item for item in items if isinstance(item, item_type)])
+        self._names = self._prompt_names = None  # rebuilt when next asked for
 
     def _bump(self, name: str, kind: ListKind) -> None:
         self._generations[name, kind] = self._generations.get((name, kind), 0) + 1

@@ -23,10 +23,10 @@ from . import jsonrpc, modern, skills
 from .config import ClientConfig
 from .errors import LocalProtocolError
 from .events import (
+    ClientEvent,
     ConnectionTerminated,
     DiscardReason,
     ErrorData,
-    Event,
     FailureReason,
     InitializeCompleted,
     InitializeFailed,
@@ -226,7 +226,7 @@ class ClientSession:
         self._pending: dict[int, _Pending] = {}
         self._aliases: dict[int, int] = {}  # origin id of a paged list -> current page id
         self._heap: list[tuple[float, int]] = []
-        self._events: deque[Event] = deque()
+        self._events: deque[ClientEvent] = deque()
         self._outgoing: list[bytes] = []
         self._inbound: set[RequestId] = set()  # server requests awaiting our answer
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
@@ -297,7 +297,7 @@ class ClientSession:
         """The server's ``instructions``, if any."""
         return self._result.instructions if self._result else None
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ClientEvent | None:
         """The oldest queued event, or ``None``."""
         return self._events.popleft() if self._events else None
 

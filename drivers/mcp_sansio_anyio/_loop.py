@@ -22,14 +22,8 @@ from anyio.abc import TaskGroup
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import RequestId
 from mcp_sansio.session import ClientSession
-from mcp_sansio_asyncio.client import (
-    AsyncClient,
-    ElicitationHandler,
-    NotificationHandler,
-    ProgressCallback,
-    RootsArg,
-    SamplingHandler,
-)
+from mcp_sansio_base._async.client import AsyncClient
+from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
 
 __all__ = ["AnyioDriver", "Waiter"]
 
@@ -72,13 +66,8 @@ class AnyioDriver(AsyncClient):
     shutdown is complete, from the task that opened it.
     """
 
-    def __init__(
-        self, core: ClientSession, *, on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
-    ) -> None:
-        super().__init__(core, on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-                         on_notification=on_notification)
+    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
+        super().__init__(core, handlers)
         self._tg: TaskGroup | None = None
         self._task_scopes: set[anyio.CancelScope] = set()
         self._stopping = False
@@ -93,7 +82,7 @@ class AnyioDriver(AsyncClient):
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._start(self._run_timer)
+        self._start_task(self._run_timer)
 
     async def _exit(self) -> None:
         """Cancel every task and leave the task group."""
@@ -133,7 +122,7 @@ class AnyioDriver(AsyncClient):
                 self._pump()
 
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        self._start(partial(_logged, fn))
+        self._start_task(partial(_logged, fn))
 
     def _flush(self) -> None:
         # A lone call goes out at once; calls started together go out in one write, from
@@ -144,7 +133,7 @@ class AnyioDriver(AsyncClient):
             self._pump()
         else:
             self._flush_pending = True
-            self._start(self._flush_later)
+            self._start_task(self._flush_later)
 
     async def _flush_later(self) -> None:
         self._flush_pending = False
@@ -162,7 +151,7 @@ class AnyioDriver(AsyncClient):
             if self._timer_scope is not None:
                 self._timer_scope.deadline = deadline
 
-    def _start(self, fn: Callable[[], Awaitable[None]]) -> None:
+    def _start_task(self, fn: Callable[[], Awaitable[None]]) -> None:
         """Run ``fn`` in the task group, shielded: only :meth:`_exit` stops it."""
         if self._tg is not None and not self._stopping:
             self._tg.start_soon(self._shielded, fn)

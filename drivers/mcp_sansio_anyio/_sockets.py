@@ -20,8 +20,8 @@ from anyio.streams.tls import TLSStream
 from mcp_sansio.connections import SocketStage
 from mcp_sansio.events import Action, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
-from mcp_sansio_asyncio.client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
-from mcp_sansio_sync.failures import socket_failure
+from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
 from ._loop import AnyioDriver, Waiter
 
@@ -54,13 +54,9 @@ class _Connection:
 class SocketDriver(AnyioDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
-    def __init__(
-        self, core: HttpClient | WebSocketClient, *, on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None, ssl_context: ssl.SSLContext | None = None,
-    ) -> None:
-        super().__init__(core, on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-                         on_notification=on_notification)
+    def __init__(self, core: HttpClient | WebSocketClient, handlers: Handlers,
+                 ssl_context: ssl.SSLContext | None) -> None:
+        super().__init__(core, handlers)
         self._net = core
         self._connections: dict[int, _Connection] = {}
         self._finished = anyio.Event()
@@ -69,7 +65,7 @@ class SocketDriver(AnyioDriver):
 
     # ----------------------------------------------------------- lifecycle
 
-    async def _open(self) -> None:
+    async def _start(self) -> None:
         """Connect and complete the handshake; on failure, close everything and raise."""
         await self._enter()
         self._opened = True
@@ -117,7 +113,7 @@ class SocketDriver(AnyioDriver):
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):
             conn = self._connections[action.connection] = _Connection()
-            self._start(partial(self._serve, action, conn))
+            self._start_task(partial(self._serve, action, conn))
         elif isinstance(action, StartTls):
             tunnel = self._connections.get(action.connection)
             if tunnel is not None:

@@ -1,10 +1,9 @@
-"""Many stdio MCP servers at once on anyio (asyncio or trio): batched start-up, restarts, names.
+"""Many MCP servers at once on anyio (asyncio or trio): batched start-up, restarts, names.
 
-The flow is :class:`mcp_sansio_asyncio.manager.AsyncServerManager`'s; this module gives it
+The flow is :class:`mcp_sansio_base._async.manager.AsyncManager`'s; this module gives it
 anyio's primitives. Each connection lives in a task of the manager's task group (an anyio
 connection must be closed by the task that opened it), so the manager is used as
-``async with ServerManager(entries) as manager:``. The anyio driver speaks stdio only, so
-remote servers are reported failed.
+``async with ServerManager(entries) as manager:``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from functools import partial
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -24,8 +23,9 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.hostconfig import ServerConfig, StdioServerConfig, Transport
 from mcp_sansio.manager import ConnectPlan
-from mcp_sansio_asyncio.client import AsyncClient
-from mcp_sansio_asyncio.manager import AsyncServerManager, Handlers, Opened, Signal
+from mcp_sansio_base._async.client import AsyncClient
+from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base._async.manager import AsyncManager, Opened
 
 from .stdio import connect_stdio
 
@@ -35,8 +35,8 @@ T = TypeVar("T")
 log = logging.getLogger("mcp_sansio.manager")
 
 
-class ServerManager(AsyncServerManager):
-    """Many MCP servers at once on anyio; see ``AsyncServerManager`` for the API.
+class ServerManager(AsyncManager):
+    """Many MCP servers at once on anyio; see ``AsyncManager`` for the API.
 
     Only ``async with ServerManager(entries, ...) as manager:`` starts it.
     """
@@ -45,12 +45,14 @@ class ServerManager(AsyncServerManager):
     _scopes: set[anyio.CancelScope]
     _background: int
     _idle: anyio.Event
+    _changed: anyio.Event
 
     def _init_driver(self) -> None:
         self._tg = None
         self._scopes = set()
         self._background = 0
         self._idle = anyio.Event()
+        self._changed = anyio.Event()
 
     async def __aenter__(self) -> ServerManager:
         tg = anyio.create_task_group()
@@ -81,8 +83,13 @@ class ServerManager(AsyncServerManager):
     async def _sleep(self, seconds: float) -> None:
         await anyio.sleep(seconds)
 
-    def _signal(self) -> Signal:
-        return anyio.Event()
+    def _post(self, fn: Callable[[], None]) -> None:
+        fn()
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def _settled(self) -> None:
+        await self._changed.wait()
 
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         self._background += 1
@@ -151,16 +158,15 @@ def _connector(server: ServerConfig, config: ClientConfig,
     """The driver's ``connect_*`` for one configured server."""
     if isinstance(server, StdioServerConfig):
         return connect_stdio(server.command, server.args, env=server.env, cwd=server.cwd, config=config,
-                             **handlers)
+                             handlers=handlers)
     if server.transport is Transport.WS:
         from .websocket import connect_websocket
 
-        return connect_websocket(server.url, headers=server.headers, config=config, **handlers)
+        return connect_websocket(server.url, headers=server.headers, config=config, handlers=handlers)
     from .http import connect_http
 
-    mode: Literal["sse", "streamable-http"] = (
-        "sse" if server.transport is Transport.SSE else "streamable-http")
-    return connect_http(server.url, headers=server.headers, transport=mode, config=config, **handlers)
+    return connect_http(server.url, headers=server.headers, config=config, handlers=handlers,
+                        transport="sse" if server.transport is Transport.SSE else "streamable-http")
 
 
 def _describe(server: ServerConfig) -> str:

@@ -9,68 +9,39 @@ section 8).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Final
+from typing import Final, Unpack
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from mcp_sansio import (
-    Action,
-    ClientConfig,
-    CloseInput,
-    InterruptProcess,
-    KillProcess,
-    RequestFailed,
-    StderrTail,
-    StdioClient,
-    TerminateProcess,
-)
-from mcp_sansio.errors import ConnectionClosed, McpSansioError
-from mcp_sansio.events import InitializeFailed
-from mcp_sansio.handlers import client_capabilities
-from mcp_sansio_asyncio.client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
+from mcp_sansio import Action, CloseInput
+from mcp_sansio_base._async.connect import Connect
+from mcp_sansio_base._async.handlers import StdioOptions, resolve
+from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
 
 from ._loop import AnyioDriver, Waiter
 
 __all__ = ["StdioConnection", "connect_stdio"]
 
-_SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
-                   KillProcess: signal.SIGKILL}
 # After the exit, how long stderr may take to reach EOF, so failures carry its last words.
 _STDERR_GRACE: Final = 0.5
 _BROKEN: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
-class StdioConnection(AnyioDriver):
-    """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
+class StdioConnection(StdioProcess, AnyioDriver):
+    """A client connected to a server subprocess; use it through :func:`connect_stdio`.
 
-    def __init__(
-        self,
-        command: str,
-        args: Sequence[str],
-        *,
-        env: Mapping[str, str] | None,
-        cwd: str | os.PathLike[str] | None,
-        config: ClientConfig,
-        on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None,
-        roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
-    ) -> None:
-        caps = client_capabilities(sampling=on_sampling is not None,
-                                   elicitation=on_elicitation is not None, roots=roots is not None)
-        self._client = StdioClient(config, caps)
-        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
-        self._command = command
-        self._args = list(args)
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
+    Leaving it waits, shielded from cancellation, until the process has exited.
+    """
+
+    def __init__(self, command: str, args: Sequence[str], options: StdioOptions) -> None:
+        settings = resolve(options)
+        core = self._stdio_core(command, args, settings.config, settings.handlers.capabilities(), options)
+        super().__init__(core, settings.handlers)
         self._process: Process | None = None
         # stdin is our own non-blocking pipe, written from the pump; only what the pipe
         # cannot take at once waits for a task (no task hop per message).
@@ -78,33 +49,24 @@ class StdioConnection(AnyioDriver):
         self._unsent = bytearray()
         self._exited = anyio.Event()
         self._stderr_done = anyio.Event()
-        self._stderr_tail = StderrTail(config.stderr_limit_bytes)
-        self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
-        self._returncode: int | None = None
 
     @property
     def pid(self) -> int | None:
         """The server's process id."""
         return self._process.pid if self._process is not None else None
 
-    @property
-    def stderr_tail(self) -> str:
-        """What the server last wrote to stderr (bounded by ``stderr_limit_bytes``)."""
-        return self._stderr_tail.text()
-
     # ----------------------------------------------------------- lifecycle
 
-    async def _open(self) -> None:
-        env = None if self._env is None else {**os.environ, **self._env}
+    async def _start(self) -> None:
         child_stdin, self._stdin = os.pipe()
         os.set_blocking(self._stdin, False)
         try:
-            process = await anyio.open_process([self._command, *self._args], stdin=child_stdin,
-                                               env=env, cwd=self._cwd, start_new_session=True)
+            process = await anyio.open_process(self._argv, stdin=child_stdin, env=self._env, cwd=self._cwd,
+                                               start_new_session=True)
         except BaseException as exc:
             self._close_stdin()
             if isinstance(exc, OSError):
-                raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+                raise cannot_start(self._command, exc) from exc
             raise
         finally:
             os.close(child_stdin)
@@ -112,9 +74,9 @@ class StdioConnection(AnyioDriver):
         assert process.stdout and process.stderr  # both are pipes
         await self._enter()
         try:
-            self._start(partial(self._read_stdout, process.stdout))
-            self._start(partial(self._read_stderr, process.stderr))
-            self._start(partial(self._watch_exit, process))
+            self._start_task(partial(self._read_stdout, process.stdout))
+            self._start_task(partial(self._read_stderr, process.stderr))
+            self._start_task(partial(self._watch_exit, process))
             waiter = Waiter()
             self._init_waiter = waiter
             self._client.start(now=anyio.current_time())
@@ -142,11 +104,6 @@ class StdioConnection(AnyioDriver):
             with anyio.CancelScope(shield=True):
                 await process.aclose()
 
-    # ------------------------------------------------------- AsyncClient API
-
-    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
-        return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
-
     # ------------------------------------------------------------- the pump
 
     def _pump(self) -> None:
@@ -167,15 +124,12 @@ class StdioConnection(AnyioDriver):
         if isinstance(action, CloseInput):
             self._close_stdin()
             return
-        sig = _SIGNALS[type(action)]
         if self._process is not None and self._returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-                os.killpg(self._process.pid, sig)
+            signal_group(self._process.pid, self._signal_for(action))
 
     def _reap_group(self, process: Process) -> None:
         """Kill anything the server left running in its process group."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
 
     def _write(self, data: bytes) -> None:
         if self._stdin is None:
@@ -186,7 +140,7 @@ class StdioConnection(AnyioDriver):
         sent = self._send(data)
         if self._stdin is not None and sent < len(data):
             self._unsent += memoryview(data)[sent:]
-            self._start(self._drain_stdin)
+            self._start_task(self._drain_stdin)
 
     def _send(self, data: bytes | bytearray) -> int:
         """Write what the pipe takes now; a broken pipe closes stdin (the server's stdout
@@ -219,13 +173,10 @@ class StdioConnection(AnyioDriver):
         self._pump()
 
     async def _read_stderr(self, stream: ByteReceiveStream) -> None:
-        tail, logger = self._stderr_tail, self._stderr_log
         with contextlib.suppress(*_BROKEN):
             async for chunk in stream:
-                for line in tail.feed(chunk, want_lines=logger.isEnabledFor(logging.INFO)):
-                    logger.info("%s", line)
-        for line in tail.flush():
-            logger.info("%s", line)
+                self._stderr(chunk)
+        self._stderr(b"")
         self._stderr_done.set()
 
     async def _drain_stdin(self) -> None:
@@ -248,36 +199,10 @@ class StdioConnection(AnyioDriver):
         self._exited.set()
 
 
-@contextlib.asynccontextmanager
-async def connect_stdio(
-    command: str,
-    args: Sequence[str] = (),
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    config: ClientConfig | None = None,
-    on_sampling: SamplingHandler | None = None,
-    on_elicitation: ElicitationHandler | None = None,
-    roots: RootsArg | None = None,
-    on_notification: NotificationHandler | None = None,
-) -> AsyncIterator[StdioConnection]:
-    """Start ``command args`` and speak MCP to it over stdio, on asyncio or trio.
+def connect_stdio(
+    command: str, args: Sequence[str] = (), **options: Unpack[StdioOptions]
+) -> Connect[StdioConnection]:
+    return Connect(lambda: StdioConnection(command, args, options))
 
-    ``env`` entries are added to the current environment. Handlers answer the server's
-    requests; without one, that capability is not declared. Leaving the block closes
-    the connection and waits (shielded from cancellation) until the process has exited.
 
-    Raises (on entering):
-        ConnectionClosed: the server could not start or exited during the handshake.
-        UnsupportedProtocolVersion: it speaks no revision we support.
-        RequestTimeout: it did not complete the handshake within ``initialize_timeout``.
-    """
-    conn = StdioConnection(
-        command, args, env=env, cwd=cwd, config=config or ClientConfig(), on_sampling=on_sampling,
-        on_elicitation=on_elicitation, roots=roots, on_notification=on_notification,
-    )
-    await conn._open()
-    try:
-        yield conn
-    finally:
-        await conn.aclose()
+connect_stdio.__doc__ = CONNECT_DOC

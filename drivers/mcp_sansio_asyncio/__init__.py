@@ -6,7 +6,10 @@ h11, wsproto or ssl.
 
 from typing import TYPE_CHECKING
 
-from .client import AsyncClient
+from mcp_sansio_base._async.client import AsyncClient
+from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base.lazy import lazy_exports
+
 from .stdio import StdioConnection, connect_stdio
 
 if TYPE_CHECKING:
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncClient",
     "FileTokenStore",
+    "Handlers",
     "HttpConnection",
     "MemoryTokenStore",
     "OAuth",
@@ -31,26 +35,4 @@ __all__ = [
     "es256_key",
 ]
 
-_LAZY = {
-    "HttpConnection": ".http",
-    "connect_http": ".http",
-    "WebSocketConnection": ".websocket",
-    "connect_websocket": ".websocket",
-    "FileTokenStore": "mcp_sansio_oauth",
-    "MemoryTokenStore": "mcp_sansio_oauth",
-    "OAuth": "mcp_sansio_oauth",
-    "StoredToken": "mcp_sansio_oauth",
-    "TokenStore": "mcp_sansio_oauth",
-    "es256_key": "mcp_sansio_oauth",
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__)

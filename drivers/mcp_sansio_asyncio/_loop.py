@@ -9,16 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import RequestId
 from mcp_sansio.session import ClientSession
-
-from .client import AsyncClient, ProgressCallback
+from mcp_sansio_base._async.client import AsyncClient
+from mcp_sansio_base._async.connect import Connect
+from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
 
 __all__ = ["Connect", "LoopDriver"]
 
@@ -26,8 +25,8 @@ __all__ = ["Connect", "LoopDriver"]
 class LoopDriver(AsyncClient):
     """The façade's primitives (clock, waiter, tasks, flushing, one timer) on asyncio."""
 
-    def __init__(self, core: ClientSession, **handlers: object) -> None:
-        super().__init__(core, **handlers)  # type: ignore[arg-type]  # the typed handlers of AsyncClient
+    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
+        super().__init__(core, handlers)
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
@@ -104,30 +103,3 @@ class LoopDriver(AsyncClient):
 
 async def _run(fn: Callable[[], Awaitable[None]]) -> None:
     await fn()
-
-
-class _Startable(Protocol):
-    async def _start(self) -> None: ...
-    async def aclose(self) -> None: ...
-
-
-C = TypeVar("C", bound=_Startable)
-
-
-class Connect(Generic[C]):
-    """``async with connect_*(...) as client``: start on entry, close on exit."""
-
-    def __init__(self, factory: Callable[[], C]) -> None:
-        self._factory = factory
-        self._conn: C | None = None
-
-    async def __aenter__(self) -> C:
-        conn = self._factory()
-        await conn._start()
-        self._conn = conn
-        return conn
-
-    async def __aexit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        if self._conn is not None:
-            await self._conn.aclose()

@@ -17,7 +17,8 @@ from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.events import Action, Event, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio.session import ClientSession
-from mcp_sansio_sync.failures import socket_failure
+from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
 from ._loop import LoopDriver
 
@@ -69,9 +70,8 @@ class _Socket(asyncio.Protocol):
 class SocketDriver(LoopDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
-    def __init__(self, core: ClientSession, *, ssl_context: ssl.SSLContext | None = None,
-                 **handlers: object) -> None:
-        super().__init__(core, **handlers)
+    def __init__(self, core: ClientSession, handlers: Handlers, ssl_context: ssl.SSLContext | None) -> None:
+        super().__init__(core, handlers)
         self._net: NetworkCore = core  # type: ignore[assignment]  # HttpClient / WebSocketClient
         self._sockets: dict[int, asyncio.Transport] = {}
         self._connecting: dict[int, asyncio.Task[None]] = {}  # connecting, or starting TLS

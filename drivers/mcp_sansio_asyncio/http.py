@@ -10,58 +10,33 @@ supplies the entropy, the wall clock, the browser and the loopback redirect list
 from __future__ import annotations
 
 import asyncio
-import ssl
-from collections.abc import Mapping
-from typing import Literal
+from typing import Unpack
 
-from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
-from mcp_sansio.events import Event
-from mcp_sansio.handlers import client_capabilities
-from mcp_sansio.http_auth import AuthorizationRedirect
-from mcp_sansio.http_transport import TransportMode
+from mcp_sansio.events import AuthorizationRedirect
+from mcp_sansio_base._async.handlers import HttpOptions, resolve
+from mcp_sansio_base.http import CONNECT_DOC, HttpParts, http_parts
 from mcp_sansio_oauth import OAuth
-from mcp_sansio_oauth.host import OAuthMethods, Settleable, http_core, request_complete
+from mcp_sansio_oauth.host import OAuthMethods, Settleable, request_complete
 
 from ._loop import Connect
 from ._sockets import SocketDriver
-from .client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
 
 __all__ = ["HttpConnection", "OAuth", "connect_http"]
 
-Transport = TransportMode | Literal["auto", "streamable-http", "sse"]
 
-
-class HttpConnection(SocketDriver, OAuthMethods):
+class HttpConnection(HttpParts, OAuthMethods, SocketDriver):
     """A client connected to an MCP server over HTTP; use it through :func:`connect_http`."""
 
-    def __init__(
-        self, url: str, *, headers: Mapping[str, str] | None, transport: Transport,
-        config: ClientConfig, on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None, auth: OAuth | None = None,
-        proxy: str | bool = True, ssl_context: ssl.SSLContext | None = None,
-    ) -> None:
-        caps = client_capabilities(sampling=on_sampling is not None,
-                                   elicitation=on_elicitation is not None, roots=roots is not None)
+    def __init__(self, url: str, options: HttpOptions) -> None:
         self._redirects: asyncio.Server | None = None  # the loopback redirect listener
         self._browsers: set[asyncio.StreamWriter] = set()  # its open connections
         self._authorized: list[Settleable] = []  # callers of authorize()
-        self._client, self._oauth = http_core(url, auth, now=asyncio.get_running_loop().time(), config=config,
-                                              capabilities=caps, headers=headers, transport=transport,
-                                              proxy=proxy)
-        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification, ssl_context=ssl_context)
-
-    @property
-    def transport(self) -> str:
-        """The HTTP transport in use: ``"streamable-http"`` or ``"sse"``."""
-        return self._client.transport
-
-    @property
-    def session_id(self) -> str | None:
-        """The server's ``Mcp-Session-Id``, if it gave one."""
-        return self._client.session_id
+        settings = resolve(options)
+        caps = settings.handlers.capabilities()
+        now = asyncio.get_running_loop().time()
+        self._client, self._oauth = http_parts(url, now, settings.config, caps, options)
+        super().__init__(self._client, settings.handlers, options.get("ssl_context"))
 
     async def authorize(self) -> Token:
         """Authorize now, even if the server has not asked yet (``mcp-sansio auth login``).
@@ -86,10 +61,6 @@ class HttpConnection(SocketDriver, OAuthMethods):
                 browser.close()
             if self._oauth is not None:
                 self._oauth.close()
-
-    def _deliver_other(self, event: Event) -> None:
-        if not self._deliver_oauth(event):
-            super()._deliver_other(event)
 
     def _redirect_user(self, event: AuthorizationRedirect) -> None:
         self._spawn(lambda: self._send_user(event))
@@ -135,45 +106,8 @@ class HttpConnection(SocketDriver, OAuthMethods):
             server.close()
 
 
-def connect_http(
-    url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    transport: Transport = "auto",
-    config: ClientConfig | None = None,
-    on_sampling: SamplingHandler | None = None,
-    on_elicitation: ElicitationHandler | None = None,
-    roots: RootsArg | None = None,
-    on_notification: NotificationHandler | None = None,
-    auth: OAuth | None = None,
-    proxy: str | bool = True,
-    ssl_context: ssl.SSLContext | None = None,
-) -> Connect[HttpConnection]:
-    """Speak MCP to the server at ``url`` over Streamable HTTP (or legacy HTTP+SSE).
+def connect_http(url: str, **options: Unpack[HttpOptions]) -> Connect[HttpConnection]:
+    return Connect(lambda: HttpConnection(url, options))
 
-    ``headers`` (API keys, a static ``Authorization: Bearer ...``) go on every request to
-    that origin. ``transport`` is ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE on
-    400/404/405), ``"streamable-http"`` or ``"sse"``. ``auth=OAuth(...)`` authorizes with
-    OAuth 2.1 whenever the server asks (401, or 403 ``insufficient_scope``): the browser
-    flow serves its redirect on ``127.0.0.1`` and opens the browser; tokens go to
-    ``auth.store``.
 
-    ``proxy`` is ``True`` (the default: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and
-    ``NO_PROXY`` from the environment, as curl reads them, never for loopback targets),
-    ``False`` (no proxy) or one ``http://[user:password@]host:port`` proxy URL for every
-    target; the connections go through it in CONNECT tunnels. ``ssl_context`` verifies
-    servers with it instead of the system trust store.
-
-    Raises (on entering):
-        LocalProtocolError: ``url`` is not an http(s) URL, ``auth`` conflicts with an
-            ``Authorization`` header, or the proxy URL is unusable.
-        OSError: the redirect port cannot be bound.
-        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), ProxyError,
-        RequestTimeout, UnsupportedProtocolVersion: the handshake failed.
-    """
-    cfg = config or ClientConfig()
-    return Connect(lambda: HttpConnection(
-        url, headers=headers, transport=transport, config=cfg, on_sampling=on_sampling,
-        on_elicitation=on_elicitation, roots=roots, on_notification=on_notification, auth=auth,
-        proxy=proxy, ssl_context=ssl_context,
-    ))
+connect_http.__doc__ = CONNECT_DOC

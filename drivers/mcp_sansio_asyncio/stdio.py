@@ -9,41 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Unpack
 
 import msgspec
 
-from mcp_sansio import (
-    Action,
-    ClientConfig,
-    CloseInput,
-    InterruptProcess,
-    KillProcess,
-    RequestFailed,
-    StderrTail,
-    StdioClient,
-    TerminateProcess,
-)
-from mcp_sansio.errors import ConnectionClosed, McpSansioError
-from mcp_sansio.events import InitializeCompleted, InitializeFailed
-from mcp_sansio.handlers import client_capabilities
+from mcp_sansio import Action, CloseInput
+from mcp_sansio.events import InitializeCompleted
+from mcp_sansio_base._async.handlers import StdioOptions, resolve
+from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
 
 from ._loop import Connect, LoopDriver
-from .client import (
-    ElicitationHandler,
-    NotificationHandler,
-    RootsArg,
-    SamplingHandler,
-)
 
 __all__ = ["StdioConnection", "connect_stdio"]
 
-_SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
-                   KillProcess: signal.SIGKILL}
 # Read at most what a pipe holds (64 KiB): a bigger buffer is allocated, and with glibc
 # mapped and unmapped, on every read.
 _READ_SIZE: Final = 65536
@@ -66,68 +47,41 @@ class _Protocol(asyncio.SubprocessProtocol):
         self._owner._exited()
 
 
-class StdioConnection(LoopDriver):
+class StdioConnection(StdioProcess, LoopDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
-    def __init__(
-        self,
-        command: str,
-        args: Sequence[str],
-        *,
-        env: Mapping[str, str] | None,
-        cwd: str | os.PathLike[str] | None,
-        config: ClientConfig,
-        on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None,
-        roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
-    ) -> None:
-        caps = client_capabilities(sampling=on_sampling is not None,
-                                   elicitation=on_elicitation is not None, roots=roots is not None)
-        self._client = StdioClient(config, caps)
-        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
-        self._command = command
-        self._args = list(args)
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
+    def __init__(self, command: str, args: Sequence[str], options: StdioOptions) -> None:
+        settings = resolve(options)
+        core = self._stdio_core(command, args, settings.config, settings.handlers.capabilities(), options)
+        super().__init__(core, settings.handlers)
         self._transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._stdout: int | None = None  # the read end of the server's stdout, until EOF
         self._exit = self._loop.create_future()
         self._stderr_done = self._loop.create_future()
-        self._stderr_tail = StderrTail(config.stderr_limit_bytes)
-        self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
-        self._returncode: int | None = None
 
     @property
     def pid(self) -> int | None:
         """The server's process id."""
         return self._transport.get_pid() if self._transport else None
 
-    @property
-    def stderr_tail(self) -> str:
-        """What the server last wrote to stderr (bounded by ``stderr_limit_bytes``)."""
-        return self._stderr_tail.text()
-
     # ----------------------------------------------------------- lifecycle
 
     async def _start(self) -> None:
-        env = None if self._env is None else {**os.environ, **self._env}
         # stdout is our own pipe, read when the selector says so: asyncio's subprocess
         # transport hands every read to its protocol through call_soon, which costs one
         # loop iteration more per reply.
         stdout, child_stdout = os.pipe()
         try:
             transport, _ = await self._loop.subprocess_exec(
-                lambda: _Protocol(self), self._command, *self._args,
+                lambda: _Protocol(self), *self._argv,
                 stdin=asyncio.subprocess.PIPE, stdout=child_stdout,
-                stderr=asyncio.subprocess.PIPE, env=env, cwd=self._cwd, start_new_session=True,
+                stderr=asyncio.subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True,
             )
         except BaseException as exc:
             os.close(stdout)
             if isinstance(exc, OSError):
-                raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+                raise cannot_start(self._command, exc) from exc
             raise
         finally:
             os.close(child_stdout)
@@ -163,9 +117,6 @@ class StdioConnection(LoopDriver):
             self._transport.close()
             self._transport = None
 
-    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
-        return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
-
     # ------------------------------------------------------------- the pump
 
     def _pump(self) -> None:
@@ -187,16 +138,13 @@ class StdioConnection(LoopDriver):
             if self._stdin is not None:
                 self._stdin.close()
             return
-        sig = _SIGNALS[type(action)]
         if self._transport is not None and self._returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-                os.killpg(self._transport.get_pid(), sig)
+            signal_group(self._transport.get_pid(), self._signal_for(action))
 
     def _reap_group(self) -> None:
         """Kill anything the server left running in its process group."""
         if self._transport is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._transport.get_pid(), signal.SIGKILL)
+            signal_group(self._transport.get_pid(), signal.SIGKILL)
 
     # ------------------------------------------------------------ callbacks
 
@@ -220,15 +168,8 @@ class StdioConnection(LoopDriver):
             self._loop.remove_reader(fd)
             os.close(fd)
 
-    def _stderr(self, data: bytes) -> None:
-        logger = self._stderr_log
-        lines = self._stderr_tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO))
-        for line in lines:
-            logger.info("%s", line)
-
     def _stderr_closed(self) -> None:
-        for line in self._stderr_tail.flush():
-            self._stderr_log.info("%s", line)
+        self._stderr(b"")
         if not self._stderr_done.done():
             self._stderr_done.set_result(None)
 
@@ -248,29 +189,9 @@ class StdioConnection(LoopDriver):
 
 
 def connect_stdio(
-    command: str,
-    args: Sequence[str] = (),
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    config: ClientConfig | None = None,
-    on_sampling: SamplingHandler | None = None,
-    on_elicitation: ElicitationHandler | None = None,
-    roots: RootsArg | None = None,
-    on_notification: NotificationHandler | None = None,
+    command: str, args: Sequence[str] = (), **options: Unpack[StdioOptions]
 ) -> Connect[StdioConnection]:
-    """Start ``command args`` and speak MCP to it over stdio.
+    return Connect(lambda: StdioConnection(command, args, options))
 
-    ``env`` entries are added to the current environment. Handlers answer the server's
-    requests; without one, that capability is not declared.
 
-    Raises (on entering):
-        ConnectionClosed: the server could not start or exited during the handshake.
-        UnsupportedProtocolVersion: it speaks no revision we support.
-        RequestTimeout: it did not answer ``initialize`` within ``initialize_timeout``.
-    """
-    cfg = config or ClientConfig()
-    return Connect(lambda: StdioConnection(
-        command, args, env=env, cwd=cwd, config=cfg, on_sampling=on_sampling,
-        on_elicitation=on_elicitation, roots=roots, on_notification=on_notification,
-    ))
+connect_stdio.__doc__ = CONNECT_DOC

@@ -7,7 +7,7 @@ accepts the browser's connection on its own loop (asyncio, anyio, or a selector)
 """
 
 from .settings import BrowserOpener, OAuth, es256_key
-from .stores import FileTokenStore, MemoryTokenStore, StoredToken, TokenStore
+from .stores import FileTokenStore, MemoryTokenStore, StoredToken, TokenStore, UnsafeTokenStore
 
 __all__ = [
     "BrowserOpener",
@@ -16,5 +16,6 @@ __all__ = [
     "OAuth",
     "StoredToken",
     "TokenStore",
+    "UnsafeTokenStore",
     "es256_key",
 ]

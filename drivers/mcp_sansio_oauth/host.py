@@ -18,18 +18,18 @@ import secrets
 import socket
 import time
 from collections.abc import Mapping
-from typing import Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import AuthFailure, Token
 from mcp_sansio.errors import InsufficientScope, LocalProtocolError, Unauthorized
-from mcp_sansio.events import Event
-from mcp_sansio.http_auth import (
+from mcp_sansio.events import (
     AuthorizationCompleted,
+    AuthorizationEvent,
     AuthorizationFailed,
     AuthorizationRedirect,
-    AuthorizingHttpClient,
 )
+from mcp_sansio.http_auth import AuthorizingHttpClient
 from mcp_sansio.http_transport import HttpClient, TransportMode
 from mcp_sansio.proxy import ProxySettings, proxy_settings
 from mcp_sansio.types import ClientCapabilities
@@ -183,21 +183,18 @@ class OAuthHost:
             self.close()
             raise
 
-    def settle(self, event: Event, now: float) -> Token | Unauthorized | None:
+    def settle(self, event: AuthorizationCompleted | AuthorizationFailed, now: float) -> Token | Unauthorized:
         """Take the end of an authorization: keep a new token in the store, log a failure.
 
         Returns:
-            What callers of ``authorize()`` get: the token, or the error to raise; ``None``
-            if ``event`` is no :class:`AuthorizationCompleted` or :class:`AuthorizationFailed`.
+            What callers of ``authorize()`` get: the token, or the error to raise.
         """
         if isinstance(event, AuthorizationCompleted):
             self.auth.store.save(self._store_key, stored_from(event.token, clock_offset=time.time() - now))
             return event.token
-        if isinstance(event, AuthorizationFailed):
-            log.warning("authorization failed (%s): %s", event.reason.value, event.message)
-            kind = InsufficientScope if event.reason is AuthFailure.INSUFFICIENT_SCOPE else Unauthorized
-            return kind(f"authorization failed ({event.reason.value}): {event.message}", status=0, params={})
-        return None
+        log.warning("authorization failed (%s): %s", event.reason.value, event.message)
+        kind = InsufficientScope if event.reason is AuthFailure.INSUFFICIENT_SCOPE else Unauthorized
+        return kind(f"authorization failed ({event.reason.value}): {event.message}", status=0, params={})
 
     def open_browser(self, url: str, now: float) -> None:
         """Send the user to ``url`` (the redirect listener must be up); if the host's opener
@@ -289,10 +286,10 @@ class Settleable(Protocol):
 class OAuthMethods:
     """The OAuth part of every driver's ``HttpConnection`` that needs no event loop.
 
-    Mixed in after the driver's base class, which supplies ``_now`` and ``_flush``; the
-    driver supplies :meth:`_redirect_user`, puts the callers of ``authorize()`` in
-    ``_authorized`` (or overrides :meth:`_authorization_ended`), and calls
-    :meth:`_deliver_oauth` for every event its base class does not handle.
+    Mixed in before the driver's base class (its :meth:`_authorization` takes the OAuth
+    events the client's dispatch hands over), which supplies ``_now`` and ``_flush``; the
+    driver supplies :meth:`_redirect_user` and puts the callers of ``authorize()`` in
+    ``_authorized`` (or overrides :meth:`_authorization_ended`).
     """
 
     _oauth: OAuthHost | None
@@ -323,19 +320,15 @@ class OAuthMethods:
             raise LocalProtocolError("this connection does not use OAuth")
         return self._oauth
 
-    def _deliver_oauth(self, event: Event) -> bool:
-        """Take an OAuth event (see :class:`AuthorizingHttpClient`); ``False`` for any other."""
+    def _authorization(self, event: AuthorizationEvent) -> None:
+        """Take an OAuth event (see :class:`AuthorizingHttpClient`)."""
         oauth = self._oauth
         if oauth is None:
-            return False
+            return
         if isinstance(event, AuthorizationRedirect):
             self._redirect_user(event)
-            return True
-        outcome = oauth.settle(event, self._now())
-        if outcome is None:
-            return False
-        self._authorization_ended(outcome)
-        return True
+            return
+        self._authorization_ended(oauth.settle(event, self._now()))
 
     def _redirect_user(self, event: AuthorizationRedirect) -> None:
         """Serve the redirect URI, then :meth:`OAuthHost.open_browser`."""
@@ -352,8 +345,6 @@ class OAuthMethods:
             else:
                 done.set_result(outcome)
 
-    def _now(self) -> float:
-        raise NotImplementedError
-
-    def _flush(self) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # the driver's base class has them; declared here for the type checker only
+        def _now(self) -> float: ...
+        def _flush(self) -> None: ...

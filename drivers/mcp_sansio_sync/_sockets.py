@@ -22,12 +22,12 @@ from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
 from mcp_sansio.connections import SocketFailure, SocketStage
-from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import Action
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
+from mcp_sansio_base._sync.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
-from .client import Client, ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
-from .failures import socket_failure
+from ._loop import BlockingDriver
 
 if TYPE_CHECKING:
     from mcp_sansio.http_transport import HttpClient
@@ -79,16 +79,12 @@ class Watched(Protocol):
         ...
 
 
-class SocketConnection(Client):
+class SocketConnection(BlockingDriver):
     """A blocking client that opens the TCP/TLS connections its core asks for."""
 
-    def __init__(
-        self, core: HttpClient | WebSocketClient, *, on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None, ssl_context: ssl.SSLContext | None = None,
-    ) -> None:
-        super().__init__(core, on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-                         on_notification=on_notification)
+    def __init__(self, core: HttpClient | WebSocketClient, handlers: Handlers,
+                 ssl_context: ssl.SSLContext | None) -> None:
+        super().__init__(core, handlers)
         self._net = core
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, _Connection] = {}
@@ -98,23 +94,17 @@ class SocketConnection(Client):
 
     # ----------------------------------------------------------- lifecycle
 
-    def _open(self) -> None:
+    def _start(self) -> None:
         """Connect and complete the handshake; on failure, close everything and raise.
 
         Raises:
             McpSansioError: the handshake failed (the type says why).
         """
         try:
-            self._net.connect(now=time.monotonic())
-            self._flush()
-            while self._handshake is None:
-                self._step()
+            self._handshake(lambda: self._net.connect(now=time.monotonic()))
         except BaseException:
             self.close()
             raise
-        if isinstance(self._handshake, McpSansioError):
-            self.close()
-            raise self._handshake
 
     def close(self) -> None:
         """End the session (its ``DELETE`` or closing handshake, bounded by
@@ -133,9 +123,6 @@ class SocketConnection(Client):
             self._selector.close()
 
     # -------------------------------------------------------- Client contract
-
-    def _now(self) -> float:
-        return time.monotonic()
 
     def _step(self) -> None:
         net = self._net
@@ -156,7 +143,7 @@ class SocketConnection(Client):
                 net.handle_timeout(now)
         self._flush()
 
-    def _flush(self) -> None:
+    def _pump(self) -> None:
         net = self._net
         while True:
             self._deliver_events()

@@ -10,64 +10,43 @@ served while a call (or the handshake) waits: no threads.
 
 from __future__ import annotations
 
-import contextlib
 import selectors
 import socket
-import ssl
 import time
-from collections.abc import Iterator, Mapping
-from typing import Final, Literal
+from typing import Final, Unpack
 
-from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
 from mcp_sansio.errors import Unauthorized
-from mcp_sansio.events import Event
-from mcp_sansio.handlers import client_capabilities
-from mcp_sansio.http_auth import AuthorizationRedirect
-from mcp_sansio.http_transport import TransportMode
+from mcp_sansio.events import AuthorizationRedirect
+from mcp_sansio_base._sync.connect import Connect
+from mcp_sansio_base._sync.handlers import HttpOptions, resolve
+from mcp_sansio_base.http import CONNECT_DOC, HttpParts, http_parts
 from mcp_sansio_oauth import OAuth
-from mcp_sansio_oauth.host import OAuthMethods, http_core, request_complete
+from mcp_sansio_oauth.host import OAuthMethods, request_complete
 
 from ._sockets import SocketConnection
-from .client import ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
 
 __all__ = ["HttpConnection", "OAuth", "connect_http"]
-
-Transport = TransportMode | Literal["auto", "streamable-http", "sse"]
 
 _CHUNK: Final = 4096
 
 
-class HttpConnection(SocketConnection, OAuthMethods):
-    """A client connected to an MCP server over HTTP; use it through :func:`connect_http`."""
+class HttpConnection(HttpParts, OAuthMethods, SocketConnection):
+    """A client connected to an MCP server over HTTP; use it through :func:`connect_http`.
 
-    def __init__(
-        self, url: str, *, headers: Mapping[str, str] | None, transport: Transport,
-        config: ClientConfig, on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None, roots: RootsArg | None,
-        on_notification: NotificationHandler | None, auth: OAuth | None = None,
-        proxy: str | bool = True, ssl_context: ssl.SSLContext | None = None,
-    ) -> None:
-        caps = client_capabilities(sampling=on_sampling is not None,
-                                   elicitation=on_elicitation is not None, roots=roots is not None)
+    Handlers are plain callables run inline while a call waits. For OAuth's browser flow
+    the loopback redirect listener is one more socket of the selector, served while the
+    refused call waits, so ``auth.open_browser`` must return at once.
+    """
+
+    def __init__(self, url: str, options: HttpOptions) -> None:
         self._redirects: _Listener | None = None  # the loopback redirect listener
         self._browsers: set[_Browser] = set()  # its open connections
         self._outcome: Token | Unauthorized | None = None  # how the last authorization ended
-        self._client, self._oauth = http_core(url, auth, now=time.monotonic(), config=config,
-                                              capabilities=caps, headers=headers, transport=transport,
-                                              proxy=proxy)
-        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification, ssl_context=ssl_context)
-
-    @property
-    def transport(self) -> str:
-        """The HTTP transport in use: ``"streamable-http"`` or ``"sse"``."""
-        return self._client.transport
-
-    @property
-    def session_id(self) -> str | None:
-        """The server's ``Mcp-Session-Id``, if it gave one."""
-        return self._client.session_id
+        settings = resolve(options)
+        caps = settings.handlers.capabilities()
+        self._client, self._oauth = http_parts(url, time.monotonic(), settings.config, caps, options)
+        super().__init__(self._client, settings.handlers, options.get("ssl_context"))
 
     def authorize(self) -> Token:
         """Authorize now, even if the server has not asked yet; blocks until it ends (the
@@ -99,10 +78,6 @@ class HttpConnection(SocketConnection, OAuthMethods):
             finally:
                 if self._oauth is not None:
                     self._oauth.close()
-
-    def _deliver_other(self, event: Event) -> None:
-        if not self._deliver_oauth(event):
-            super()._deliver_other(event)
 
     def _redirect_user(self, event: AuthorizationRedirect) -> None:
         self._send_user(event)
@@ -206,52 +181,8 @@ class _Browser:
             self._owner._browsers.discard(self)
 
 
-@contextlib.contextmanager
-def connect_http(
-    url: str,
-    *,
-    headers: Mapping[str, str] | None = None,
-    transport: Transport = "auto",
-    config: ClientConfig | None = None,
-    on_sampling: SamplingHandler | None = None,
-    on_elicitation: ElicitationHandler | None = None,
-    roots: RootsArg | None = None,
-    on_notification: NotificationHandler | None = None,
-    auth: OAuth | None = None,
-    proxy: str | bool = True,
-    ssl_context: ssl.SSLContext | None = None,
-) -> Iterator[HttpConnection]:
-    """Speak MCP to the server at ``url`` over Streamable HTTP (or legacy HTTP+SSE), blocking.
+def connect_http(url: str, **options: Unpack[HttpOptions]) -> Connect[HttpConnection]:
+    return Connect(lambda: HttpConnection(url, options))
 
-    ``headers`` (API keys, ...) go on every request to that origin. ``transport`` is
-    ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE on 400/404/405),
-    ``"streamable-http"`` or ``"sse"``. Handlers are plain callables run inline while
-    a call waits. ``auth=OAuth(...)`` authorizes with OAuth 2.1 whenever the server
-    asks (401, or 403 ``insufficient_scope``): the browser flow listens on ``127.0.0.1``
-    and calls ``auth.open_browser`` (which must return at once) while the call that was
-    refused waits; tokens go to ``auth.store``. Leaving the block ends the session (its
-    ``DELETE``, bounded by ``close_timeout``) and closes every socket.
 
-    ``proxy`` is ``True`` (the default: ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and
-    ``NO_PROXY`` from the environment, as curl reads them, never for loopback targets),
-    ``False`` (no proxy) or one ``http://[user:password@]host:port`` proxy URL for every
-    target; the connections go through it in CONNECT tunnels. ``ssl_context`` verifies
-    servers with it instead of the system trust store.
-
-    Raises (on entering):
-        LocalProtocolError: ``url`` is not an http(s) URL, ``auth`` conflicts with an
-            ``Authorization`` header, or the proxy URL is unusable.
-        OSError: the redirect port cannot be bound.
-        ConnectionClosed, HttpError, Unauthorized (InsufficientScope), ProxyError,
-        RequestTimeout, UnsupportedProtocolVersion: the handshake failed.
-    """
-    conn = HttpConnection(
-        url, headers=headers, transport=transport, config=config or ClientConfig(),
-        on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots,
-        on_notification=on_notification, auth=auth, proxy=proxy, ssl_context=ssl_context,
-    )
-    conn._open()
-    try:
-        yield conn
-    finally:
-        conn.close()
+connect_http.__doc__ = CONNECT_DOC

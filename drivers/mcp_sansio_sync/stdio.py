@@ -10,37 +10,24 @@ and finished as the pipe drains, while stdout and stderr keep being read.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import selectors
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Unpack
 
-from mcp_sansio import (
-    Action,
-    ClientConfig,
-    CloseInput,
-    InterruptProcess,
-    KillProcess,
-    RequestFailed,
-    StderrTail,
-    StdioClient,
-    TerminateProcess,
-)
-from mcp_sansio.errors import ConnectionClosed, McpSansioError
-from mcp_sansio.events import InitializeFailed
-from mcp_sansio.handlers import client_capabilities
+from mcp_sansio import Action, CloseInput
+from mcp_sansio_base._sync.connect import Connect
+from mcp_sansio_base._sync.handlers import StdioOptions, resolve
+from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
 
-from .client import Client, ElicitationHandler, NotificationHandler, RootsArg, SamplingHandler
+from ._loop import BlockingDriver
 
 __all__ = ["StdioConnection", "connect_stdio"]
 
-_SIGNALS: Final = {InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM,
-                   KillProcess: signal.SIGKILL}
 _CHUNK: Final = 65536
 # Once the process has exited, at most this many reads per pipe collect what it left
 # there (a grandchild holding the pipe could otherwise keep us reading forever).
@@ -49,66 +36,39 @@ _DRAIN_READS: Final = 64
 _POLL: Final = 0.05
 
 
-class StdioConnection(Client):
+class StdioConnection(StdioProcess, BlockingDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
-    def __init__(
-        self,
-        command: str,
-        args: Sequence[str],
-        *,
-        env: Mapping[str, str] | None,
-        cwd: str | os.PathLike[str] | None,
-        config: ClientConfig,
-        on_sampling: SamplingHandler | None,
-        on_elicitation: ElicitationHandler | None,
-        roots: RootsArg | None,
-        on_notification: NotificationHandler | None,
-    ) -> None:
-        caps = client_capabilities(sampling=on_sampling is not None,
-                                   elicitation=on_elicitation is not None, roots=roots is not None)
-        self._client = StdioClient(config, caps)
-        super().__init__(self._client, on_sampling=on_sampling, on_elicitation=on_elicitation,
-                         roots=roots, on_notification=on_notification)
-        self._command = command
-        self._args = list(args)
-        self._env = dict(env) if env is not None else None
-        self._cwd = cwd
+    def __init__(self, command: str, args: Sequence[str], options: StdioOptions) -> None:
+        settings = resolve(options)
+        core = self._stdio_core(command, args, settings.config, settings.handlers.capabilities(), options)
+        super().__init__(core, settings.handlers)
         self._proc: subprocess.Popen[bytes] | None = None
         self._selector = selectors.DefaultSelector()
         self._stdin: int | None = None  # fd, None once closed
         self._unsent = bytearray()  # what stdin has not taken yet
         self._stdout_open = self._stderr_open = False
         self._exit_fd: int | None = None  # pidfd, readable once the process exited
-        self._returncode: int | None = None
         self._exited = False
         self._closed = False
-        self._stderr_tail = StderrTail(config.stderr_limit_bytes)
-        self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
 
     @property
     def pid(self) -> int | None:
         """The server's process id."""
         return self._proc.pid if self._proc is not None else None
 
-    @property
-    def stderr_tail(self) -> str:
-        """What the server last wrote to stderr (bounded by ``stderr_limit_bytes``)."""
-        return self._stderr_tail.text()
-
     # ----------------------------------------------------------- lifecycle
 
     def _start(self) -> None:
-        env = None if self._env is None else {**os.environ, **self._env}
         try:
             proc = subprocess.Popen(
-                [self._command, *self._args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, cwd=self._cwd, bufsize=0, start_new_session=True,
+                self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self._env, cwd=self._cwd, bufsize=0, start_new_session=True,
             )
         except OSError as exc:
             self._closed = True
             self._selector.close()
-            raise ConnectionClosed(f"cannot start {self._command!r}: {exc.strerror or exc}") from exc
+            raise cannot_start(self._command, exc) from exc
         self._proc = proc
         assert proc.stdin and proc.stdout and proc.stderr  # all three are pipes
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -122,7 +82,7 @@ class StdioConnection(Client):
                 self._exit_fd = os.pidfd_open(proc.pid)
                 self._selector.register(self._exit_fd, selectors.EVENT_READ, self._on_exit)
         try:
-            self._initialize()
+            self._handshake(lambda: self._client.start(now=time.monotonic()))
         except BaseException:
             self.close()
             raise
@@ -154,12 +114,6 @@ class StdioConnection(Client):
 
     # -------------------------------------------------------- Client contract
 
-    def _now(self) -> float:
-        return time.monotonic()
-
-    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
-        return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail.text())
-
     def _step(self) -> None:
         client = self._client
         deadline = client.next_deadline()
@@ -177,7 +131,7 @@ class StdioConnection(Client):
                 client.handle_timeout(now)
         self._flush()
 
-    def _flush(self) -> None:
+    def _pump(self) -> None:
         client = self._client
         self._deliver_events()
         while (action := client.next_action()) is not None:
@@ -192,13 +146,12 @@ class StdioConnection(Client):
         if isinstance(action, CloseInput):
             self._close_stdin()
         elif not self._exited:
-            self._signal(_SIGNALS[type(action)])
+            self._signal(self._signal_for(action))
 
     def _signal(self, sig: int) -> None:
         """Signal the server's process group (it leads one: ``start_new_session``)."""
         assert self._proc is not None
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-            os.killpg(self._proc.pid, sig)
+        signal_group(self._proc.pid, sig)
 
     def _write(self, data: bytes) -> None:
         if self._stdin is None:
@@ -264,15 +217,10 @@ class StdioConnection(Client):
         data = _read(self._proc.stderr.fileno())
         if data is None:
             return False
-        logger = self._stderr_log
-        if data:
-            lines = self._stderr_tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO))
-        else:
+        if not data:
             self._stderr_open = False
             self._selector.unregister(self._proc.stderr.fileno())
-            lines = self._stderr_tail.flush()
-        for line in lines:
-            logger.info("%s", line)
+        self._stderr(data)
         return bool(data)
 
     def _on_exit(self) -> None:
@@ -298,36 +246,10 @@ def _read(fd: int) -> bytes | None:
         return b""
 
 
-@contextlib.contextmanager
 def connect_stdio(
-    command: str,
-    args: Sequence[str] = (),
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    config: ClientConfig | None = None,
-    on_sampling: SamplingHandler | None = None,
-    on_elicitation: ElicitationHandler | None = None,
-    roots: RootsArg | None = None,
-    on_notification: NotificationHandler | None = None,
-) -> Iterator[StdioConnection]:
-    """Start ``command args`` and speak MCP to it over stdio, blocking.
+    command: str, args: Sequence[str] = (), **options: Unpack[StdioOptions]
+) -> Connect[StdioConnection]:
+    return Connect(lambda: StdioConnection(command, args, options))
 
-    ``env`` entries are added to the current environment. Handlers are plain callables
-    that answer the server's requests inline; without one, that capability is not
-    declared. Leaving the block closes the connection and waits for the process to exit.
 
-    Raises (on entering):
-        ConnectionClosed: the server could not start or exited during the handshake.
-        UnsupportedProtocolVersion: it speaks no revision we support.
-        RequestTimeout: it did not complete the handshake within ``initialize_timeout``.
-    """
-    conn = StdioConnection(
-        command, args, env=env, cwd=cwd, config=config or ClientConfig(), on_sampling=on_sampling,
-        on_elicitation=on_elicitation, roots=roots, on_notification=on_notification,
-    )
-    conn._start()
-    try:
-        yield conn
-    finally:
-        conn.close()
+connect_stdio.__doc__ = CONNECT_DOC

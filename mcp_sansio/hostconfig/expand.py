@@ -1,7 +1,7 @@
 """``${VAR}`` expansion in server definitions, reporting every variable it cannot fill.
 
-Rules, applied to ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers``
-values (never to keys):
+Rules, applied to ``command``, ``args``, ``env`` values, ``cwd``, ``shellPrefix`` words,
+``url`` and ``headers`` values (never to keys):
 
 - ``${NAME}`` (NAME is ``[A-Za-z_][A-Za-z0-9_]*``) becomes ``env[NAME]``, even if that is
   empty. ``${env:NAME}`` (VS Code's spelling) is the same.
@@ -235,6 +235,8 @@ def expand_server(
             args=tuple(expand(arg, f"args[{index}]") for index, arg in enumerate(config.args)),
             env=expand_values(config.env, "env"),
             cwd=None if config.cwd is None else expand(config.cwd, "cwd"),
+            shell_prefix=tuple(expand(word, f"shellPrefix[{index}]")
+                               for index, word in enumerate(config.shell_prefix)),
         )
     else:
         expanded = msgspec.structs.replace(

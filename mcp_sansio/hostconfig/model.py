@@ -79,6 +79,8 @@ class StdioServerConfig(msgspec.Struct, frozen=True, kw_only=True):
         env: variables added to the host's environment for the child.
         cwd: the child's working directory, or ``None`` for the host's.
         timeout: per-request timeout in seconds, or ``None`` for the host default.
+        shell_prefix: words run before the command (``"shellPrefix"``: a sandbox, or
+            ``bun run``); the host puts ``MCP_SANSIO_SHELL_PREFIX`` before them.
     """
 
     command: str
@@ -86,6 +88,16 @@ class StdioServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = msgspec.field(default_factory=dict)
     cwd: str | None = None
     timeout: float | None = None
+    shell_prefix: tuple[str, ...] = ()
+
+    def wrapped(self, outer: tuple[str, ...] = ()) -> StdioServerConfig:
+        """The definition as started: ``outer``, then :attr:`shell_prefix`, then the
+        command and its arguments (nothing to wrap: ``self``)."""
+        prefix = (*outer, *self.shell_prefix)
+        if not prefix:
+            return self
+        return msgspec.structs.replace(self, command=prefix[0], args=(*prefix[1:], self.command, *self.args),
+                                       shell_prefix=())
 
 
 class HttpServerConfig(msgspec.Struct, frozen=True, kw_only=True):

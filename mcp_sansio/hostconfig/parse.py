@@ -1,12 +1,15 @@
 """Validate the ``mcpServers`` JSON shape into :class:`ScopeDocument` objects.
 
 An entry is ``{"type", "command", "args", "env", "cwd", "url", "headers", "timeout",
-"disabled"}``. ``type`` is inferred when absent (``command`` means stdio, ``url`` means
-http) and ``"streamable-http"``/``"streamableHttp"`` mean http. Unknown fields, and fields
-the entry's transport does not use, are ignored so files shared with other hosts still
-load. An entry with only ``"disabled"`` (no ``type``, ``command`` or ``url``) toggles a
-server defined in another document. Every problem raises :class:`ConfigError` naming the
-file, the server and the field.
+"shellPrefix", "disabled"}``. ``type`` is inferred when absent (``command`` means stdio,
+``url`` means http) and ``"streamable-http"``/``"streamableHttp"`` mean http.
+``shellPrefix`` (a command line, split as a POSIX shell does, or a list of words) wraps a
+stdio server's command; beside the servers map it wraps every stdio server of the
+document that has none of its own. Unknown fields, and fields the entry's transport does
+not use, are ignored so files shared with other hosts still load. An entry with only
+``"disabled"`` (no ``type``, ``command`` or ``url``) toggles a server defined in another
+document. Every problem raises :class:`ConfigError` naming the file, the server and the
+field.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Final
 
@@ -96,7 +100,7 @@ def decode_json(text: str, *, file: str, jsonc: bool = False) -> object:
 class _Entry:
     """Typed accessors for one raw entry, raising errors that name the field."""
 
-    def __init__(self, file: str, name: str, raw: Mapping[str, object]) -> None:
+    def __init__(self, file: str, name: str | None, raw: Mapping[str, object]) -> None:
         self.file = file
         self.name = name
         self.raw = raw
@@ -128,6 +132,20 @@ class _Entry:
                 raise self.error(f"must be a string, not {_json_type(item)}", f"{field}.{key}")
         return dict(value)
 
+    def words(self, field: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """A command line given as one string (split like a shell) or a list of strings."""
+        value = self.raw.get(field)
+        if value is None:
+            return default
+        if isinstance(value, list):
+            return self.strings(field)
+        if not isinstance(value, str):
+            raise self.error(f"must be a command line or a list of strings, not {_json_type(value)}", field)
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise self.error(f"cannot be split into words: {exc}", field) from exc
+
     def timeout(self) -> float | None:
         value = self.raw.get("timeout")
         if value is None:
@@ -155,8 +173,9 @@ def _json_type(value: object) -> str:
             return "an object"
 
 
-def _parse_entry(entry: _Entry) -> tuple[ServerConfig | None, bool | None]:
-    """Return the entry's definition (``None`` for a bare toggle) and its ``disabled`` flag."""
+def _parse_entry(entry: _Entry, shell_prefix: tuple[str, ...]) -> tuple[ServerConfig | None, bool | None]:
+    """Return the entry's definition (``None`` for a bare toggle) and its ``disabled`` flag;
+    ``shell_prefix`` is the document's, for a stdio entry without one."""
     disabled = entry.raw.get("disabled")
     if disabled is not None and not isinstance(disabled, bool):
         raise entry.error(f"must be true or false, not {_json_type(disabled)}", "disabled")
@@ -184,6 +203,7 @@ def _parse_entry(entry: _Entry) -> tuple[ServerConfig | None, bool | None]:
             env=entry.string_map("env"),
             cwd=entry.string("cwd"),
             timeout=entry.timeout(),
+            shell_prefix=entry.words("shellPrefix", shell_prefix),
         )
     elif url is None:
         raise entry.error(f"a {transport.value} server needs a 'url'", "url")
@@ -220,7 +240,7 @@ def parse_section(
         The document; a missing servers map gives one with no servers.
 
     Raises:
-        ConfigError: the servers map, an entry or a name list is malformed.
+        ConfigError: the servers map, an entry, a name list or ``shellPrefix`` is malformed.
     """
     raw_servers = section.get(servers_key, {})
     if not isinstance(raw_servers, dict):
@@ -232,12 +252,13 @@ def parse_section(
         disabled |= _name_list(section, key, file)
     for key in _ENABLED_LISTS:
         enabled |= _name_list(section, key, file)
+    shell_prefix = _Entry(file, None, section).words("shellPrefix")
     for name, raw in raw_servers.items():
         if not name:
             raise ConfigError("a server name must not be empty", file=file, field=servers_key)
         if not isinstance(raw, dict):
             raise ConfigError(f"must be an object, not {_json_type(raw)}", file=file, server=name)
-        config, flag = _parse_entry(_Entry(file, name, raw))
+        config, flag = _parse_entry(_Entry(file, name, raw), shell_prefix)
         if config is not None:
             servers[name] = config
         if flag:

@@ -1,4 +1,9 @@
-"""Argument completion: ``completion/complete`` (MCP server utility "Completion")."""
+"""Argument completion: ``completion/complete`` (MCP server utility "Completion").
+
+The two references carry their tag as a read-only ``type`` class attribute, as content blocks do.
+"""
+
+from typing import ClassVar, Literal
 
 import msgspec
 
@@ -18,6 +23,7 @@ __all__ = [
 class PromptReference(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="ref/prompt"):
     """Completion target: an argument of the prompt ``name``."""
 
+    type: ClassVar[Literal["ref/prompt"]] = "ref/prompt"
     name: str
     title: str | None = None
 
@@ -28,6 +34,7 @@ class ResourceTemplateReference(
     """Completion target: a variable of the resource template ``uri`` (``ResourceReference``
     before 2025-06-18)."""
 
+    type: ClassVar[Literal["ref/resource"]] = "ref/resource"
     uri: str
 
 

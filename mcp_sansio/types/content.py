@@ -2,10 +2,12 @@
 
 Content is a union tagged on ``type`` (schema ``ContentBlock``; ``SamplingMessageContentBlock``
 in MCP 2025-11-25). ``audio`` appeared in 2025-03-26, ``resource_link`` in 2025-06-18, and
-``tool_use``/``tool_result`` (sampling only) in 2025-11-25.
+``tool_use``/``tool_result`` (sampling only) in 2025-11-25. Every tagged block also has its
+tag as a read-only class attribute, ``block.type == "image"`` as in the official SDK (msgspec
+keeps a ``tag_field`` out of the fields; a ``ClassVar`` costs decoding nothing).
 """
 
-from typing import Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -77,6 +79,7 @@ class ResourceContents(WireStruct, kw_only=True, omit_defaults=True):
 class TextContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="text"):
     """Text content."""
 
+    type: ClassVar[Literal["text"]] = "text"
     text: str
     annotations: Annotations | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
@@ -85,6 +88,7 @@ class TextContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type"
 class ImageContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="image"):
     """An image, base64-encoded in ``data``."""
 
+    type: ClassVar[Literal["image"]] = "image"
     data: str
     mime_type: str
     annotations: Annotations | None = None
@@ -94,6 +98,7 @@ class ImageContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type
 class AudioContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="audio"):
     """Audio, base64-encoded in ``data`` (since 2025-03-26)."""
 
+    type: ClassVar[Literal["audio"]] = "audio"
     data: str
     mime_type: str
     annotations: Annotations | None = None
@@ -103,6 +108,7 @@ class AudioContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type
 class ResourceLink(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="resource_link"):
     """A link to a resource the client may read; not its contents (since 2025-06-18)."""
 
+    type: ClassVar[Literal["resource_link"]] = "resource_link"
     uri: str
     name: str
     title: str | None = None
@@ -117,6 +123,7 @@ class ResourceLink(WireStruct, kw_only=True, omit_defaults=True, tag_field="type
 class EmbeddedResource(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="resource"):
     """The contents of a resource, embedded in a prompt or tool result."""
 
+    type: ClassVar[Literal["resource"]] = "resource"
     resource: ResourceContents
     annotations: Annotations | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
@@ -134,6 +141,7 @@ class ToolUseContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="ty
         input: The tool arguments, as a JSON object.
     """
 
+    type: ClassVar[Literal["tool_use"]] = "tool_use"
     id: str
     name: str
     input: dict[str, object]
@@ -143,6 +151,7 @@ class ToolUseContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="ty
 class ToolResultContent(WireStruct, kw_only=True, omit_defaults=True, tag_field="type", tag="tool_result"):
     """The result of a tool use, sent back to the model in sampling (since 2025-11-25)."""
 
+    type: ClassVar[Literal["tool_result"]] = "tool_result"
     tool_use_id: str
     content: list[ContentBlock] = required_list()
     structured_content: dict[str, object] | None = None

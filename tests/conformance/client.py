@@ -24,8 +24,7 @@ from mcp_sansio.auth import (
 )
 from mcp_sansio.skills import EXTENSION as SKILLS
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, Tool
-from mcp_sansio_asyncio import connect_http
-from mcp_sansio_asyncio.client import AsyncClient
+from mcp_sansio_asyncio import AsyncClient, connect_http
 from mcp_sansio_oauth import OAuth, es256_key
 
 log = logging.getLogger("conformance")

@@ -158,6 +158,13 @@ def test_stdio_server_fields_are_expanded_with_field_names() -> None:
     ]
 
 
+def test_shell_prefix_words_are_expanded_with_field_names() -> None:
+    config = StdioServerConfig(command="c", shell_prefix=("${HOME}/sandbox", "${GONE}"))
+    expanded, warnings = expand_server("s", config, ENV)
+    assert expanded == StdioServerConfig(command="c", shell_prefix=("/home/u/sandbox", "${GONE}"))
+    assert [(w.field, w.variable) for w in warnings] == [("shellPrefix[1]", "GONE")]
+
+
 def test_stdio_server_without_cwd_keeps_none() -> None:
     expanded, _ = expand_server("s", StdioServerConfig(command="c"), ENV)
     assert expanded == StdioServerConfig(command="c")

@@ -195,3 +195,47 @@ def test_json_nested_too_deep_is_a_config_error() -> None:
 def test_top_level_that_is_not_an_object_is_rejected() -> None:
     with pytest.raises(ConfigError, match="the top level must be a JSON object"):
         read_config_file(".mcp.json", "[]")
+
+
+# ------------------------------------------------------------- shellPrefix
+
+
+@pytest.mark.parametrize("prefix", ["bwrap --ro-bind / / --", ["bwrap", "--ro-bind", "/", "/", "--"]])
+def test_shell_prefix_is_a_command_line_or_a_list_of_words(prefix: object) -> None:
+    config = server({"command": "node", "args": ["s.js"], "shellPrefix": prefix})
+    assert isinstance(config, StdioServerConfig)
+    assert config.shell_prefix == ("bwrap", "--ro-bind", "/", "/", "--")
+
+
+def test_shell_prefix_is_split_as_a_shell_splits_it() -> None:
+    config = server({"command": "node", "shellPrefix": "'/opt/my sandbox/run' --net=none"})
+    assert isinstance(config, StdioServerConfig)
+    assert config.shell_prefix == ("/opt/my sandbox/run", "--net=none")
+
+
+def test_top_level_shell_prefix_wraps_stdio_servers_without_their_own() -> None:
+    found = document({"a": {"command": "a"}, "b": {"command": "b", "shellPrefix": "own"},
+                      "r": {"url": "https://r.example/mcp"}}, shellPrefix="bun run").servers
+    assert [getattr(found[name], "shell_prefix", None) for name in ("a", "b", "r")] == [
+        ("bun", "run"), ("own",), None]
+
+
+@pytest.mark.parametrize(
+    ("entry", "extra", "where", "message"),
+    [({"command": "a", "shellPrefix": "'unclosed"}, {}, ("s", "shellPrefix"), "cannot be split into words"),
+     ({"command": "a", "shellPrefix": 3}, {}, ("s", "shellPrefix"), "must be a command line or a list"),
+     ({"command": "a", "shellPrefix": ["ok", 1]}, {}, ("s", "shellPrefix[1]"), "must be a string"),
+     ({"command": "a"}, {"shellPrefix": "'x"}, (None, "shellPrefix"), "cannot be split into words")],
+)
+def test_malformed_shell_prefix_is_rejected(entry: object, extra: dict[str, object],
+                                            where: tuple[str | None, str], message: str) -> None:
+    error = config_error({"s": entry}, **extra)
+    assert (error.server, error.field) == where
+    assert message in str(error) and error.file == "/p/.mcp.json"
+
+
+def test_wrapped_puts_the_outer_then_the_own_prefix_before_the_command() -> None:
+    config = StdioServerConfig(command="node", args=("s.js",), shell_prefix=("bun", "run"))
+    assert config.wrapped(("sandbox", "--")) == StdioServerConfig(
+        command="sandbox", args=("--", "bun", "run", "node", "s.js"))
+    assert StdioServerConfig(command="node").wrapped() == StdioServerConfig(command="node")

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.events import Event
+from mcp_sansio.events import ClientEvent
 from mcp_sansio.types import ClientCapabilities, RootsCapability
 
 PROGRESS = json_body({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -32,7 +32,7 @@ ROOTS = json_body({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"})
 MULTILINE = b'{"jsonrpc":"2.0",\n"method":"notifications/message",\n"params":{"level":"info","data":"x"}}'
 
 
-def script(splitter: Splitter) -> tuple[list[Event], list[tuple[str, str, bytes]]]:
+def script(splitter: Splitter) -> tuple[list[ClientEvent], list[tuple[str, str, bytes]]]:
     """A whole session against one server script; returns the events and requests seen."""
     client = http_client("http://example.com/mcp", capabilities=ClientCapabilities(roots=RootsCapability()),
                         config=ClientConfig(max_response_bytes=600), jitter_seed=3)

@@ -29,9 +29,13 @@ from mcp_sansio.manager import (
     Failure,
     Join,
     ManagerConfig,
+    NamedPrompt,
     NamedTool,
+    PromptRoute,
     RestartPolicy,
     ServerManagerCore,
+    ServerResource,
+    ServerResourceTemplate,
     ServerStatus,
     ServerUnavailable,
     ToolRoute,
@@ -44,16 +48,22 @@ from mcp_sansio.manager import (
     is_connection_loss,
     timeout_from_env,
 )
-from mcp_sansio.naming import UnknownToolName
+from mcp_sansio.naming import UnknownPromptName, UnknownToolName
 from mcp_sansio.result_policy import KeptResult, OverflowAction, PersistResult, ResultPolicy, ResultRule
 from mcp_sansio.retry import RetryPolicy
 from mcp_sansio.types import (
     CallToolResult,
     ElicitRequestParams,
     ElicitResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
+    Prompt,
     ReadResourceResult,
+    Resource,
     ResourceContents,
+    ResourceTemplate,
     TextContent,
     Tool,
 )
@@ -150,6 +160,7 @@ def test_a_call_timeout_must_be_positive_and_finite(timeout: float) -> None:
 @pytest.mark.parametrize(
     "options",
     [{"max_local": 0}, {"max_remote": 0}, {"list_cache_entries": 0}, {"max_elicitation_retries": -1},
+     {"max_relists": -1},
      {"connect_timeout": 0.0}, {"tool_timeout": math.inf}],
 )
 def test_config_rejects_unusable_limits(options: dict[str, object]) -> None:
@@ -420,6 +431,38 @@ def test_close_ends_every_connection_and_refuses_later_uses() -> None:
         manager.use("a", 0.0)
 
 
+# ------------------------------------------------------------ shell prefix
+
+
+def test_stdio_commands_start_after_the_environment_prefix_then_their_own() -> None:
+    own = StdioServerConfig(command="node", args=("s.js",), shell_prefix=("bun", "run"))
+    manager = core(entry("a", own), entry("b"), entry("r", REMOTE),
+                   env={"MCP_SANSIO_SHELL_PREFIX": "'/opt/sand box' --"})
+    for name in ("a", "b", "r"):
+        manager.use(name, 0.0)
+    plans = {plan.name: plan.config for plan in manager.start_due()}
+    sandbox = "/opt/sand box"
+    assert plans == {"a": StdioServerConfig(command=sandbox, args=("--", "bun", "run", "node", "s.js")),
+                     "b": StdioServerConfig(command=sandbox, args=("--", "server")), "r": REMOTE}
+    assert [manager.status(name, 0.0).shell_prefix for name in ("a", "b", "r")] == [
+        "'/opt/sand box' -- bun run", "'/opt/sand box' --", ""]
+
+
+def test_without_a_prefix_commands_start_as_written() -> None:
+    manager = core(env={"MCP_SANSIO_SHELL_PREFIX": "  "})
+    assert manager.use("a", 0.0) == Join()
+    assert [plan.config for plan in manager.start_due()] == [LOCAL]
+    assert manager.status("a", 0.0).shell_prefix == ""
+
+
+def test_a_prefix_that_cannot_be_split_fails_every_stdio_server_but_no_remote_one() -> None:
+    manager = core(entry("a"), entry("r", REMOTE), env={"MCP_SANSIO_SHELL_PREFIX": "'unclosed"})
+    assert manager.status("a", 0.0).state is ConnectionState.FAILED
+    assert "MCP_SANSIO_SHELL_PREFIX cannot be split into words" in (manager.status("a", 0.0).error or "")
+    assert isinstance(manager.use("a", 0.0), Unavailable)
+    assert manager.use("r", 0.0) == Join()
+
+
 # --------------------------------------------------------------------- lists
 
 
@@ -441,6 +484,55 @@ def test_a_listing_made_stale_while_it_ran_is_not_cached() -> None:
     manager.store("a", ListKind.TOOLS, [tool("old")], token, 0.0)
     assert manager.cached("a", ListKind.TOOLS, 0.0) is None
     assert manager.status("a", 0.0).tool_count is None
+
+
+def test_a_listing_a_list_changed_overtook_is_fetched_again_then_stored() -> None:
+    manager = connected(core())
+    token = manager.begin_list("a", ListKind.TOOLS)
+    manager.notification_received("a", "notifications/tools/list_changed")
+    assert manager.store_result("a", ListKind.TOOLS, ListToolsResult(tools=[tool("old")]), token, 0.0) is None
+    assert manager.status("a", 0.0).tool_count is None
+    token = manager.begin_list("a", ListKind.TOOLS)
+    fresh = ListToolsResult(tools=[tool("old"), tool("late")])
+    assert manager.store_result("a", ListKind.TOOLS, fresh, token, 0.0) == [tool("old"), tool("late")]
+    assert manager.cached("a", ListKind.TOOLS, 0.0) == [tool("old"), tool("late")]
+    assert [named.name for named in manager.named_tools()] == ["mcp__a__old", "mcp__a__late"]
+
+
+def test_a_listing_overtaken_again_and_again_is_used_uncached_after_max_relists() -> None:
+    manager = connected(core(max_relists=2))
+    outcomes = []
+    for _ in range(3):
+        token = manager.begin_list("a", ListKind.TOOLS)
+        manager.notification_received("a", "notifications/tools/list_changed")
+        result = ListToolsResult(tools=[tool("t")])
+        outcomes.append(manager.store_result("a", ListKind.TOOLS, result, token, 0.0))
+    assert outcomes == [None, None, [tool("t")]]
+    assert manager.cached("a", ListKind.TOOLS, 0.0) is None
+    assert manager.status("a", 0.0).tool_count == 1
+
+
+def test_relists_are_counted_in_a_row_only() -> None:
+    manager = connected(core(max_relists=1))
+    for _ in range(3):  # overtaken once, then fresh: the budget starts again each time
+        token = manager.begin_list("a", ListKind.PROMPTS)
+        manager.notification_received("a", "notifications/prompts/list_changed")
+        assert manager.store_result("a", ListKind.PROMPTS, None, token, 0.0) is None
+        token = manager.begin_list("a", ListKind.PROMPTS)
+        assert manager.store_result("a", ListKind.PROMPTS, None, token, 0.0) == []
+
+
+def test_a_listing_of_an_unknown_server_is_refused() -> None:
+    with pytest.raises(UnknownServer):
+        core().store_result("nobody", ListKind.TOOLS, None, 0, 0.0)
+
+
+def test_a_resource_read_is_not_stored_as_a_list() -> None:
+    manager = connected(core())
+    with pytest.raises(LocalProtocolError, match="store_read"):
+        manager.store("a", ListKind.RESOURCE_READ, [], 0, 0.0)
+    with pytest.raises(LocalProtocolError, match="store_read"):
+        manager.store_result("a", ListKind.RESOURCE_READ, None, 0, 0.0)
 
 
 def test_a_tools_listing_sets_the_tool_count() -> None:
@@ -569,6 +661,98 @@ def test_a_failed_server_keeps_its_names_so_a_call_can_restart_it() -> None:
 def test_an_unknown_model_name_is_refused() -> None:
     with pytest.raises(UnknownToolName, match="no tool is named 'mcp__a__nope'"):
         core().route("mcp__a__nope")
+
+
+# ---------------------------------------------------- prompts and resources
+
+
+def prompt(name: str) -> Prompt:
+    return Prompt(name=name)
+
+
+def prompts_listed(manager: ServerManagerCore, name: str, *prompts: Prompt) -> None:
+    token = manager.begin_list(name, ListKind.PROMPTS)
+    manager.store_result(name, ListKind.PROMPTS, ListPromptsResult(prompts=list(prompts)), token, 0.0)
+
+
+def test_prompts_are_named_like_tools_and_routed_back() -> None:
+    manager = connected(connected(core(entry("a"), entry("b.c"))), "b.c")
+    prompts_listed(manager, "a", prompt("greet"))
+    prompts_listed(manager, "b.c", prompt("greet"), prompt("review code"))
+    assert manager.named_prompts() == [
+        NamedPrompt(name="mcp__a__greet", server="a", prompt=prompt("greet")),
+        NamedPrompt(name="mcp__b_c__greet", server="b.c", prompt=prompt("greet")),
+        NamedPrompt(name="mcp__b_c__review_code", server="b.c", prompt=prompt("review code")),
+    ]
+    assert manager.route_prompt("mcp__b_c__review_code", 5.0) == PromptRoute(
+        server="b.c", prompt="review code", timeout=5.0)
+    assert manager.named_tools() == []  # a table of their own
+
+
+def test_prompts_are_cleared_with_the_connection_but_still_route() -> None:
+    manager = connected(core())
+    prompts_listed(manager, "a", prompt("greet"))
+    manager.connection_lost("a", BROKEN, 1.0, NO_JITTER)
+    assert manager.cached("a", ListKind.PROMPTS, 1.0) is None
+    assert manager.named_prompts() == []
+    assert manager.route_prompt("mcp__a__greet").server == "a"
+
+
+def test_a_prompt_list_changed_renames_on_the_next_listing() -> None:
+    manager = connected(core())
+    prompts_listed(manager, "a", prompt("old"))
+    manager.notification_received("a", "notifications/prompts/list_changed")
+    assert manager.cached("a", ListKind.PROMPTS, 0.0) is None
+    prompts_listed(manager, "a", prompt("new"))
+    assert [named.name for named in manager.named_prompts()] == ["mcp__a__new"]
+    with pytest.raises(UnknownPromptName, match="no prompt is named 'mcp__a__old'"):
+        manager.route_prompt("mcp__a__old")
+
+
+def test_resources_and_templates_of_connected_servers_come_with_their_server() -> None:
+    manager = connected(connected(core(entry("a"), entry("b"), entry("c"))), "b")
+    resource = Resource(uri="file:///r", name="r")
+    template = ResourceTemplate(uri_template="file:///{path}", name="files")
+    for name, kind, result in (
+        ("a", ListKind.RESOURCES, ListResourcesResult(resources=[resource])),
+        ("a", ListKind.RESOURCE_TEMPLATES, ListResourceTemplatesResult(resource_templates=[template])),
+        ("b", ListKind.RESOURCES, None),
+    ):
+        manager.store_result(name, kind, result, manager.begin_list(name, kind), 0.0)
+    assert manager.named_resources() == [ServerResource(server="a", resource=resource),
+                                         ServerResourceTemplate(server="a", template=template)]
+    manager.connection_lost("a", BROKEN, 1.0, NO_JITTER)
+    assert manager.named_resources() == []
+
+
+def test_servers_for_a_name_are_the_configured_ones_it_may_belong_to() -> None:
+    manager = core(entry("demo"), entry("other"), entry("off", disabled=True))
+    assert manager.servers_for("mcp__demo__echo") == ["demo"]
+    assert manager.servers_for("mcp__off__x") == ["off"]
+    assert manager.servers_for("mcp__nobody__x") == []
+
+
+def test_an_unroutable_name_of_a_failed_server_says_it_failed_and_why() -> None:
+    manager = failed(core(entry("a"), entry("b")))
+    error = manager.unroutable("mcp__a__poke", ListKind.TOOLS, 0.0)
+    assert isinstance(error, ServerUnavailable)
+    assert (error.server, error.state) == ("a", ConnectionState.FAILED)
+    assert str(error) == "tool 'mcp__a__poke': server 'a' failed: cannot start 'server'"
+
+
+def test_an_unroutable_name_of_a_disabled_or_untried_server_says_so() -> None:
+    manager = core(entry("off", disabled=True), entry("later"))
+    assert str(manager.unroutable("mcp__off__x", ListKind.PROMPTS, 0.0)) == (
+        "prompt 'mcp__off__x': server 'off' is disabled (/p/.mcp.local.json)")
+    assert str(manager.unroutable("mcp__later__x", ListKind.TOOLS, 0.0)) == (
+        "tool 'mcp__later__x': server 'later' is not connected")
+
+
+def test_an_unroutable_name_of_connected_servers_is_unknown() -> None:
+    manager = connected(core())
+    assert isinstance(manager.unroutable("mcp__a__x", ListKind.TOOLS, 0.0), UnknownToolName)
+    error = manager.unroutable("mcp__zz__x", ListKind.PROMPTS, 0.0)
+    assert isinstance(error, UnknownPromptName) and str(error) == "no prompt is named 'mcp__zz__x'"
 
 
 # ---------------------------------------------------------- -32042 retries

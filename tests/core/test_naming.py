@@ -9,8 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio.errors import McpSansioError
-from mcp_sansio.naming import MAX_TOOL_NAME_LENGTH, ToolNamer, UnknownToolName, normalize_name
+from mcp_sansio.errors import LocalProtocolError, McpSansioError
+from mcp_sansio.naming import (
+    MAX_TOOL_NAME_LENGTH,
+    ToolNamer,
+    UnknownPromptName,
+    UnknownToolName,
+    normalize_name,
+    servers_for,
+)
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -109,3 +116,34 @@ def test_names_do_not_depend_on_order(servers: dict[str, list[str]], rng: random
     shuffled = {server: rng.sample(tools, len(tools)) for server, tools in shuffled_servers}
     first, second = ToolNamer.build(servers), ToolNamer.build(shuffled)
     assert [(name, first.route(name)) for name in first] == [(name, second.route(name)) for name in second]
+
+
+@given(_servers)
+def test_every_name_is_found_among_the_servers_it_may_belong_to(servers: dict[str, list[str]]) -> None:
+    names = ToolNamer.build(servers)
+    for name in names:
+        server, _ = names.route(name)
+        assert server in servers_for(name, list(servers))
+
+
+def test_servers_for_picks_the_server_a_plain_name_starts_with() -> None:
+    servers = ["demo", "demo2", "my server", "s" * 40]
+    assert servers_for("mcp__demo__echo", servers) == ["demo"]
+    assert servers_for("mcp__my_server__x", servers) == ["my server"]
+    assert servers_for("mcp__" + "s" * 16 + "__t_0123abcd", servers) == ["s" * 40]
+    assert servers_for("mcp__other__echo", servers) == []
+    assert servers_for("echo", servers) == []
+
+
+def test_prompt_tables_name_and_refuse_prompts() -> None:
+    names = ToolNamer.build({"s": ["greet"]}, kind="prompt")
+    assert names.kind == "prompt" and names.route("mcp__s__greet") == ("s", "greet")
+    with pytest.raises(UnknownPromptName, match=r"^no prompt is named 'mcp__s__x'$"):
+        names.route("mcp__s__x")
+    with pytest.raises(UnknownPromptName, match="no prompt 'x' on server 's'"):
+        names.model_name("s", "x")
+
+
+def test_a_table_of_anything_else_is_refused() -> None:
+    with pytest.raises(LocalProtocolError, match="kind must be 'tool' or 'prompt'"):
+        ToolNamer.build({}, kind="resource")

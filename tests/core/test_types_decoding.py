@@ -7,6 +7,7 @@ objects, the encoding of empty or null required fields, and the shapes of unions
 import msgspec
 import pytest
 
+from mcp_sansio import types
 from mcp_sansio.types import (
     Annotations,
     CallToolResult,
@@ -111,6 +112,37 @@ def test_logging_data_null_is_kept() -> None:
 )
 def test_content_block_type_selects_the_struct(raw: bytes, expected: object) -> None:
     assert msgspec.json.decode(raw, type=ContentBlock) == expected
+
+
+def tagged_wire_structs() -> list[type[msgspec.Struct]]:
+    """Every Struct exported by ``mcp_sansio.types`` that carries a tag on the wire."""
+    found = [value for value in vars(types).values()
+             if isinstance(value, type) and issubclass(value, msgspec.Struct)
+             and value.__struct_config__.tag is not None]
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+def test_tagged_structs_are_all_found() -> None:
+    assert len(tagged_wire_structs()) == 9
+
+
+@pytest.mark.parametrize("cls", tagged_wire_structs(), ids=lambda cls: cls.__name__)
+def test_every_tagged_struct_has_its_tag_as_type(cls: type[msgspec.Struct]) -> None:
+    assert cls.__struct_config__.tag_field == "type"
+    assert getattr(cls, "type") == cls.__struct_config__.tag  # noqa: B009
+    assert "type" not in cls.__struct_fields__
+
+
+def test_decoded_block_type_reads_the_tag_and_cannot_be_set() -> None:
+    raw = b'{"content":[{"type":"text","text":"t"},{"type":"image","data":"AA==","mimeType":"image/png"}]}'
+    result = msgspec.json.decode(raw, type=CallToolResult)
+    assert [block.type for block in result.content] == ["text", "image"]
+    with pytest.raises(AttributeError, match="read-only"):
+        result.content[1].type = "text"  # type: ignore[misc]  # a ClassVar, on purpose
+
+
+def test_type_attribute_is_not_encoded_twice() -> None:
+    assert msgspec.json.encode(TextContent(text="t")) == b'{"type":"text","text":"t"}'
 
 
 def test_unknown_content_type_is_rejected() -> None:

@@ -29,10 +29,15 @@ import pytest
 from peer_servers import running_http_server
 
 import mcp_sansio_anyio
+import mcp_sansio_anyio.manager as anyio_manager
 import mcp_sansio_asyncio
+import mcp_sansio_asyncio.manager as asyncio_manager
 import mcp_sansio_sync
+import mcp_sansio_sync.manager as sync_manager
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
+from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
+from mcp_sansio.manager import NamedPrompt, NamedTool, ServerResource, ServerResourceTemplate, ServerStatus
 from mcp_sansio.skills import LoadedSkill, Skill
 from mcp_sansio.types import (
     CallToolResult,
@@ -49,7 +54,7 @@ from mcp_sansio.types import (
     TextContent,
     Tool,
 )
-from mcp_sansio_asyncio.client import (
+from mcp_sansio_base._async.handlers import (
     ElicitationHandler,
     NotificationHandler,
     ProgressCallback,
@@ -70,7 +75,7 @@ QUICK: Final = ClientConfig(
 
 T = TypeVar("T")
 R = TypeVar("R")
-C = TypeVar("C", bound="SessionUnderTest")
+U = TypeVar("U")
 Transport = Literal["auto", "streamable-http", "sse"]
 
 
@@ -156,6 +161,29 @@ class WebSocketUnderTest(SessionUnderTest, Protocol):
     def subprotocol(self) -> str | None: ...
 
 
+class ManagerUnderTest(Protocol):
+    """The ``ServerManager`` API every driver offers, seen through the adapter (all awaitable)."""
+
+    @property
+    def states(self) -> dict[str, ServerStatus]: ...
+    @property
+    def warnings(self) -> list[ExpansionWarning]: ...
+
+    async def connect_all(self) -> None: ...
+    async def connect(self, name: str) -> SessionUnderTest: ...
+    async def tools(self) -> list[NamedTool]: ...
+    async def prompts(self) -> list[NamedPrompt]: ...
+    async def resources(self) -> list[ServerResource | ServerResourceTemplate]: ...
+    async def list_tools(self, name: str) -> list[Tool]: ...
+    async def list_prompts(self, name: str) -> list[Prompt]: ...
+    async def list_resources(self, name: str) -> list[Resource]: ...
+    async def read_resource(self, name: str, uri: str) -> ReadResourceResult: ...
+    async def call_tool(self, model_name: str, arguments: Mapping[str, object] | None = None, *,
+                        timeout: float | None = None) -> CallToolResult: ...
+    async def get_prompt(self, model_name: str, arguments: Mapping[str, str] | None = None, *,
+                         timeout: float | None = None) -> GetPromptResult: ...
+
+
 class Interrupted(BaseException):
     """What the alarm raises inside a blocking call, as Ctrl-C would."""
 
@@ -218,6 +246,18 @@ class Driver:
         connect = (mcp_sansio_asyncio.connect_websocket if self.name == "asyncio"
                    else mcp_sansio_anyio.connect_websocket)
         return connect(url, headers=headers, config=config, ping_interval=ping_interval)
+
+    def manager(
+        self, entries: Sequence[ServerEntry], *, env: Mapping[str, str] | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> AbstractAsyncContextManager[ManagerUnderTest]:
+        """This driver's ``ServerManager`` of ``entries`` (``env``: the process environment)."""
+        environ = os.environ if env is None else env
+        if self.name == "sync":
+            return _blocking(sync_manager.ServerManager(entries, env=environ, client_config=client_config))
+        manager = asyncio_manager.ServerManager if self.name == "asyncio" else anyio_manager.ServerManager
+        return cast(AbstractAsyncContextManager[ManagerUnderTest],
+                    manager(entries, env=environ, client_config=client_config))
 
     def cancel_after(self, seconds: float) -> AbstractContextManager[object]:
         """Abandon what the block is waiting for after ``seconds``, and go on after it,
@@ -293,9 +333,10 @@ async def until(client: SessionUnderTest, condition: Callable[[], bool], timeout
 
 
 class _Awaitable:
-    """A blocking client whose methods are coroutines (that complete without suspending)."""
+    """A blocking client (or manager) whose methods are coroutines (that complete without
+    suspending)."""
 
-    def __init__(self, client: mcp_sansio_sync.Client) -> None:
+    def __init__(self, client: object) -> None:
         self._client = client
 
     def __getattr__(self, name: str) -> object:
@@ -304,7 +345,8 @@ class _Awaitable:
             return attr
 
         async def call(*args: object, **kwargs: object) -> object:
-            return attr(*args, **kwargs)
+            result = attr(*args, **kwargs)  # a manager's connect() gives a client: wrap it too
+            return _Awaitable(result) if isinstance(result, mcp_sansio_sync.Client) else result
 
         return call
 
@@ -326,10 +368,10 @@ def _inline(handler: Callable[[T], Awaitable[R]] | None) -> Callable[[T], R] | N
 
 
 @contextlib.asynccontextmanager
-async def _blocking(connect: AbstractContextManager[mcp_sansio_sync.Client]) -> AsyncIterator[C]:
-    """Enter a blocking driver's ``connect_*`` and yield its client with awaitable methods."""
+async def _blocking(connect: AbstractContextManager[object]) -> AsyncIterator[U]:
+    """Enter a blocking driver's ``connect_*`` (or manager) and yield it with awaitable methods."""
     with connect as client:
-        yield cast(C, _Awaitable(client))
+        yield cast(U, _Awaitable(client))
 
 
 @contextlib.contextmanager

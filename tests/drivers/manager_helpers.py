@@ -16,7 +16,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import Scope, ServerConfig, ServerEntry, ServerState, StdioServerConfig
 from mcp_sansio.manager import RestartPolicy
 from mcp_sansio.retry import RetryPolicy
-from mcp_sansio_asyncio.manager import AsyncServerManager
+from mcp_sansio_base._async.manager import AsyncManager
 
 MANAGER_SERVER: Final = str(Path(__file__).with_name("manager_server.py"))
 # Short shutdown ladders, so servers that ignore stdin's EOF do not slow the tests.
@@ -55,7 +55,7 @@ def hinted(ttl_ms: int) -> list[ServerEntry]:
     return [entry("hinted", stdio(*sdk_server("sdk_cache_server", str(ttl_ms), "public")))]
 
 
-async def listings_follow_the_hints(manager: AsyncServerManager, cached: bool) -> None:
+async def listings_follow_the_hints(manager: AsyncManager, cached: bool) -> None:
     """A listing of ``hinted`` is served again from the cache (``cached``) or fetched anew,
     as its ``ttlMs`` says: ``grow`` changes the server's tools without notifying anyone."""
     assert (await manager.connect("hinted")).era == "modern"

@@ -233,9 +233,10 @@ def test_file_store_keeps_the_latest_token_per_server(tmp_path: Path) -> None:
     assert store.load("https://b.example/mcp") == stored("https://as1", "three")
 
 
-def test_file_store_ignores_unreadable_files(tmp_path: Path) -> None:
+def test_file_store_ignores_damaged_files(tmp_path: Path) -> None:
     store = FileTokenStore(tmp_path)
     store.path("https://a.example/mcp").write_text("not json")
+    store.path("https://a.example/mcp").chmod(0o600)
     assert store.load("https://a.example/mcp") is None
 
 

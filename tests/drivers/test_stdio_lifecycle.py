@@ -82,6 +82,6 @@ def test_blocking_client_mirrors_the_async_client_api() -> None:
             (p.name, p.kind, p.default) for p in expected.parameters.values()
         ], name
     for conn in (mcp_sansio_sync.StdioConnection,):
-        assert {"pid", "stderr_tail", "close"} <= set(vars(conn))
+        assert {"pid", "stderr_tail", "close"} <= set(dir(conn))
 
 

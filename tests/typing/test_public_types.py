@@ -7,7 +7,7 @@ not an accident.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import assert_type
+from typing import Literal, assert_type
 
 import msgspec
 
@@ -17,6 +17,7 @@ from mcp_sansio import (
     SUPPORTED_VERSIONS,
     Action,
     ClientConfig,
+    ClientEvent,
     ClientRequestReceived,
     DiscardReason,
     Event,
@@ -37,10 +38,13 @@ from mcp_sansio.framing import LineBuffer
 from mcp_sansio.handlers import client_capabilities, coerce_result, roots_result
 from mcp_sansio.types import (
     ClientCapabilities,
+    ContentBlock,
+    ImageContent,
     Implementation,
     ListRootsResult,
     PromptReference,
     ServerCapabilities,
+    ToolUseContent,
 )
 from mcp_sansio.versions import VersionRules, rules_for
 
@@ -56,7 +60,7 @@ def test_stdio_client_signatures() -> None:
     assert_type(client.initialize(now=0.0), None)
     assert_type(client.data_to_send(), bytes)
     assert_type(client.receive_data(_INIT, 0.0), None)
-    assert_type(client.next_event(), Event | None)
+    assert_type(client.next_event(), ClientEvent | None)
     assert_type(client.next_action(), Action | None)
     assert_type(client.next_deadline(), float | None)
     assert_type(client.protocol_version, str | None)
@@ -97,6 +101,15 @@ def test_event_and_failure_types() -> None:
     assert_type(answer.raw, msgspec.Raw)
     discarded = MessageDiscarded(reason=DiscardReason.NOT_JSON, detail="", excerpt=b"")
     assert_type(discarded.excerpt, bytes)
+
+
+def test_tagged_wire_types_have_a_literal_type() -> None:
+    block: ContentBlock = ImageContent(data="AA==", mime_type="image/png")
+    assert_type(block.type, Literal["text", "image", "audio", "resource_link", "resource"])
+    if block.type == "image":
+        assert_type(block, ImageContent)
+    assert_type(PromptReference(name="p").type, Literal["ref/prompt"])
+    assert_type(ToolUseContent(id="u", name="n", input={}).type, Literal["tool_use"])
 
 
 def test_server_session_signatures() -> None:

@@ -1,23 +1,31 @@
-"""The async client API shared by the asyncio and anyio drivers.
+"""The client's public surface, written once: every request method, typed results, and
+the one dispatch of the core's events.
 
-It turns each call into a core request and awaits the event that ends it; it owns no
-I/O and imports no event loop, so both drivers subclass it and supply the primitives
-(clock, waiter, task spawning, flushing the core's output).
+Each method turns a call into a core request and waits for the event that ends it.
+The class owns no I/O and imports no event loop: a driver subclasses it and supplies
+the primitives (:meth:`AsyncClient._now`, :meth:`AsyncClient._wait`,
+:meth:`AsyncClient._spawn`, :meth:`AsyncClient._flush`), and calls
+:meth:`AsyncClient._deliver_events` after every input.
 """
 
 from __future__ import annotations
 
-import inspect
+import inspect  # async-only
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol, TypeVar, assert_never
 
 import msgspec
 
-from mcp_sansio.errors import McpSansioError
+from mcp_sansio.errors import McpSansioError, RemoteProtocolError
 from mcp_sansio.events import (
+    AuthorizationCompleted,
+    AuthorizationEvent,
+    AuthorizationFailed,
+    AuthorizationRedirect,
+    AuthorizationRequired,
+    ClientEvent,
     ConnectionTerminated,
-    Event,
     GetStreamAbandoned,
     InitializeCompleted,
     InitializeFailed,
@@ -29,6 +37,9 @@ from mcp_sansio.events import (
     RequestId,
     ResponseReceived,
     ServerRequestReceived,
+    SessionExpired,
+    SideRequestFailed,
+    SideResponseReceived,
 )
 from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
 from mcp_sansio.session import ClientSession, Phase
@@ -36,10 +47,6 @@ from mcp_sansio.skills import GetSkillResult, ListSkillsResult, LoadedSkill, Ski
 from mcp_sansio.types import (
     CallToolResult,
     CompleteResult,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestParams,
-    ElicitResult,
     GetPromptResult,
     Implementation,
     ListPromptsResult,
@@ -53,61 +60,45 @@ from mcp_sansio.types import (
     Resource,
     ResourceTemplate,
     ResourceTemplateReference,
-    Root,
     ServerCapabilities,
     Tool,
 )
 
-__all__ = [
-    "AsyncClient",
-    "ElicitationHandler",
-    "NotificationHandler",
-    "ProgressCallback",
-    "SamplingHandler",
-]
+from .handlers import Handlers, ProgressCallback, RootsArg
+
+__all__ = ["AsyncClient", "Waiter"]
 
 log = logging.getLogger("mcp_sansio.client")
 
-T = TypeVar("T")
-SamplingHandler = Callable[
-    [CreateMessageRequestParams], Awaitable[CreateMessageResult | Mapping[str, object]]
-]
-ElicitationHandler = Callable[[ElicitRequestParams], Awaitable[ElicitResult | Mapping[str, object]]]
-NotificationHandler = Callable[[NotificationReceived], Awaitable[None]]
-ProgressCallback = Callable[[float, float | None, str | None], object]
-RootsArg = Sequence[Root | Mapping[str, object]]
+R = TypeVar("R", bound=msgspec.Struct)
 
 
 class Waiter(Protocol):
-    """What a driver's future must offer (``asyncio.Future`` does)."""
+    """Where one caller waits for its answer (``asyncio.Future`` is one)."""
 
     def done(self) -> bool: ...
     def set_result(self, result: msgspec.Struct, /) -> None: ...
     def set_exception(self, exc: BaseException, /) -> None: ...
 
 
-class AsyncClient:
-    """A connected MCP client; every method sends one request and awaits its answer.
+def typed(result: msgspec.Struct, kind: type[R], method: str) -> R:
+    """``result`` as the type the core decodes ``method``'s result to.
 
-    Subclasses implement :meth:`_now`, :meth:`_wait`, :meth:`_spawn`, :meth:`_flush`
-    and :meth:`_failure`, and call :meth:`_deliver_events` after every input (or, having
-    taken the first event themselves, only when there is one).
+    Raises:
+        RemoteProtocolError: it is another type (a core bug, never a server's doing).
     """
+    if isinstance(result, kind):
+        return result
+    raise RemoteProtocolError(f"{method} answered with a {type(result).__name__}, not a {kind.__name__}")
 
-    def __init__(
-        self,
-        core: ClientSession,
-        *,
-        on_sampling: SamplingHandler | None = None,
-        on_elicitation: ElicitationHandler | None = None,
-        roots: RootsArg | None = None,
-        on_notification: NotificationHandler | None = None,
-    ) -> None:
+
+class AsyncClient:
+    """A connected MCP client; every method sends one request and waits for its answer."""
+
+    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
         self._core = core
-        self._on_sampling = on_sampling
-        self._on_elicitation = on_elicitation
-        self._roots = list(roots) if roots is not None else None
-        self._on_notification = on_notification
+        self._handlers = handlers
+        self._roots = list(handlers.roots) if handlers.roots is not None else None
         self._waiters: dict[RequestId, Waiter] = {}
         self._progress: dict[RequestId, ProgressCallback] = {}
         self._init_waiter: Waiter | None = None
@@ -117,17 +108,17 @@ class AsyncClient:
     @property
     def server_info(self) -> Implementation:
         """``serverInfo`` of the server (``.name``, ``.version``, ``.title``)."""
-        return cast(Implementation, self._core.server_info)
+        return self._core.server_info or Implementation(name="", version="")
 
     @property
     def protocol_version(self) -> str:
         """The negotiated protocol revision."""
-        return cast(str, self._core.protocol_version)
+        return self._core.protocol_version or ""
 
     @property
     def server_capabilities(self) -> ServerCapabilities:
         """What the server declared."""
-        return cast(ServerCapabilities, self._core.server_capabilities)
+        return self._core.server_capabilities or ServerCapabilities()
 
     @property
     def instructions(self) -> str | None:
@@ -149,7 +140,7 @@ class AsyncClient:
     async def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination."""
         rid = self._core.list_tools(now=self._now(), timeout=timeout)
-        return cast(ListToolsResult, await self._wait(rid)).tools
+        return typed(await self._wait(rid), ListToolsResult, "tools/list").tools
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, object] | None = None, *,
@@ -157,32 +148,33 @@ class AsyncClient:
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
         rid = self._core.call_tool(name, arguments, now=self._now(), timeout=timeout)
-        return await self._wait(rid, on_progress)  # type: ignore[return-value]  # the core decodes tools/call as CallToolResult; no cast(): a call per call
+        return typed(await self._wait(rid, on_progress), CallToolResult, "tools/call")
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
         rid = self._core.list_resources(now=self._now(), timeout=timeout)
-        return cast(ListResourcesResult, await self._wait(rid)).resources
+        return typed(await self._wait(rid), ListResourcesResult, "resources/list").resources
 
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
         rid = self._core.list_resource_templates(now=self._now(), timeout=timeout)
-        return cast(ListResourceTemplatesResult, await self._wait(rid)).resource_templates
+        result = typed(await self._wait(rid), ListResourceTemplatesResult, "resources/templates/list")
+        return result.resource_templates
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """The contents of one resource."""
         rid = self._core.read_resource(uri, now=self._now(), timeout=timeout)
-        return cast(ReadResourceResult, await self._wait(rid))
+        return typed(await self._wait(rid), ReadResourceResult, "resources/read")
 
     async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill the server lists (Skills extension), following pagination; no file is read."""
         rid = self._core.list_skills(now=self._now(), timeout=timeout)
-        return cast(ListSkillsResult, await self._wait(rid)).skills
+        return typed(await self._wait(rid), ListSkillsResult, "skills/list").skills
 
     async def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
         rid = self._core.get_skill(uri, now=self._now(), timeout=timeout)
-        return cast(GetSkillResult, await self._wait(rid)).skill
+        return typed(await self._wait(rid), GetSkillResult, "skills/get").skill
 
     async def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
         """Load a skill from its entry (fetched with ``skills/get`` when given a URI): its
@@ -220,14 +212,14 @@ class AsyncClient:
     async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
         """Every prompt, following pagination."""
         rid = self._core.list_prompts(now=self._now(), timeout=timeout)
-        return cast(ListPromptsResult, await self._wait(rid)).prompts
+        return typed(await self._wait(rid), ListPromptsResult, "prompts/list").prompts
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
         """A prompt rendered with ``arguments``."""
         rid = self._core.get_prompt(name, arguments, now=self._now(), timeout=timeout)
-        return cast(GetPromptResult, await self._wait(rid))
+        return typed(await self._wait(rid), GetPromptResult, "prompts/get")
 
     async def complete(
         self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
@@ -237,7 +229,7 @@ class AsyncClient:
         """Completion candidates for one argument of a prompt or resource template."""
         rid = self._core.complete(ref, argument_name, value, now=self._now(),
                                   context_arguments=context_arguments, timeout=timeout)
-        return cast(CompleteResult, await self._wait(rid))
+        return typed(await self._wait(rid), CompleteResult, "completion/complete")
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
@@ -251,8 +243,9 @@ class AsyncClient:
         self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
         timeout: float | None = None, all_pages: bool = False,
     ) -> msgspec.Struct:
-        """Any request by method name; the result is typed when the method is known.
-        ``all_pages`` follows a list's pages into one result (with merged caching hints)."""
+        """Any request by method name; the result is typed when the method is known
+        (``EmptyResult`` with only ``_meta`` when it is not). ``all_pages`` follows a list's
+        pages into one result (with merged caching hints)."""
         rid = self._core.request(method, params, now=self._now(), timeout=timeout, all_pages=all_pages)
         return await self._wait(rid)
 
@@ -266,28 +259,35 @@ class AsyncClient:
     # ------------------------------------------------------- driver contract
 
     def _now(self) -> float:
+        """The driver's monotonic clock."""
         raise NotImplementedError
 
     async def _wait(
         self, request_id: RequestId, on_progress: ProgressCallback | None = None
     ) -> msgspec.Struct:
-        """Flush the request out and wait for its answer (cancelling it if cancelled)."""
+        """Flush the request out and wait for its answer; a caller that gives up (cancelled,
+        interrupted) cancels the request."""
         raise NotImplementedError
 
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` (a handler) without holding up the pump; its bug is logged."""
         raise NotImplementedError
 
     def _flush(self) -> None:
-        """Write what the core queued, perform its actions, re-arm the timer."""
+        """Deliver events, perform the core's actions, write what it queued, re-arm the timer."""
         raise NotImplementedError
 
     def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
-        """The exception for a failed request (drivers add exit status and stderr)."""
+        """The exception for a failed request (stdio drivers add exit status and stderr)."""
         return event.to_exception()
 
-    # ----------------------------------------------------------- event loop
+    def _authorization(self, event: AuthorizationEvent) -> None:
+        """An OAuth event (only a connection with ``auth=`` has them: it overrides this)."""
+        log.debug("ignoring %s: this connection does not use OAuth", type(event).__name__)
 
-    def _deliver_events(self, event: Event | None = None) -> None:
+    # ----------------------------------------------------------- dispatch
+
+    def _deliver_events(self, event: ClientEvent | None = None) -> None:
         """Hand every queued core event to whoever waits for it, from ``event`` if given
         (the core's next one, already taken)."""
         next_event = self._core.next_event
@@ -301,66 +301,84 @@ class AsyncClient:
                     self._progress.pop(rid, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(event.result)
-            elif type(event) is RequestFailed:
-                self._reject(event)
-            elif type(event) is ProgressReceived:
-                self._report_progress(event)
             else:
-                self._deliver_other(event)
+                self._deliver(event)
             event = next_event()
 
-    def _reject(self, event: RequestFailed) -> None:
-        rid = event.request_id
-        waiter = self._waiters.pop(rid, None)
-        self._progress.pop(rid, None)
+    def _deliver(self, event: ClientEvent) -> None:
+        """One event to whoever it concerns; exhaustive over the core's events."""
+        match event:
+            case ResponseReceived(request_id=rid, result=result):
+                self._settle(rid, result)
+            case RequestFailed(request_id=rid):
+                self._settle(rid, self._failure(event))
+            case ProgressReceived():
+                self._report_progress(event)
+            case ServerRequestReceived():
+                self._spawn(lambda: self._answer(event))
+            case NotificationReceived():
+                handler = self._handlers.on_notification
+                if handler is not None:
+                    self._spawn(lambda: self._notify(handler, event))
+            case InitializeCompleted() | InitializeFailed():
+                waiter, self._init_waiter = self._init_waiter, None
+                if waiter is not None and not waiter.done():
+                    if isinstance(event, InitializeFailed):
+                        waiter.set_exception(self._failure(event))
+                    else:
+                        waiter.set_result(event)
+            case MessageDiscarded(reason=reason, detail=detail):
+                log.warning("discarded a message from the server (%s): %s", reason.value, detail)
+            case PeerErrorReceived(error=error):
+                log.warning("the server reported an error: %s (%s)", error.message, error.code)
+            case GetStreamAbandoned(message=message):
+                log.warning("%s", message)
+            case ConnectionTerminated(message=message):
+                log.debug("connection terminated: %s", message)
+            case SessionExpired(status=status, reinitializing=again):
+                log.info("the server forgot the session (HTTP %s)%s", status,
+                         "; opening a new one" if again else "")
+            case AuthorizationRequired(status=status):
+                log.debug("the server asked for authorization (HTTP %s)", status)
+            case SideResponseReceived() | SideRequestFailed():
+                log.debug("ignoring the answer to a side request nobody made here")
+            case AuthorizationRedirect() | AuthorizationCompleted() | AuthorizationFailed():
+                self._authorization(event)
+            case _:  # pragma: no cover
+                assert_never(event)
+
+    def _settle(self, request_id: RequestId, outcome: msgspec.Struct | McpSansioError) -> None:
+        waiter = self._waiters.pop(request_id, None)
+        self._progress.pop(request_id, None)
         if waiter is not None and not waiter.done():
-            waiter.set_exception(self._failure(event))
+            if isinstance(outcome, McpSansioError):
+                waiter.set_exception(outcome)
+            else:
+                waiter.set_result(outcome)
 
     def _report_progress(self, event: ProgressReceived) -> None:
         callback = self._progress.get(event.request_id)
         if callback is None:
             return
         try:
-            outcome = callback(event.progress, event.total, event.message)
+            outcome = callback(event.progress, event.total, event.message)  # async-only
+            # sync-only: callback(event.progress, event.total, event.message)
         except Exception:  # an application bug must not abort the pump mid-way
             log.exception("the progress callback raised")
             return
-        if inspect.isawaitable(outcome):
-            awaitable = outcome
+        if inspect.isawaitable(outcome):  # async-only
+            self._spawn(lambda: _awaited(outcome))  # async-only
 
-            async def run() -> None:
-                await awaitable
-
-            self._spawn(run)
-
-    def _deliver_other(self, event: Event) -> None:
-        if isinstance(event, ServerRequestReceived):
-            self._spawn(lambda: self._answer(event))
-        elif isinstance(event, NotificationReceived):
-            handler = self._on_notification
-            if handler is not None:
-                self._spawn(lambda: handler(event))
-        elif isinstance(event, InitializeCompleted | InitializeFailed):
-            waiter, self._init_waiter = self._init_waiter, None
-            if waiter is not None and not waiter.done():
-                if isinstance(event, InitializeFailed):
-                    waiter.set_exception(self._failure(event))
-                else:
-                    waiter.set_result(event)
-        elif isinstance(event, MessageDiscarded):
-            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
-        elif isinstance(event, PeerErrorReceived):
-            log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
-        elif isinstance(event, GetStreamAbandoned):
-            log.warning("%s", event.message)
-        elif isinstance(event, ConnectionTerminated):
-            log.debug("connection terminated: %s", event.message)
+    async def _notify(self, handler: Callable[[NotificationReceived], Awaitable[object]],
+                      event: NotificationReceived) -> None:
+        await handler(event)
 
     async def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and send its answer."""
+        handlers = self._handlers
         handler: Callable[[msgspec.Struct], Awaitable[object]] | None = handler_for(
             event.method, roots=None if self._roots is None else self._list_roots,
-            sampling=self._on_sampling, elicitation=self._on_elicitation)
+            sampling=handlers.on_sampling, elicitation=handlers.on_elicitation)
         outcome: object = NO_HANDLER
         if handler is not None:
             try:
@@ -374,3 +392,8 @@ class AsyncClient:
 
     async def _list_roots(self) -> ListRootsResult:
         return roots_result(self._roots or ())
+
+
+async def _awaited(awaitable: Awaitable[object]) -> None:  # async-only
+    await awaitable  # async-only
+

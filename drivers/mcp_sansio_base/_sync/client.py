@@ -1,23 +1,31 @@
-"""The blocking client API: the methods of ``AsyncClient`` without ``async``.
+# Generated from drivers/mcp_sansio_base/_async/client.py by scripts/unasync.py: do not edit.
+"""The client's public surface, written once: every request method, typed results, and
+the one dispatch of the core's events.
 
-Each call turns into a core request, then the transport's loop runs until the event
-that ends it. Server requests and notifications are handled inline, during that loop,
-by plain callables. The class owns no I/O: a transport subclass supplies the clock,
-one round of its loop (:meth:`Client._step`) and the pump (:meth:`Client._flush`).
+Each method turns a call into a core request and waits for the event that ends it.
+The class owns no I/O and imports no event loop: a driver subclasses it and supplies
+the primitives (:meth:`Client._now`, :meth:`Client._wait`,
+:meth:`Client._spawn`, :meth:`Client._flush`), and calls
+:meth:`Client._deliver_events` after every input.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Mapping
+from typing import Protocol, TypeVar, assert_never
 
 import msgspec
 
-from mcp_sansio.errors import McpSansioError
+from mcp_sansio.errors import McpSansioError, RemoteProtocolError
 from mcp_sansio.events import (
-    Event,
+    AuthorizationCompleted,
+    AuthorizationEvent,
+    AuthorizationFailed,
+    AuthorizationRedirect,
+    AuthorizationRequired,
+    ClientEvent,
+    ConnectionTerminated,
     GetStreamAbandoned,
     InitializeCompleted,
     InitializeFailed,
@@ -29,6 +37,9 @@ from mcp_sansio.events import (
     RequestId,
     ResponseReceived,
     ServerRequestReceived,
+    SessionExpired,
+    SideRequestFailed,
+    SideResponseReceived,
 )
 from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
 from mcp_sansio.session import ClientSession, Phase
@@ -36,10 +47,6 @@ from mcp_sansio.skills import GetSkillResult, ListSkillsResult, LoadedSkill, Ski
 from mcp_sansio.types import (
     CallToolResult,
     CompleteResult,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestParams,
-    ElicitResult,
     GetPromptResult,
     Implementation,
     ListPromptsResult,
@@ -53,69 +60,65 @@ from mcp_sansio.types import (
     Resource,
     ResourceTemplate,
     ResourceTemplateReference,
-    Root,
     ServerCapabilities,
     Tool,
 )
 
-__all__ = [
-    "Client",
-    "ElicitationHandler",
-    "NotificationHandler",
-    "ProgressCallback",
-    "RootsArg",
-    "SamplingHandler",
-]
+from .handlers import Handlers, ProgressCallback, RootsArg
+
+__all__ = ["Client", "Waiter"]
 
 log = logging.getLogger("mcp_sansio.client")
 
-SamplingHandler = Callable[[CreateMessageRequestParams], CreateMessageResult | Mapping[str, object]]
-ElicitationHandler = Callable[[ElicitRequestParams], ElicitResult | Mapping[str, object]]
-NotificationHandler = Callable[[NotificationReceived], object]
-ProgressCallback = Callable[[float, float | None, str | None], object]
-RootsArg = Sequence[Root | Mapping[str, object]]
+R = TypeVar("R", bound=msgspec.Struct)
+
+
+class Waiter(Protocol):
+    """Where one caller waits for its answer (``asyncio.Future`` is one)."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: msgspec.Struct, /) -> None: ...
+    def set_exception(self, exc: BaseException, /) -> None: ...
+
+
+def typed(result: msgspec.Struct, kind: type[R], method: str) -> R:
+    """``result`` as the type the core decodes ``method``'s result to.
+
+    Raises:
+        RemoteProtocolError: it is another type (a core bug, never a server's doing).
+    """
+    if isinstance(result, kind):
+        return result
+    raise RemoteProtocolError(f"{method} answered with a {type(result).__name__}, not a {kind.__name__}")
 
 
 class Client:
-    """A connected MCP client; every method sends one request and blocks for its answer.
+    """A connected MCP client; every method sends one request and waits for its answer."""
 
-    Handlers run inline while a call waits, so a slow handler delays that call.
-    """
-
-    def __init__(
-        self,
-        core: ClientSession,
-        *,
-        on_sampling: SamplingHandler | None = None,
-        on_elicitation: ElicitationHandler | None = None,
-        roots: RootsArg | None = None,
-        on_notification: NotificationHandler | None = None,
-    ) -> None:
+    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
         self._core = core
-        self._on_sampling = on_sampling
-        self._on_elicitation = on_elicitation
-        self._roots = list(roots) if roots is not None else None
-        self._on_notification = on_notification
-        self._outcomes: dict[RequestId, msgspec.Struct | McpSansioError] = {}
+        self._handlers = handlers
+        self._roots = list(handlers.roots) if handlers.roots is not None else None
+        self._waiters: dict[RequestId, Waiter] = {}
         self._progress: dict[RequestId, ProgressCallback] = {}
-        self._handshake: InitializeCompleted | McpSansioError | None = None
+        self._init_waiter: Waiter | None = None
 
     # ------------------------------------------------------------ properties
 
     @property
     def server_info(self) -> Implementation:
         """``serverInfo`` of the server (``.name``, ``.version``, ``.title``)."""
-        return cast(Implementation, self._core.server_info)
+        return self._core.server_info or Implementation(name="", version="")
 
     @property
     def protocol_version(self) -> str:
         """The negotiated protocol revision."""
-        return cast(str, self._core.protocol_version)
+        return self._core.protocol_version or ""
 
     @property
     def server_capabilities(self) -> ServerCapabilities:
         """What the server declared."""
-        return cast(ServerCapabilities, self._core.server_capabilities)
+        return self._core.server_capabilities or ServerCapabilities()
 
     @property
     def instructions(self) -> str | None:
@@ -137,7 +140,7 @@ class Client:
     def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination."""
         rid = self._core.list_tools(now=self._now(), timeout=timeout)
-        return cast(ListToolsResult, self._wait(rid)).tools
+        return typed(self._wait(rid), ListToolsResult, "tools/list").tools
 
     def call_tool(
         self, name: str, arguments: Mapping[str, object] | None = None, *,
@@ -145,32 +148,33 @@ class Client:
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
         rid = self._core.call_tool(name, arguments, now=self._now(), timeout=timeout)
-        return cast(CallToolResult, self._wait(rid, on_progress))
+        return typed(self._wait(rid, on_progress), CallToolResult, "tools/call")
 
     def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
         rid = self._core.list_resources(now=self._now(), timeout=timeout)
-        return cast(ListResourcesResult, self._wait(rid)).resources
+        return typed(self._wait(rid), ListResourcesResult, "resources/list").resources
 
     def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
         rid = self._core.list_resource_templates(now=self._now(), timeout=timeout)
-        return cast(ListResourceTemplatesResult, self._wait(rid)).resource_templates
+        result = typed(self._wait(rid), ListResourceTemplatesResult, "resources/templates/list")
+        return result.resource_templates
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """The contents of one resource."""
         rid = self._core.read_resource(uri, now=self._now(), timeout=timeout)
-        return cast(ReadResourceResult, self._wait(rid))
+        return typed(self._wait(rid), ReadResourceResult, "resources/read")
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill the server lists (Skills extension), following pagination; no file is read."""
         rid = self._core.list_skills(now=self._now(), timeout=timeout)
-        return cast(ListSkillsResult, self._wait(rid)).skills
+        return typed(self._wait(rid), ListSkillsResult, "skills/list").skills
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
         rid = self._core.get_skill(uri, now=self._now(), timeout=timeout)
-        return cast(GetSkillResult, self._wait(rid)).skill
+        return typed(self._wait(rid), GetSkillResult, "skills/get").skill
 
     def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
         """Load a skill from its entry (fetched with ``skills/get`` when given a URI): its
@@ -208,14 +212,14 @@ class Client:
     def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
         """Every prompt, following pagination."""
         rid = self._core.list_prompts(now=self._now(), timeout=timeout)
-        return cast(ListPromptsResult, self._wait(rid)).prompts
+        return typed(self._wait(rid), ListPromptsResult, "prompts/list").prompts
 
     def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
         """A prompt rendered with ``arguments``."""
         rid = self._core.get_prompt(name, arguments, now=self._now(), timeout=timeout)
-        return cast(GetPromptResult, self._wait(rid))
+        return typed(self._wait(rid), GetPromptResult, "prompts/get")
 
     def complete(
         self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
@@ -225,7 +229,7 @@ class Client:
         """Completion candidates for one argument of a prompt or resource template."""
         rid = self._core.complete(ref, argument_name, value, now=self._now(),
                                   context_arguments=context_arguments, timeout=timeout)
-        return cast(CompleteResult, self._wait(rid))
+        return typed(self._wait(rid), CompleteResult, "completion/complete")
 
     def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
@@ -239,8 +243,9 @@ class Client:
         self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
         timeout: float | None = None, all_pages: bool = False,
     ) -> msgspec.Struct:
-        """Any request by method name; the result is typed when the method is known.
-        ``all_pages`` follows a list's pages into one result (with merged caching hints)."""
+        """Any request by method name; the result is typed when the method is known
+        (``EmptyResult`` with only ``_meta`` when it is not). ``all_pages`` follows a list's
+        pages into one result (with merged caching hints)."""
         rid = self._core.request(method, params, now=self._now(), timeout=timeout, all_pages=all_pages)
         return self._wait(rid)
 
@@ -254,92 +259,123 @@ class Client:
     # ------------------------------------------------------- driver contract
 
     def _now(self) -> float:
+        """The driver's monotonic clock."""
         raise NotImplementedError
 
-    def _step(self) -> None:
-        """Block for one round of input (or the next deadline), feed it to the core, pump."""
+    def _wait(
+        self, request_id: RequestId, on_progress: ProgressCallback | None = None
+    ) -> msgspec.Struct:
+        """Flush the request out and wait for its answer; a caller that gives up (cancelled,
+        interrupted) cancels the request."""
+        raise NotImplementedError
+
+    def _spawn(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (a handler) without holding up the pump; its bug is logged."""
         raise NotImplementedError
 
     def _flush(self) -> None:
-        """The pump: deliver events, perform actions, write what the core queued."""
+        """Deliver events, perform the core's actions, write what it queued, re-arm the timer."""
         raise NotImplementedError
 
     def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
-        """The exception for a failed request (transports add exit status and stderr)."""
+        """The exception for a failed request (stdio drivers add exit status and stderr)."""
         return event.to_exception()
 
-    # -------------------------------------------------------------- waiting
+    def _authorization(self, event: AuthorizationEvent) -> None:
+        """An OAuth event (only a connection with ``auth=`` has them: it overrides this)."""
+        log.debug("ignoring %s: this connection does not use OAuth", type(event).__name__)
 
-    def _initialize(self) -> None:
-        """Run the handshake to its end.
+    # ----------------------------------------------------------- dispatch
 
-        Raises:
-            McpSansioError: the handshake failed (the type says why).
-        """
-        self._core.start(now=self._now())
-        self._flush()
-        while self._handshake is None:
-            self._step()
-        if isinstance(self._handshake, McpSansioError):
-            raise self._handshake
-
-    def _wait(self, request_id: RequestId, on_progress: ProgressCallback | None = None) -> msgspec.Struct:
-        """Send the request and run the loop until its outcome arrives."""
-        if on_progress is not None:
-            self._progress[request_id] = on_progress
-        try:
-            self._flush()
-            while request_id not in self._outcomes:
-                self._step()
-        finally:
-            self._progress.pop(request_id, None)
-            if request_id not in self._outcomes:  # interrupted (KeyboardInterrupt): give up on it
-                with contextlib.suppress(McpSansioError):  # the connection is gone: nothing to cancel
-                    self._core.cancel(request_id, now=self._now(), reason="cancelled by the caller")
-                    self._flush()
-            outcome = self._outcomes.pop(request_id, None)
-        if isinstance(outcome, McpSansioError):
-            raise outcome
-        return cast(msgspec.Struct, outcome)
-
-    def _deliver_events(self) -> None:
-        """Record outcomes and run handlers for every queued core event."""
-        core = self._core
-        while (event := core.next_event()) is not None:
-            if isinstance(event, ResponseReceived):
-                self._outcomes[event.request_id] = event.result
-            elif isinstance(event, RequestFailed):
-                self._outcomes[event.request_id] = self._failure(event)
-            elif isinstance(event, ProgressReceived):
-                callback = self._progress.get(event.request_id)
-                if callback is not None:
-                    _guarded(callback, event.progress, event.total, event.message)
-            elif isinstance(event, ServerRequestReceived):
-                self._answer(event)
-            elif isinstance(event, NotificationReceived):
-                if self._on_notification is not None:
-                    _guarded(self._on_notification, event)
-            elif isinstance(event, InitializeCompleted):
-                self._handshake = event
-            elif isinstance(event, InitializeFailed):
-                self._handshake = self._failure(event)
+    def _deliver_events(self, event: ClientEvent | None = None) -> None:
+        """Hand every queued core event to whoever waits for it, from ``event`` if given
+        (the core's next one, already taken)."""
+        next_event = self._core.next_event
+        if event is None:
+            event = next_event()
+        while event is not None:
+            if type(event) is ResponseReceived:  # inline: the one event of every call
+                rid = event.request_id
+                waiter = self._waiters.pop(rid, None)
+                if self._progress:
+                    self._progress.pop(rid, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(event.result)
             else:
-                self._deliver_other(event)
+                self._deliver(event)
+            event = next_event()
 
-    def _deliver_other(self, event: Event) -> None:
-        """An event no call waits for; a transport subclass takes its own (OAuth's) first."""
-        if isinstance(event, MessageDiscarded):
-            log.warning("discarded a message from the server (%s): %s", event.reason.value, event.detail)
-        elif isinstance(event, PeerErrorReceived):
-            log.warning("the server reported an error: %s (%s)", event.error.message, event.error.code)
-        elif isinstance(event, GetStreamAbandoned):
-            log.warning("%s", event.message)
+    def _deliver(self, event: ClientEvent) -> None:
+        """One event to whoever it concerns; exhaustive over the core's events."""
+        match event:
+            case ResponseReceived(request_id=rid, result=result):
+                self._settle(rid, result)
+            case RequestFailed(request_id=rid):
+                self._settle(rid, self._failure(event))
+            case ProgressReceived():
+                self._report_progress(event)
+            case ServerRequestReceived():
+                self._spawn(lambda: self._answer(event))
+            case NotificationReceived():
+                handler = self._handlers.on_notification
+                if handler is not None:
+                    self._spawn(lambda: self._notify(handler, event))
+            case InitializeCompleted() | InitializeFailed():
+                waiter, self._init_waiter = self._init_waiter, None
+                if waiter is not None and not waiter.done():
+                    if isinstance(event, InitializeFailed):
+                        waiter.set_exception(self._failure(event))
+                    else:
+                        waiter.set_result(event)
+            case MessageDiscarded(reason=reason, detail=detail):
+                log.warning("discarded a message from the server (%s): %s", reason.value, detail)
+            case PeerErrorReceived(error=error):
+                log.warning("the server reported an error: %s (%s)", error.message, error.code)
+            case GetStreamAbandoned(message=message):
+                log.warning("%s", message)
+            case ConnectionTerminated(message=message):
+                log.debug("connection terminated: %s", message)
+            case SessionExpired(status=status, reinitializing=again):
+                log.info("the server forgot the session (HTTP %s)%s", status,
+                         "; opening a new one" if again else "")
+            case AuthorizationRequired(status=status):
+                log.debug("the server asked for authorization (HTTP %s)", status)
+            case SideResponseReceived() | SideRequestFailed():
+                log.debug("ignoring the answer to a side request nobody made here")
+            case AuthorizationRedirect() | AuthorizationCompleted() | AuthorizationFailed():
+                self._authorization(event)
+            case _:  # pragma: no cover
+                assert_never(event)
+
+    def _settle(self, request_id: RequestId, outcome: msgspec.Struct | McpSansioError) -> None:
+        waiter = self._waiters.pop(request_id, None)
+        self._progress.pop(request_id, None)
+        if waiter is not None and not waiter.done():
+            if isinstance(outcome, McpSansioError):
+                waiter.set_exception(outcome)
+            else:
+                waiter.set_result(outcome)
+
+    def _report_progress(self, event: ProgressReceived) -> None:
+        callback = self._progress.get(event.request_id)
+        if callback is None:
+            return
+        try:
+            callback(event.progress, event.total, event.message)
+        except Exception:  # an application bug must not abort the pump mid-way
+            log.exception("the progress callback raised")
+            return
+
+    def _notify(self, handler: Callable[[NotificationReceived], object],
+                      event: NotificationReceived) -> None:
+        handler(event)
 
     def _answer(self, event: ServerRequestReceived) -> None:
-        """Run the application's handler for a server request and queue its answer."""
+        """Run the application's handler for a server request and send its answer."""
+        handlers = self._handlers
         handler: Callable[[msgspec.Struct], object] | None = handler_for(
             event.method, roots=None if self._roots is None else self._list_roots,
-            sampling=self._on_sampling, elicitation=self._on_elicitation)
+            sampling=handlers.on_sampling, elicitation=handlers.on_elicitation)
         outcome: object = NO_HANDLER
         if handler is not None:
             try:
@@ -349,14 +385,10 @@ class Client:
                     log.exception("the %s handler raised", event.method)
                 outcome = exc
         answer(self._core, event, outcome)
+        self._flush()
 
     def _list_roots(self) -> ListRootsResult:
         return roots_result(self._roots or ())
 
 
-def _guarded(callback: Callable[..., object], *args: object) -> None:
-    """Call an application callback; its bug is logged, never fatal to the connection."""
-    try:
-        callback(*args)
-    except Exception:
-        log.exception("a callback of the MCP client raised")
+

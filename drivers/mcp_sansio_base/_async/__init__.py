@@ -1,0 +1,1 @@
+"""The async surfaces (written by hand); ``_sync`` holds their generated blocking twins."""

@@ -1,0 +1,111 @@
+"""The loop-neutral half of every driver's stdio connection.
+
+A driver's ``StdioConnection`` mixes :class:`StdioProcess` in after its loop base: this
+part builds the core from the options, keeps the server's stderr (the tail for errors,
+lines for the log), turns the core's shutdown actions into signals to the server's
+process group, and adds the exit status and stderr to failures. The driver only starts
+the process and moves bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from mcp_sansio import (
+    Action,
+    InitializeFailed,
+    InterruptProcess,
+    KillProcess,
+    RequestFailed,
+    StderrTail,
+    StdioClient,
+    TerminateProcess,
+)
+from mcp_sansio.config import ClientConfig
+from mcp_sansio.errors import ConnectionClosed, McpSansioError
+from mcp_sansio.types import ClientCapabilities
+
+from .options import StdioKeys
+
+__all__ = ["CONNECT_DOC", "StdioProcess", "cannot_start", "child_env", "signal_group"]
+
+CONNECT_DOC = """Start ``command args`` and speak MCP to it over stdio; the options are
+``StdioOptions``. Leaving the block fails pending calls, closes the server's stdin and
+escalates SIGINT, SIGTERM, SIGKILL on the deadlines of ``ClientConfig`` until the process
+has exited: no child, task or pipe is left behind.
+
+Raises (on entering):
+    ConnectionClosed: the server could not start or exited during the handshake.
+    UnsupportedProtocolVersion: it speaks no revision we support.
+    RequestTimeout: it did not complete the handshake within ``initialize_timeout``.
+"""
+
+_SIGNALS: Final[Mapping[type[Action], int]] = {
+    InterruptProcess: signal.SIGINT, TerminateProcess: signal.SIGTERM, KillProcess: signal.SIGKILL,
+}
+
+
+def child_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The server's environment: ours plus ``env`` (``None``: ours as it is)."""
+    return None if env is None else {**os.environ, **env}
+
+
+def cannot_start(command: str, exc: OSError) -> ConnectionClosed:
+    """The error for a server command that could not be started."""
+    return ConnectionClosed(f"cannot start {command!r}: {exc.strerror or exc}")
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Signal the server's process group (it leads one: ``start_new_session``); a group
+    that is gone already is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class StdioProcess:
+    """What every stdio connection keeps besides its loop's pipes."""
+
+    _returncode: int | None
+
+    def _stdio_core(self, command: str, args: Sequence[str], config: ClientConfig,
+                    capabilities: ClientCapabilities, options: StdioKeys) -> StdioClient:
+        """Record the command and build the core (call first in ``__init__``)."""
+        self._command = command
+        self._argv = [command, *args]
+        self._env = child_env(options.get("env"))
+        self._cwd = options.get("cwd")
+        self._returncode = None
+        self._stderr_tail_buffer = StderrTail(config.stderr_limit_bytes)
+        self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
+        self._client = StdioClient(config, capabilities)
+        return self._client
+
+    @property
+    def stderr_tail(self) -> str:
+        """What the server last wrote to stderr (bounded by ``stderr_limit_bytes``)."""
+        return self._stderr_tail_buffer.text()
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status, once it has exited."""
+        return self._returncode
+
+    def _failure(self, event: RequestFailed | InitializeFailed) -> McpSansioError:
+        return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail_buffer.text())
+
+    def _stderr(self, data: bytes) -> None:
+        """A chunk of the server's stderr (``b""`` at its end): kept, and logged by line."""
+        logger = self._stderr_log
+        tail = self._stderr_tail_buffer
+        lines = tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO)) if data else tail.flush()
+        for line in lines:
+            logger.info("%s", line)
+
+    def _signal_for(self, action: Action) -> int:
+        """The signal a shutdown action asks for."""
+        return _SIGNALS[type(action)]
