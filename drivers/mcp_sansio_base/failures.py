@@ -37,7 +37,7 @@ def socket_failure(exc: BaseException, stage: SocketStage) -> SocketFailure:
     if isinstance(exc, ssl.SSLCertVerificationError):
         cause = f"certificate verify failed: {exc.verify_message}"
     elif isinstance(exc, ssl.SSLError):
-        cause = str(exc.reason or exc)
+        cause = str(getattr(exc, "reason", None) or exc)  # the library's short name, when it gave one
     elif errno is not None and errno > 0 and stage is not SocketStage.RESOLVE:
         cause = os.strerror(errno)
     elif isinstance(exc, OSError) and exc.strerror:
