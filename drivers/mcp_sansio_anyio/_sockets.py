@@ -39,7 +39,7 @@ _BROKEN: Final = (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSL
 class _Connection:
     """One socket the core asked for: its scope, stream and the bytes not written yet."""
 
-    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake", "writing")
+    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake", "writing", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()  # cancelled when the core closes the connection
@@ -48,6 +48,7 @@ class _Connection:
         self.wake = anyio.Event()  # set when unsent grows, or when closing
         self.closing = False  # closed by the core: write what is left, then end
         self.writing = False  # a send is under way: the core keeps what comes meanwhile
+        self.written = anyio.Event()  # set when the send under way returns
         self.tls_hostname: str | None = None  # StartTls asked for, begun after the current read
 
 
@@ -183,6 +184,8 @@ class SocketDriver(AnyioDriver):
     async def _start_tls(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
         """TLS on the open connection (a tunnel); nothing else reads it meanwhile."""
         hostname, conn.tls_hostname = conn.tls_hostname, None
+        if conn.writing:  # the CONNECT's send may not have returned yet, and TLS writes next
+            await conn.written.wait()
         try:
             conn.stream = await TLSStream.wrap(stream, hostname=hostname, ssl_context=self._context(),
                                                standard_compatible=False)
@@ -206,13 +209,14 @@ class SocketDriver(AnyioDriver):
                 conn.unsent.clear()
                 stream = conn.stream
                 assert stream is not None  # connected before writing
-                conn.writing = True
+                conn.writing, conn.written = True, anyio.Event()
                 try:
                     await stream.send(data)
                 except _BROKEN as exc:
                     self._failed(connection, conn, exc, SocketStage.TRANSFER)
                     return
                 conn.writing = False
+                conn.written.set()
                 if self._live(connection, conn):
                     self._pump()  # take what the core held back meanwhile
             if conn.closing:
