@@ -58,7 +58,7 @@ from .events import (
     TerminateProcess,
 )
 from .session import ClientSession, Phase
-from .stderr import StderrTail
+from .stderr import StderrLog, StderrTail
 from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
@@ -133,6 +133,7 @@ __all__ = [
     "SkillVerificationError",
     "SocketFailure",
     "SocketStage",
+    "StderrLog",
     "StderrTail",
     "StdioClient",
     "TerminateProcess",

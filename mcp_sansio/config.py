@@ -6,6 +6,8 @@ The core reads nothing from the environment; drivers may build a config from it.
 
 from __future__ import annotations
 
+import math
+
 import msgspec
 
 from .errors import LocalProtocolError
@@ -47,6 +49,11 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             ``MessageDiscarded`` and go on (servers that print banners), rather than
             failing the connection.
         stderr_limit_bytes: how much of a subprocess's stderr the driver keeps (the tail).
+        stderr_log_line_bytes: longest stderr line logged; the rest of it is counted.
+        stderr_log_lines: stderr lines logged per ``stderr_log_window`` seconds, at most
+            (about: a token bucket of that size, refilled at that rate); the others are
+            counted in one summary line.
+        stderr_log_window: the period of ``stderr_log_lines``.
         max_list_pages: bound on pages followed by a "list everything" call.
         max_skill_files: files a skill may list to be loaded (the Skills extension's
             512; a host may accept more).
@@ -89,6 +96,9 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_line_bytes: int = 32 * _MIB
     skip_non_json_lines: bool = True
     stderr_limit_bytes: int = 1 * _MIB
+    stderr_log_line_bytes: int = 4096
+    stderr_log_lines: int = 200
+    stderr_log_window: float = 10.0
     max_list_pages: int = 1000
     max_skill_files: int = 512
     max_skill_bytes: int = 16 * _MIB
@@ -128,5 +138,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
                 raise LocalProtocolError(f"{name} must not be negative")
         if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
                 or self.max_connections < 1 or self.max_response_bytes < 1 or self.max_send_queue_bytes < 1
-                or self.max_skill_files < 1 or self.max_skill_bytes < 0):
+                or self.max_skill_files < 1 or self.max_skill_bytes < 0
+                or self.stderr_log_line_bytes < 1 or self.stderr_log_lines < 1):
             raise LocalProtocolError("size and page limits must be positive")
+        if not (math.isfinite(self.stderr_log_window) and self.stderr_log_window > 0):
+            raise LocalProtocolError("stderr_log_window must be a positive number of seconds")

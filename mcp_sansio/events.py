@@ -212,19 +212,30 @@ class PeerErrorReceived(Event, frozen=True, kw_only=True):
 
 
 class MessageDiscarded(Event, frozen=True, kw_only=True):
-    """An incoming message was skipped; ``excerpt`` shows its start."""
+    """An incoming message was skipped; ``excerpt`` shows its start.
+
+    ``warning`` is what the host should log about it (at WARNING), as the core decided
+    (:mod:`mcp_sansio.discards`: the first of each reason quoted, the rest counted), or
+    ``None`` for nothing.
+    """
 
     reason: DiscardReason
     detail: str
     excerpt: bytes
+    warning: str | None = None
 
 
 class ConnectionTerminated(Event, frozen=True, kw_only=True):
-    """The connection ended; every pending request has already failed."""
+    """The connection ended; every pending request has already failed.
+
+    ``warning``, if not ``None``, is for the host's log (at WARNING): how many incoming
+    messages were skipped since the last :class:`MessageDiscarded` warning.
+    """
 
     reason: FailureReason
     message: str
     returncode: int | None = None
+    warning: str | None = None
 
 
 class SessionExpired(Event, frozen=True, kw_only=True):

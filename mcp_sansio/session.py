@@ -21,6 +21,7 @@ from msgspec import UNSET, Raw
 
 from . import jsonrpc, modern, skills
 from .config import ClientConfig
+from .discards import DiscardLog
 from .errors import LocalProtocolError
 from .events import (
     ClientEvent,
@@ -257,6 +258,7 @@ class ClientSession:
         self._mrtr: dict[str, tuple[int, str]] = {}  # input request id -> (request id, key)
         self._listen_id: int | None = None  # the open subscriptions/listen request
         self._subscriptions: set[str] = set()
+        self._discards = DiscardLog()  # what the host hears of skipped messages
 
     # ------------------------------------------------------------------ queries
 
@@ -938,7 +940,8 @@ class ClientSession:
         self._inbound.clear()
         self._mrtr.clear()
         self._heap.clear()
-        self._events.append(ConnectionTerminated(reason=reason, message=message, returncode=returncode))
+        self._events.append(ConnectionTerminated(reason=reason, message=message, returncode=returncode,
+                                                 warning=self._discards.summary()))
 
     # ----------------------------------------------------------------- timers
 
@@ -1376,7 +1379,9 @@ class ClientSession:
             ))
 
     def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
-        self._events.append(MessageDiscarded(reason=reason, detail=detail, excerpt=bytes(data[:_EXCERPT])))
+        excerpt = bytes(data[:_EXCERPT])
+        self._events.append(MessageDiscarded(reason=reason, detail=detail, excerpt=excerpt,
+                                             warning=self._discards.note(reason, detail, excerpt)))
 
     def _discard_undecodable(self, data: bytes, exc: Exception) -> None:
         if isinstance(exc, msgspec.ValidationError | RecursionError):  # JSON, not an envelope

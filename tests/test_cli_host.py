@@ -1,7 +1,9 @@
-"""``mcp-sansio servers``, ``tools`` and ``call`` on configured servers, run as a subprocess.
+"""``mcp-sansio servers``, ``tools`` and ``call`` on configured servers: the console script,
+run as a subprocess.
 
 Each test gets a temporary HOME (with Claude Desktop's and Claude Code's files) and a
-project directory holding ``.mcp.json``; every server is the bundled demo server.
+project directory holding ``.mcp.json``; every server is the bundled demo server, but for
+``broken``, which cannot start (so a listing of every server exits with status 1).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, NamedTuple
 import pytest
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcp_sansio_cli.demo_server"]}
+SCRIPT = str(Path(sys.executable).with_name("mcp-sansio"))
 
 
 class Workspace(NamedTuple):
@@ -51,7 +54,7 @@ def workspace(tmp_path: Path) -> Workspace:
 
 def cli(workspace: Workspace, *args: str) -> Run:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "MCP_"))}
-    done = subprocess.run([sys.executable, "-m", "mcp_sansio_cli", *args], cwd=workspace.project,
+    done = subprocess.run([SCRIPT, *args], cwd=workspace.project,
                           env={**env, "HOME": str(workspace.home)}, capture_output=True, text=True,
                           timeout=60, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
@@ -59,7 +62,7 @@ def cli(workspace: Workspace, *args: str) -> Run:
 
 def test_servers_lists_scope_file_state_and_tool_count(workspace: Workspace) -> None:
     run = cli(workspace, "servers", "--json")
-    assert run.status == 0, run.stderr
+    assert run.status == 1, run.stderr  # broken failed
     rows = {row["name"]: row for row in run.json()}
     summary = {name: (row["scope"], row["source"], row["transport"], row["state"], row["tools"])
                for name, row in rows.items()}
@@ -79,7 +82,7 @@ def test_servers_lists_scope_file_state_and_tool_count(workspace: Workspace) -> 
 
 def test_tools_lists_every_tool_under_its_model_facing_name(workspace: Workspace) -> None:
     run = cli(workspace, "tools", "--json")
-    assert run.status == 0, run.stderr
+    assert run.status == 1, run.stderr  # broken failed
     tools = run.json()
     assert isinstance(tools, list)
     servers, names = ("code", "demo", "desk"), ("echo", "add", "long_task")

@@ -174,7 +174,8 @@ class StdioConnection(StdioProcess, LoopDriver):
             self._stderr_done.set_result(None)
 
     def _exited(self) -> None:
-        assert self._transport is not None
+        if self._transport is None:  # _start was cancelled in subprocess_exec: asyncio reaped it
+            return
         self._returncode = self._transport.get_returncode()
         self._loop.create_task(self._finish_exit())
 

@@ -2,7 +2,7 @@
 
 A driver's ``StdioConnection`` mixes :class:`StdioProcess` in after its loop base: this
 part builds the core from the options, keeps the server's stderr (the tail for errors,
-lines for the log), turns the core's shutdown actions into signals to the server's
+bounded lines for the log), turns the core's shutdown actions into signals to the server's
 process group, and adds the exit status and stderr to failures. The driver only starts
 the process and moves bytes.
 """
@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from mcp_sansio import (
     Action,
@@ -22,6 +22,7 @@ from mcp_sansio import (
     InterruptProcess,
     KillProcess,
     RequestFailed,
+    StderrLog,
     StderrTail,
     StdioClient,
     TerminateProcess,
@@ -72,6 +73,10 @@ class StdioProcess:
 
     _returncode: int | None
 
+    if TYPE_CHECKING:
+        def _now(self) -> float:
+            """The loop driver's clock (the connection's other base has it)."""
+
     def _stdio_core(self, command: str, args: Sequence[str], config: ClientConfig,
                     capabilities: ClientCapabilities, options: StdioKeys) -> StdioClient:
         """Record the command and build the core (call first in ``__init__``)."""
@@ -81,6 +86,7 @@ class StdioProcess:
         self._cwd = options.get("cwd")
         self._returncode = None
         self._stderr_tail_buffer = StderrTail(config.stderr_limit_bytes)
+        self._stderr_lines = StderrLog(config)  # what of it reaches the log, bounded
         self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
         self._client = StdioClient(config, capabilities)
         return self._client
@@ -99,12 +105,15 @@ class StdioProcess:
         return event.to_exception(returncode=self._returncode, stderr_tail=self._stderr_tail_buffer.text())
 
     def _stderr(self, data: bytes) -> None:
-        """A chunk of the server's stderr (``b""`` at its end): kept, and logged by line."""
-        logger = self._stderr_log
-        tail = self._stderr_tail_buffer
-        lines = tail.feed(data, want_lines=logger.isEnabledFor(logging.INFO)) if data else tail.flush()
+        """A chunk of the server's stderr (``b""`` at its end): kept, and logged in lines
+        the core bounds (:class:`~mcp_sansio.StderrLog`: cut, and rate-limited per server)."""
+        if data:
+            self._stderr_tail_buffer.feed(data)
+            lines = self._stderr_lines.feed(data, self._now())
+        else:
+            lines = self._stderr_lines.close(self._now())
         for line in lines:
-            logger.info("%s", line)
+            self._stderr_log.info("%s", line)
 
     def _signal_for(self, action: Action) -> int:
         """The signal a shutdown action asks for."""

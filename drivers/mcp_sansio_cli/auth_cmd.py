@@ -9,27 +9,25 @@ by the user); ``logout`` forgets it; ``status`` says what is kept. The work is d
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
-from typing import Final
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.urls import parse_url
 from mcp_sansio_oauth import FileTokenStore, OAuth, StoredToken
 
-from .main import CliError
+from .args import EXIT_FAILURE, CliError, output_options
+from .output import print_json
 
-__all__ = ["add_commands", "run"]
-
-_EXIT_FAILURE: Final = 1
+__all__ = ["add_parser", "run"]
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                 common: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``auth`` with its ``login``, ``logout`` and ``status`` subcommands to ``sub``."""
     auth = sub.add_parser("auth", help="OAuth sign-in for an MCP server: login, logout, status")
     actions = auth.add_subparsers(dest="auth_action", required=True)
-    where = argparse.ArgumentParser(add_help=False, parents=[common])
+    where = argparse.ArgumentParser(add_help=False, parents=[output_options()])
     where.add_argument("--url", required=True, help="the MCP server URL")
     where.add_argument("--token-dir", metavar="DIR", help="where tokens are kept "
                        "(default ~/.config/mcp-sansio/tokens)")
@@ -41,13 +39,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     actions.add_parser("status", parents=[where], help="show the kept token (exit 1 if none)")
 
 
-async def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the ``auth`` subcommand; return the exit status.
 
     Raises:
         CliError: the URL is not an http(s) URL.
-        McpSansioError: signing in failed.
+        McpSansioError: signing in failed, or the token directory is unsafe (``UnsafeTokenStore``).
     """
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
     try:
         url = str(parse_url(args.url))
     except LocalProtocolError as exc:
@@ -61,7 +63,7 @@ async def run(args: argparse.Namespace) -> int:
         kept = store.load(url)
         if kept is None:
             print(f"Not logged in to {url}.")
-            return _EXIT_FAILURE
+            return EXIT_FAILURE
         _describe(url, kept, args.json)
         return 0
     return await _login(url, store, args)
@@ -90,11 +92,9 @@ def _print_url(url: str) -> None:
 def _describe(url: str, kept: StoredToken, as_json: bool) -> None:
     remaining = None if kept.expires_at is None else kept.expires_at - time.time()
     if as_json:
-        import msgspec
-
-        print(msgspec.json.encode({"url": url, "issuer": kept.issuer, "token_type": kept.token_type,
-                                   "scopes": list(kept.scopes), "expires_in": remaining,
-                                   "refreshable": kept.refresh_token is not None}).decode())
+        print_json({"url": url, "issuer": kept.issuer, "token_type": kept.token_type,
+                    "scopes": list(kept.scopes), "expires_in": remaining,
+                    "refreshable": kept.refresh_token is not None})
         return
     expiry = ("no expiry given" if remaining is None
               else "expired" if remaining <= 0 else f"expires in {int(remaining)} s")

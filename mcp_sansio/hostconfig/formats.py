@@ -51,6 +51,9 @@ _BY_NAME: Final[Mapping[tuple[str, str], ConfigFormat]] = {
 }
 """Recognised ``(parent directory, file name)`` pairs; ``""`` matches any parent."""
 
+_SERVER_KEYS: Final = ("mcpServers", "servers")
+"""Where a file may hold servers; a file with neither (nor a project section) defines none."""
+
 _SCOPES: Final[Mapping[ConfigFormat, Scope]] = {
     ConfigFormat.MCP_JSON: Scope.PROJECT,
     ConfigFormat.CLAUDE_DESKTOP: Scope.USER,
@@ -89,12 +92,15 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True):
         format: the layout it was read as.
         documents: its scope documents; two for ``~/.claude.json`` with a matching project.
         inputs: VS Code input prompts, in file order.
+        warnings: what is odd about it, for the host to show (a file with no servers
+            object at all, naming the keys it has).
     """
 
     path: str
     format: ConfigFormat
     documents: tuple[ScopeDocument, ...]
     inputs: tuple[InputPrompt, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def _sniff_by_name(path_name: str) -> ConfigFormat | None:
@@ -189,4 +195,10 @@ def read_config_file(
                 )
             )
     inputs = _read_inputs(root, path_name) if fmt is ConfigFormat.VSCODE else ()
-    return ConfigFile(path=path_name, format=fmt, documents=tuple(documents), inputs=inputs)
+    warnings: tuple[str, ...] = ()
+    if not any(key in root for key in _SERVER_KEYS) and len(documents) == 1:
+        keys = ", ".join(repr(key) for key in sorted(root)) if root else "none"
+        warnings = (f"{path_name}: no 'mcpServers' (or 'servers') object, so no servers are defined "
+                    f"there; its top-level keys: {keys}",)
+    return ConfigFile(path=path_name, format=fmt, documents=tuple(documents), inputs=inputs,
+                      warnings=warnings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -41,12 +42,18 @@ def test_negative_durations_are_refused(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [("max_line_bytes", 0), ("max_list_pages", 0), ("stderr_limit_bytes", -1), ("max_connections", 0),
-     ("max_response_bytes", 0)],
+     ("max_response_bytes", 0), ("stderr_log_line_bytes", 0), ("stderr_log_lines", 0)],
 )
 def test_non_positive_limits_are_refused(name: str, value: int) -> None:
     kwargs: dict[str, Any] = {name: value}
     with pytest.raises(LocalProtocolError, match="limits must be positive"):
         ClientConfig(**kwargs)
+
+
+@pytest.mark.parametrize("window", [0.0, -1.0, math.inf, math.nan])
+def test_stderr_log_window_must_be_a_positive_finite_period(window: float) -> None:
+    with pytest.raises(LocalProtocolError, match="stderr_log_window"):
+        ClientConfig(stderr_log_window=window)
 
 
 def test_zero_durations_and_stderr_limit_are_allowed() -> None:

@@ -193,3 +193,20 @@ def test_vscode_input_with_a_lone_surrogate_key_is_rejected() -> None:
     with pytest.raises(ConfigError) as caught:
         read_config_file("/p/.vscode/mcp.json", '{"inputs": [{"id": "k", "\\udcae": 1}]}')
     assert caught.value.field == "inputs"
+
+
+def test_a_file_with_no_servers_object_is_warned_about_naming_its_keys() -> None:
+    file = read_config_file("/p/settings.json", json.dumps({"theme": "dark", "mcp_servers": {}}))
+    assert file.warnings == ("/p/settings.json: no 'mcpServers' (or 'servers') object, so no servers are "
+                             "defined there; its top-level keys: 'mcp_servers', 'theme'",)
+    assert read_config_file("/p/empty.json", "{}").warnings[0].endswith("its top-level keys: none")
+
+
+@pytest.mark.parametrize("root", [{"mcpServers": {}}, {"servers": {}}])
+def test_a_file_with_a_servers_object_has_no_warning(root: dict[str, object]) -> None:
+    assert read_config_file("/p/mcp.json", json.dumps(root)).warnings == ()
+
+
+def test_a_claude_json_with_servers_only_in_its_project_has_no_warning() -> None:
+    text = json.dumps({"projects": {"/p": {"mcpServers": {"s": STDIO}}}, "numStartups": 3})
+    assert read_config_file(".claude.json", text, project=PurePosixPath("/p")).warnings == ()

@@ -54,6 +54,8 @@ def test_invalid_utf8_line_is_discarded() -> None:
     assert drain_events(client) == [MessageDiscarded(
         reason=DiscardReason.INVALID_UTF8, detail="the message is not valid UTF-8",
         excerpt=b"\xff\xfe garbage",
+        warning="discarded a message from the server (invalid-utf8): the message is not valid UTF-8; "
+                "it read '\ufffd\ufffd garbage' (more such messages are only counted)",
     )]
 
 
@@ -100,10 +102,14 @@ def test_batch_is_discarded_in_other_revisions(version: str) -> None:
     rid = client.ping(now=0.0)
     batch = b"[" + SERVER.result(rid, {}).rstrip() + b"]"
     client.receive_data(batch + b"\n", 0.0)
-    assert drain_events(client) == [MessageDiscarded(
+    [event] = drain_events(client)
+    assert isinstance(event, MessageDiscarded)
+    assert event == MessageDiscarded(
         reason=DiscardReason.BATCH_NOT_ALLOWED,
         detail="JSON-RPC batches are not allowed in this protocol revision", excerpt=batch,
-    )]
+        warning=event.warning)
+    assert event.warning is not None and event.warning.startswith(
+        "discarded a message from the server (batch-not-allowed): JSON-RPC batches are not allowed")
     assert client.pending_requests() == [rid]
 
 

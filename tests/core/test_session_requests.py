@@ -358,9 +358,12 @@ def test_answer_to_an_id_never_used_is_discarded(request_id: int | str) -> None:
     client = ready_client()
     line = SERVER.result(request_id, {})
     client.receive_data(line, 0.0)
+    excerpt = line.rstrip(b"\n")
     assert drain_events(client) == [MessageDiscarded(
         reason=DiscardReason.UNKNOWN_ID, detail=f"response to unknown request id {request_id!r}",
-        excerpt=line.rstrip(b"\n"),
+        excerpt=excerpt, warning=f"discarded a message from the server (unknown-id): response to unknown "
+                                 f"request id {request_id!r}; it read {excerpt.decode()!r} (more such "
+                                 f"messages are only counted)",
     )]
 
 

@@ -416,9 +416,12 @@ def test_a_binary_message_is_discarded() -> None:
     wire = peer.send(ws.BytesMessage(data=b"\x00" * 150, message_finished=False))
     wire += peer.send(ws.BytesMessage(data=b"\x01" * 3000))
     client.receive_data(CONN, wire, 1.0)
-    assert drain_events(client) == [MessageDiscarded(
+    [event] = drain_events(client)
+    assert isinstance(event, MessageDiscarded)
+    assert event == MessageDiscarded(
         reason=DiscardReason.NOT_JSON, detail="a binary message: MCP messages are JSON in text frames",
-        excerpt=b"\x00" * 150 + b"\x01" * 50)]
+        excerpt=b"\x00" * 150 + b"\x01" * 50, warning=event.warning)
+    assert event.warning is not None and event.warning.endswith("... (more such messages are only counted)")
     client.receive_data(CONN, peer.send(ws.BytesMessage(data=b"{}")), 1.0)
     [again] = drain_events(client)
     assert isinstance(again, MessageDiscarded) and again.excerpt == b"{}"

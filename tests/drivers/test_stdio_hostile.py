@@ -17,7 +17,15 @@ from peer_servers import sdk_server
 
 from mcp_sansio import ConnectionClosed, MessageTooLarge, RemoteProtocolError, RequestTimeout
 
-from .driver_adapter import CONCURRENT_DRIVERS, QUICK, Driver, process_is_gone, text_of, until
+from .driver_adapter import (
+    CONCURRENT_DRIVERS,
+    QUICK,
+    ClientUnderTest,
+    Driver,
+    process_is_gone,
+    text_of,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -53,6 +61,22 @@ async def test_garbage_around_the_answer_is_skipped_with_a_warning(
         assert text_of(await client.call_tool("poke")) == "ok"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"discarded a message from the server ({reason})" in w for w in warnings), warnings
+
+
+async def test_a_banner_gives_one_warning_quoting_its_first_line_then_a_count(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with driver.connect(*hostile("banner"), config=QUICK) as client:
+        for _ in range(3):
+            assert text_of(await client.call_tool("poke")) == "ok"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    first, *rest = [w for w in warnings if w.startswith("discarded")]
+    assert first.startswith("discarded a message from the server (not-json): not JSON")
+    assert "it read 'hostile MCP server 1.0 starting' (more such messages are only counted)" in first
+    [summary] = rest
+    counted = re.fullmatch(r"discarded (\d+) messages from the server in all \(not-json: (\d+)\)", summary)
+    assert counted is not None and counted[1] == counted[2]
+    assert int(counted[1]) >= 6  # two lines at start-up, one before each of the 4+ answers
 
 
 async def test_line_over_max_line_bytes_fails_with_message_too_large(driver: Driver) -> None:
@@ -169,6 +193,52 @@ async def test_stderr_flood_is_drained_in_bounded_memory(driver: Driver) -> None
     assert len(client.stderr_tail) < 2 * MIB
     assert rss_peak - rss_before < 100 * MIB
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before < 100 * MIB
+
+
+def stderr_records(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the drivers logged of the servers' stderr."""
+    return [r.getMessage() for r in caplog.records if r.name.startswith("mcp_sansio.stderr.")]
+
+
+async def drain(client: ClientUnderTest, size: int) -> None:
+    """Wait until the client has read (and dropped from its tail) ``size`` bytes of stderr."""
+    def drained() -> bool:
+        dropped = re.match(r"\[(\d+) earlier bytes dropped\]", client.stderr_tail)
+        return dropped is not None and int(dropped.group(1)) >= size
+
+    await until(client, drained, timeout=60.0)
+
+
+async def test_stderr_without_a_newline_is_logged_as_one_bounded_line(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_sansio.stderr")
+    async with driver.connect(*hostile("flood-stderr-unbroken"), config=QUICK) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        await drain(client, 49 * MIB)
+        assert stderr_records(caplog) == []  # the line has not ended yet
+    [line] = stderr_records(caplog)
+    assert len(line) < 4200 and re.search(r"\[\.\.\. \d+ more bytes of this line not logged\]$", line)
+
+
+async def test_stderr_lines_flood_is_logged_cut_and_rate_limited(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcp_sansio.stderr")
+    # 50 lines, then one more every 20 s: however slow the machine, most of the flood is held back.
+    config = msgspec.structs.replace(QUICK, stderr_log_lines=50, stderr_log_window=1000.0)
+    started = time.monotonic()
+    async with driver.connect(*hostile("flood-stderr"), config=config) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        await drain(client, 20 * MIB)  # 320 lines of 64 KiB
+    lines = stderr_records(caplog)
+    summary = r"\[\d+ lines \(\d+ bytes\) of stderr not logged: over 50 lines in 1000 s\]"
+    summaries = [line for line in lines if re.fullmatch(summary, line)]
+    logged = len(lines) - len(summaries)
+    assert summaries and logged <= 50 + (time.monotonic() - started) / 20 + 1
+    assert all(len(line) < 4200 for line in lines)
+    assert all(line.endswith("[... 61439 more bytes of this line not logged]") for line in lines
+               if line not in summaries)
 
 
 async def test_slow_start_past_initialize_timeout_fails_the_handshake(driver: Driver) -> None:

@@ -14,6 +14,7 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
 - ``flood-stderr``: starts writing 200 MiB to stderr (64 KiB writes, in a thread),
   then answers; it never waits for the flood, so a client that does not drain
   stderr still gets its answer.
+- ``flood-stderr-unbroken``: the same, 50 MiB with no newline at all.
 - ``slow-start SECONDS``: sleeps that long before answering ``initialize``.
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
@@ -36,6 +37,7 @@ PROTOCOL_VERSION = "2025-11-25"
 UNKNOWN_ID = 999_999_999
 LONG_LINE_BYTES = 40 * 2**20
 FLOOD_BYTES = 200 * 2**20
+UNBROKEN_FLOOD_BYTES = 50 * 2**20
 FLOOD_CHUNK_BYTES = 64 * 2**10
 METHOD_NOT_FOUND = -32601
 
@@ -58,10 +60,11 @@ def text_result(text: str) -> Message:
     return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
-def flood_stderr() -> None:
-    """Write ``FLOOD_BYTES`` to fd 2 with raw writes (no Python lock held while blocked)."""
-    chunk = b"e" * (FLOOD_CHUNK_BYTES - 1) + b"\n"
-    for _ in range(FLOOD_BYTES // FLOOD_CHUNK_BYTES):
+def flood_stderr(total: int = FLOOD_BYTES, end: bytes = b"\n") -> None:
+    """Write ``total`` bytes to fd 2 in lines ending with ``end`` (``b"e"``: no line ends),
+    with raw writes (no Python lock held while blocked)."""
+    chunk = b"e" * (FLOOD_CHUNK_BYTES - 1) + end
+    for _ in range(total // FLOOD_CHUNK_BYTES):
         view = memoryview(chunk)
         while view:
             view = view[os.write(2, view) :]
@@ -153,6 +156,8 @@ class HostileServer:
                 sys.exit(3)
             case "flood-stderr":
                 threading.Thread(target=flood_stderr, daemon=True).start()
+            case "flood-stderr-unbroken":
+                threading.Thread(target=flood_stderr, args=(UNBROKEN_FLOOD_BYTES, b"e"), daemon=True).start()
         self.reply(request_id, text_result("ok"))
 
     def reply(self, request_id: object, result: Message) -> None:
@@ -187,6 +192,7 @@ def parse_args(argv: list[str]) -> HostileServer:
         "stall",
         "ignore-sigterm",
         "flood-stderr",
+        "flood-stderr-unbroken",
     ):
         modes.add_parser(mode)
     modes.add_parser("slow-start").add_argument("seconds", type=float)

@@ -35,6 +35,7 @@ from mcp_sansio import (
     ServerSession,
     SocketFailure,
     SocketStage,
+    StderrLog,
     StderrTail,
     StdioClient,
     jsonrpc,
@@ -140,9 +141,11 @@ def test_layer_helpers_signatures() -> None:
     assert_type(lines.close(), list[bytes])
     assert_type(lines.overflow, int | None)
     tail = StderrTail(10)
-    assert_type(tail.feed(b"x\n"), list[str])
-    assert_type(tail.flush(), list[str])
+    assert_type(tail.feed(b"x\n"), None)
     assert_type(tail.text(), str)
+    log = StderrLog(ClientConfig())
+    assert_type(log.feed(b"x\n", 0.0), list[str])
+    assert_type(log.close(1.0), list[str])
     assert_type(jsonrpc.decode(b"{}"), jsonrpc.Envelope | list[jsonrpc.Envelope])
     assert_type(jsonrpc.classify(jsonrpc.Envelope()), jsonrpc.Kind)
     assert_type(jsonrpc.encode_request(1, "ping", None), bytes)

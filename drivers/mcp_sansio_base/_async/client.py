@@ -327,14 +327,17 @@ class AsyncClient:
                         waiter.set_exception(self._failure(event))
                     else:
                         waiter.set_result(event)
-            case MessageDiscarded(reason=reason, detail=detail):
-                log.warning("discarded a message from the server (%s): %s", reason.value, detail)
+            case MessageDiscarded(warning=warning):
+                if warning is not None:  # the core says when the host should hear of it
+                    log.warning("%s", warning)
             case PeerErrorReceived(error=error):
                 log.warning("the server reported an error: %s (%s)", error.message, error.code)
             case GetStreamAbandoned(message=message):
                 log.warning("%s", message)
-            case ConnectionTerminated(message=message):
+            case ConnectionTerminated(message=message, warning=warning):
                 log.debug("connection terminated: %s", message)
+                if warning is not None:  # how many messages were skipped since it last spoke
+                    log.warning("%s", warning)
             case SessionExpired(status=status, reinitializing=again):
                 log.info("the server forgot the session (HTTP %s)%s", status,
                          "; opening a new one" if again else "")

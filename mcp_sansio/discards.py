@@ -1,0 +1,55 @@
+"""What the host should log about incoming messages the client skipped: quoted once, then counted.
+
+A server that prints a banner on stdout, or keeps answering requests that were given up,
+would otherwise cost a warning per message. The session notes every
+:class:`~mcp_sansio.events.MessageDiscarded` here and puts what to say in its ``warning``:
+the first message skipped for each reason is quoted (cut), later ones only counted; the
+count is said when it reaches 10, 100, 1000, ... and, in ``ConnectionTerminated.warning``,
+at the end of the connection if anything was skipped since the last word.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from .events import DiscardReason
+
+__all__ = ["DiscardLog"]
+
+_QUOTE: Final = 120  # bytes of a skipped message quoted
+
+
+class DiscardLog:
+    """Counts skipped messages by reason and says when the host should hear of them."""
+
+    __slots__ = ("_by_reason", "_told")
+
+    def __init__(self) -> None:
+        self._by_reason: dict[DiscardReason, int] = {}
+        self._told = 0  # the total the host last heard
+
+    def note(self, reason: DiscardReason, detail: str, excerpt: bytes) -> str | None:
+        """Count one skipped message; return the warning to log now, if any."""
+        count = self._by_reason[reason] = self._by_reason.get(reason, 0) + 1
+        total = sum(self._by_reason.values())
+        if count == 1:
+            self._told = total
+            quote = excerpt[:_QUOTE].decode("utf-8", "replace")
+            more = "..." if len(excerpt) > _QUOTE else ""
+            return (f"discarded a message from the server ({reason.value}): {detail}; it read "
+                    f"{quote!r}{more} (more such messages are only counted)")
+        if total >= 10 and total == 10 ** (len(str(total)) - 1):
+            self._told = total
+            return f"discarded {total} messages from the server so far ({self._breakdown()})"
+        return None
+
+    def summary(self) -> str | None:
+        """The connection ended: the count, if messages were skipped since the last warning."""
+        total = sum(self._by_reason.values())
+        if total == self._told:
+            return None
+        self._told = total
+        return f"discarded {total} messages from the server in all ({self._breakdown()})"
+
+    def _breakdown(self) -> str:
+        return ", ".join(f"{reason.value}: {count}" for reason, count in self._by_reason.items())

@@ -1,0 +1,278 @@
+"""The ``mcp-sansio`` console script as a new user runs it, in a terminal 80 columns wide:
+real servers (the reference everything server, the official SDK's, the demo, a hostile
+one, one that cannot start), each command's output and exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from peer_servers import everything_stdio, sdk_server
+
+pytestmark = pytest.mark.peer
+
+SCRIPT = str(Path(sys.executable).with_name("mcp-sansio"))
+DEMO = {"command": sys.executable, "args": ["-m", "mcp_sansio_cli.demo_server"]}
+BROKEN = {"command": "/nonexistent/srv"}
+
+
+class Run(NamedTuple):
+    status: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """Stdout, decoded."""
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project whose ``.mcp.json`` has ``everything``, ``demo`` and ``broken``; an empty HOME."""
+    command, args = everything_stdio()
+    servers = {"everything": {"command": command, "args": args}, "demo": DEMO, "broken": BROKEN}
+    (tmp_path / "project").mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "project" / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return tmp_path / "project"
+
+
+def cli(project: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+    """Run the console script in ``project``, 80 columns wide, with its own HOME."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "MCP_"))}
+    done = subprocess.run([SCRIPT, *args], cwd=project, capture_output=True, text=True, timeout=90,
+                          env={**clean, "HOME": str(project.parent / "home"), "COLUMNS": "80", **(env or {})},
+                          check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def marker_server(mark: Path) -> dict[str, object]:
+    """The demo server, started through a shell that first creates ``mark``."""
+    script = f'touch "{mark}"; exec "{sys.executable}" -m mcp_sansio_cli.demo_server'
+    return {"command": "sh", "args": ["-c", script]}
+
+
+# ------------------------------------------------------------------ listings
+
+
+def test_tool_names_are_never_cut_at_80_columns_and_descriptions_wrap(project: Path) -> None:
+    run = cli(project, "tools", "everything")
+    assert run.status == 0, run.stderr
+    names = [tool["name"] for tool in cli(project, "tools", "everything", "--json").json()]
+    assert len(names) >= 13 and "mcp__everything__trigger-long-running-operation" in names
+    lines = run.stdout.splitlines()
+    assert all(any(line.split()[:1] == [name] for line in lines) for name in names)
+    assert max(map(len, lines)) <= 80
+    assert "…" not in run.stdout
+
+
+def test_servers_show_errors_below_the_table_and_exit_1_when_one_failed(project: Path) -> None:
+    run = cli(project, "servers")
+    assert run.status == 1
+    table = run.stdout.splitlines()
+    assert table[0] == "Servers (3)"
+    assert any(re.match(r"everything +project +connected +1[0-9] +stdio +/", line) for line in table)
+    assert max(map(len, table)) <= 80
+    errors = [line for line in run.stderr.splitlines() if line.startswith("mcp-sansio: error:")]
+    assert errors == ["mcp-sansio: error: server 'broken' failed: cannot start '/nonexistent/srv': "
+                      "No such file or directory"]
+    assert "/nonexistent" not in run.stdout
+
+
+def test_listings_exit_0_when_every_server_they_cover_connected(project: Path) -> None:
+    assert cli(project, "servers", "demo", "everything").status == 0
+    assert cli(project, "tools", "demo").status == 0
+    assert cli(project, "tools").status == 1  # broken is among them
+
+
+def test_prompts_lists_every_prompt_named_like_the_tools(project: Path) -> None:
+    run = cli(project, "prompts", "demo", "everything", "--json")
+    assert run.status == 0, run.stderr
+    prompts = {row["name"]: row for row in run.json()}
+    assert prompts["mcp__demo__greeting"]["arguments"] == ["name"]
+    assert prompts["mcp__everything__simple-prompt"]["description"] == "A prompt with no arguments"
+    human = cli(project, "prompts", "everything").stdout
+    assert re.search(r"^mcp__everything__args-prompt +A prompt with two arguments", human, re.MULTILINE)
+
+
+def test_prompt_gets_one_by_its_name(project: Path) -> None:
+    run = cli(project, "prompt", "mcp__demo__greeting", "--args", '{"name": "Ada"}')
+    assert (run.status, run.stdout) == (0, "user: Say hello to Ada.\n"), run.stderr
+    run = cli(project, "prompt", "mcp__everything__resource-prompt",
+              "--args", '{"resourceType": "Text", "resourceId": "1"}')
+    assert "user: [resource demo://resource/dynamic/text/1, text/plain, " in run.stdout
+
+
+def test_prompt_arguments_must_be_strings(project: Path) -> None:
+    run = cli(project, "prompt", "mcp__demo__greeting", "--args", '{"name": 3}')
+    assert (run.status, run.stderr) == (2, "mcp-sansio: error: --args: prompt arguments are strings, "
+                                           "but 'name' is 3\n")
+
+
+def test_resources_lists_resources_and_templates_with_their_server(project: Path) -> None:
+    run = cli(project, "resources", "demo", "everything", "--json")
+    assert run.status == 0, run.stderr
+    found = {(row["server"], row["kind"], row["uri"]) for row in run.json()}
+    assert ("demo", "resource", "demo://readme") in found
+    assert any(server == "everything" and kind == "template" for server, kind, _ in found)
+
+
+def test_a_config_file_without_servers_is_warned_about(project: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "settings.json"
+    odd.write_text(json.dumps({"theme": "dark", "mcp_servers": {"x": DEMO}}))
+    run = cli(project, "servers", "demo", "--config", str(odd))
+    assert run.status == 0, run.stderr
+    assert (f"mcp-sansio: warning: {odd}: no 'mcpServers' (or 'servers') object, so no servers are defined "
+            f"there; its top-level keys: 'mcp_servers', 'theme'") in run.stderr
+
+
+def test_servers_show_the_shell_prefix(project: Path) -> None:
+    run = cli(project, "servers", "demo", env={"MCP_SANSIO_SHELL_PREFIX": "env MCP_X=1"})
+    assert run.status == 0, run.stderr
+    assert "demo starts behind: env MCP_X=1" in run.stdout
+    row = cli(project, "servers", "demo", "--json", env={"MCP_SANSIO_SHELL_PREFIX": "env MCP_X=1"}).json()
+    assert row[0]["shell_prefix"] == "env MCP_X=1"
+
+
+# ---------------------------------------------------------------------- call
+
+
+def test_call_prints_an_image_as_type_mime_and_size(project: Path) -> None:
+    run = cli(project, "call", "mcp__everything__get-tiny-image")
+    assert run.status == 0, run.stderr
+    assert re.search(r"^\[image image/png, \d+ bytes\]$", run.stdout, re.MULTILINE)
+    assert max(map(len, run.stdout.splitlines())) < 100  # no base64
+
+
+def test_call_prints_structured_content_once_and_pretty(project: Path) -> None:
+    run = cli(project, "call", "mcp__everything__get-structured-content", "--args", '{"location": "Chicago"}')
+    assert run.status == 0, run.stderr
+    assert run.stdout.count('"temperature"') == 1
+    assert run.stdout.startswith("{\n  ")
+
+
+def test_call_prints_an_embedded_resource_as_uri_mime_and_size(project: Path) -> None:
+    run = cli(project, "call", "mcp__everything__get-resource-reference",
+              "--args", '{"resourceType": "Text", "resourceId": 2}')
+    assert run.status == 0, run.stderr
+    assert re.search(r"^\[resource demo://resource/dynamic/text/2, text/plain, \d+ bytes\]$", run.stdout,
+                     re.MULTILINE)
+    assert "EmbeddedResource" not in run.stdout
+
+
+def test_call_on_a_server_that_failed_says_so_and_why(project: Path) -> None:
+    run = cli(project, "call", "mcp__broken__echo")
+    assert (run.status, run.stdout) == (1, "")
+    assert run.stderr == ("mcp-sansio: error: tool 'mcp__broken__echo': server 'broken' failed: "
+                          "cannot start '/nonexistent/srv': No such file or directory\n")
+
+
+def test_call_starts_only_the_server_its_name_routes_to(project: Path, tmp_path: Path) -> None:
+    mark = tmp_path / "other-started"
+    config = tmp_path / "more.json"
+    config.write_text(json.dumps({"mcpServers": {"other": marker_server(mark)}}))
+    run = cli(project, "call", "mcp__demo__echo", "--args", '{"message": "hi"}', "--config", str(config))
+    assert (run.status, run.stdout) == (0, "hi\n"), run.stderr
+    assert not mark.exists()
+
+
+def test_bad_args_json_is_refused_before_anything_starts(project: Path, tmp_path: Path) -> None:
+    mark = tmp_path / "started"
+    config = tmp_path / "more.json"
+    config.write_text(json.dumps({"mcpServers": {"other": marker_server(mark)}}))
+    run = cli(project, "call", "mcp__other__echo", "--args", '{"message": "hi"', "--config", str(config))
+    assert run.status == 2
+    assert run.stderr == ("mcp-sansio: error: --args is not valid JSON: Expecting ',' delimiter at "
+                          "character 17, near '{\"message\": \"hi\"' (in '{\"message\": \"hi\"')\n")
+    assert not mark.exists()
+    run = cli(project, "call", "mcp__other__echo", "--args", "[1, 2]", "--config", str(config))
+    assert (run.status, run.stderr) == (2, "mcp-sansio: error: --args must be a JSON object "
+                                           "({\"name\": value, ...}), not '[1, 2]'\n")
+
+
+def test_call_without_a_target_says_how_to_give_one(project: Path) -> None:
+    run = cli(project, "call", "echo")
+    assert run.status == 2
+    assert run.stderr == (
+        "mcp-sansio: error: call echo: say which server: --stdio CMD or --url URL for one server, or the "
+        "mcp__<server>__<tool> name of a configured server's tool (`mcp-sansio tools` lists them)\n")
+
+
+def test_call_of_a_model_name_with_no_server_configured_says_how(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "empty").mkdir()
+    run = cli(tmp_path / "empty", "call", "mcp__demo__echo")
+    assert run.status == 2
+    assert "no MCP servers are configured" in run.stderr and "--stdio CMD or --url URL" in run.stderr
+
+
+def test_stdio_and_url_together_are_refused(project: Path) -> None:
+    run = cli(project, "call", "echo", "--stdio", "python server.py", "--url", "http://127.0.0.1:9/mcp")
+    assert run.status == 2
+    assert run.stderr.splitlines()[-1] == (
+        "mcp-sansio call: error: argument --url: not allowed with argument --stdio")
+
+
+def test_call_through_stdio_keeps_working(project: Path) -> None:
+    spec = f"{sys.executable} -m mcp_sansio_cli.demo_server"
+    run = cli(project, "call", "add", "--stdio", spec, "--args", '{"a": 2, "b": 3}', "--json")
+    assert run.status == 0, run.stderr
+    assert run.json() == {"content": [{"type": "text", "text": "5.0"}]}
+
+
+def test_a_banner_on_stdout_gives_one_warning_quoting_its_first_line(project: Path) -> None:
+    command, args = sdk_server("hostile", "banner")
+    run = cli(project, "call", "poke", "--stdio", " ".join([command, *args]))
+    assert (run.status, run.stdout) == (0, "ok\n"), run.stderr
+    discarded = [line for line in run.stderr.splitlines() if line.startswith("discarded")]
+    assert discarded[0].startswith("discarded a message from the server (not-json): not JSON")
+    assert "it read 'hostile MCP server 1.0 starting'" in discarded[0]
+    assert re.fullmatch(r"discarded \d+ messages from the server in all \(not-json: \d+\)", discarded[-1])
+    assert len(discarded) == 2
+
+
+# ------------------------------------------------------------------- inspect
+
+
+def test_inspect_without_a_target_says_so(project: Path) -> None:
+    run = cli(project, "inspect")
+    assert run.status == 2
+    assert run.stderr.startswith(
+        "mcp-sansio: error: inspect needs a server: the SERVER name of a configured one")
+
+
+def test_inspect_a_configured_server_by_name(project: Path, tmp_path: Path) -> None:
+    config = tmp_path / "more.json"
+    config.write_text(json.dumps({"mcpServers": {"extra": DEMO}}))
+    run = cli(project, "inspect", "extra", "--config", str(config))
+    assert run.status == 0, run.stderr
+    assert run.stdout.startswith("mcp-sansio demo server 0.1.0 (protocol ")
+    assert re.search(r"^long_task +Work for a while", run.stdout, re.MULTILINE)
+    everything = cli(project, "inspect", "everything")
+    assert everything.status == 0, everything.stderr
+    assert re.search(r"^Tools \(1[0-9]\)$", everything.stdout, re.MULTILINE)
+    failed = cli(project, "inspect", "broken")
+    assert failed.status == 1 and "server 'broken' failed" in failed.stderr
+
+
+def test_output_nobody_reads_ends_quietly(project: Path) -> None:
+    command = [SCRIPT, "inspect", "--stdio", f"{sys.executable} -m mcp_sansio_cli.demo_server"]
+    with subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # as `| head -0` would: every write meets a closed pipe
+        stderr = child.stderr.read()
+    assert child.returncode == 1
+    assert b"Traceback" not in stderr and b"BrokenPipe" not in stderr
+
+
+def test_inspect_takes_a_name_or_a_target_not_both(project: Path) -> None:
+    run = cli(project, "inspect", "demo", "--stdio", "python server.py")
+    assert (run.status, run.stderr) == (2, "mcp-sansio: error: inspect takes a SERVER name or --stdio/--url, "
+                                           "not both\n")
