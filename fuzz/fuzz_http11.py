@@ -1,7 +1,8 @@
 """Fuzz target: arbitrary bytes as the server's answer to one HttpPool exchange.
 
 The first input byte picks the scenario (bit 0: the exchange reuses a kept-alive
-connection; bit 1: the method is HEAD); the rest is what the server sends, then EOF.
+connection; bit 1: the method is HEAD); the rest is what the server sends, then EOF (a
+request sent again after a kept-alive connection closed unanswered is then refused).
 It is fed whole and then byte by byte: both must give the same events, ending in exactly
 one ``ResponseEnded`` or ``ExchangeFailed``, and no exception may escape.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.http11 import (
     ExchangeFailed,
     HttpPool,
@@ -31,6 +33,7 @@ _MAX_HEADER_BYTES = 64 * 1024
 # the one bound h11 checks only on incomplete lines (so whole and split reads could differ).
 _MAX_INPUT = _MAX_HEADER_BYTES
 _PRIMER = b"HTTP/1.1 204 No Content\r\n\r\n"
+_REFUSED = SocketFailure(stage=SocketStage.CONNECT, cause="Connection refused")
 
 
 def _run(scenario: int, chunks: list[bytes]) -> list[PoolEvent]:
@@ -54,6 +57,7 @@ def _run(scenario: int, chunks: list[bytes]) -> list[PoolEvent]:
     for chunk in chunks:
         pool.receive_data(conn, chunk, 2.0)
     pool.receive_data(conn, b"", 3.0)
+    _refuse_a_resend(pool)
     events: list[PoolEvent] = []
     while (event := pool.next_event()) is not None:
         assert event.exchange == exchange
@@ -67,7 +71,6 @@ def _run(scenario: int, chunks: list[bytes]) -> list[PoolEvent]:
                     exchange=exchange,
                     message=event.message.partition(":")[0],
                     sent=event.sent,
-                    stale_connection=event.stale_connection,
                 )
             )
         else:
@@ -75,6 +78,14 @@ def _run(scenario: int, chunks: list[bytes]) -> list[PoolEvent]:
     _check_grammar(events)
     assert pool.connections_with_data() == []
     return events
+
+
+def _refuse_a_resend(pool: HttpPool) -> None:
+    """A request that met a closed keep-alive connection is sent again on a new one: that
+    one is refused, so the exchange still ends in one event."""
+    while (action := pool.next_action()) is not None:
+        if isinstance(action, OpenConnection):
+            pool.connection_failed(action.connection, _REFUSED, 4.0)
 
 
 def _check_grammar(events: list[PoolEvent]) -> None:

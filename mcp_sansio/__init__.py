@@ -7,7 +7,9 @@ Drivers for asyncio, anyio and blocking code live in their own packages.
 from typing import TYPE_CHECKING
 
 from .config import ClientConfig
+from .connections import SocketFailure, SocketStage
 from .errors import (
+    ConnectError,
     ConnectionClosed,
     HttpError,
     InsufficientScope,
@@ -21,6 +23,7 @@ from .errors import (
     RequestCancelled,
     RequestError,
     RequestTimeout,
+    SendQueueFull,
     SessionExpired,
     SkillDigestMismatch,
     SkillError,
@@ -86,6 +89,7 @@ __all__ = [
     "ClientRequestReceived",
     "ClientSession",
     "CloseInput",
+    "ConnectError",
     "ConnectionClosed",
     "ClientEvent",
     "ConnectionTerminated",
@@ -117,6 +121,7 @@ __all__ = [
     "RequestId",
     "RequestTimeout",
     "ResponseReceived",
+    "SendQueueFull",
     "ServerRequestReceived",
     "ServerSession",
     "SessionExpired",
@@ -126,6 +131,8 @@ __all__ = [
     "SkillFrontmatterMismatch",
     "SkillSizeMismatch",
     "SkillVerificationError",
+    "SocketFailure",
+    "SocketStage",
     "StderrLog",
     "StderrTail",
     "StdioClient",

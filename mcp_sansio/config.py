@@ -32,7 +32,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             one first.
         modern_versions: stateless revisions we accept, preferred first.
         discover_timeout: how long the ``server/discover`` probe may go unanswered
-            before an ``auto`` client takes the server for a handshake-era one.
+            before an ``auto`` client takes the server for a handshake-era one; at most
+            half of ``initialize_timeout``, so ``initialize`` has the rest.
         max_input_rounds: rounds of multi round-trip input one request may take.
         request_timeout: default deadline of a request, from when it is sent.
         max_request_timeout: absolute bound on a request even when progress keeps
@@ -40,7 +41,9 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             resets.
         reset_timeout_on_progress: a ``notifications/progress`` for a request moves its
             deadline to ``now + timeout``.
-        initialize_timeout: deadline of the handshake (the connect timeout).
+        initialize_timeout: the wall time of the whole connect: opening the connection,
+            the probe, the fallback to ``initialize``, version retries and retries of
+            requests that never left, together.
         max_line_bytes: longest stdio line accepted; longer is a protocol error.
         skip_non_json_lines: report stdio lines that are not JSON as
             ``MessageDiscarded`` and go on (servers that print banners), rather than
@@ -61,6 +64,12 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
         shutdown_terminate_delay: after SIGTERM, how long before SIGKILL.
         max_connections: HTTP/1.1 connections open at once (one exchange each).
         max_response_bytes: largest JSON response body or SSE event accepted over HTTP.
+        max_send_queue_bytes: what a WebSocket client may hold to send while the driver
+            waits for the socket to take more (Pongs are coalesced, so only our own
+            messages count); past it the server has stopped reading and the connection
+            is dropped (``SEND_QUEUE_FULL``). One message is always accepted into an
+            empty queue, however large. HTTP needs no such bound: each connection carries
+            one request at a time.
         max_redirects: 307/308 redirects followed for one request.
         retry: reconnection policy for dropped SSE streams and refused connections.
         reinitialize_on_expiry: when the server forgets the session (HTTP 404), open a
@@ -98,6 +107,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     shutdown_terminate_delay: float = 0.5
     max_connections: int = 8
     max_response_bytes: int = 32 * _MIB
+    max_send_queue_bytes: int = 32 * _MIB
     max_redirects: int = 5
     retry: RetryPolicy = RetryPolicy()
     reinitialize_on_expiry: bool = True
@@ -127,7 +137,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             if getattr(self, name) < 0:
                 raise LocalProtocolError(f"{name} must not be negative")
         if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
-                or self.max_connections < 1 or self.max_response_bytes < 1
+                or self.max_connections < 1 or self.max_response_bytes < 1 or self.max_send_queue_bytes < 1
                 or self.max_skill_files < 1 or self.max_skill_bytes < 0
                 or self.stderr_log_line_bytes < 1 or self.stderr_log_lines < 1):
             raise LocalProtocolError("size and page limits must be positive")

@@ -8,6 +8,7 @@ into the other types for the caller that was waiting (STYLE.md section 4).
 from __future__ import annotations
 
 __all__ = [
+    "ConnectError",
     "ConnectionClosed",
     "HttpError",
     "InsufficientScope",
@@ -21,6 +22,7 @@ __all__ = [
     "RequestCancelled",
     "RequestError",
     "RequestTimeout",
+    "SendQueueFull",
     "SessionExpired",
     "SkillDigestMismatch",
     "SkillError",
@@ -68,7 +70,16 @@ class RequestError(McpSansioError):
 
 
 class RequestTimeout(McpSansioError, TimeoutError):
-    """A request's deadline passed; ``notifications/cancelled`` was sent for it."""
+    """A request's deadline passed; ``notifications/cancelled`` was sent for it.
+
+    Attributes:
+        stderr_tail: for a handshake that timed out with a subprocess, the last bytes it
+            wrote to stderr (its last line is in the message).
+    """
+
+    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
+        super().__init__(_with_stderr(message, stderr_tail))
+        self.stderr_tail = stderr_tail
 
 
 class RequestCancelled(McpSansioError):
@@ -89,13 +100,34 @@ class ConnectionClosed(McpSansioError):
         detail = message
         if returncode is not None:
             detail += f" (exit status {returncode})"
-        last = stderr_tail.strip().splitlines()[-1:]
-        if last:
-            detail += f"; stderr: {last[0][:300]}"
-        super().__init__(detail)
+        super().__init__(_with_stderr(detail, stderr_tail))
         self.reason = message
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class ConnectError(ConnectionClosed):
+    """The connection to the server (or to its proxy) could not be opened: the host name
+    did not resolve, the connection was refused or the host unreachable, or TLS failed.
+
+    Attributes:
+        host: where the connection was to go (the proxy, through one).
+        port: the port.
+        cause: what the OS or the TLS library said (``"Connection refused"``).
+        errno: the OS error number, when there is one.
+    """
+
+    def __init__(self, message: str, *, host: str, port: int, cause: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+        self.cause = cause
+        self.errno = errno
+
+
+class SendQueueFull(ConnectionClosed):
+    """The server stopped reading: what the client had to send passed
+    ``ClientConfig.max_send_queue_bytes``, so the connection was dropped."""
 
 
 class SessionExpired(McpSansioError):
@@ -198,3 +230,9 @@ class SkillFrontmatterMismatch(SkillVerificationError):
 
 class SkillFileNotListed(SkillVerificationError):
     """A read of a file the held entry does not list (or outside the skill's directory)."""
+
+
+def _with_stderr(message: str, stderr_tail: str) -> str:
+    """``message``, then the last line the server wrote to stderr, if any (cut at 300)."""
+    last = stderr_tail.strip().splitlines()[-1:]
+    return f"{message}; stderr: {last[0][:300]}" if last else message

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import msgspec
 
 from .errors import (
+    ConnectError,
     ConnectionClosed,
     HttpError,
     InsufficientScope,
@@ -24,6 +25,7 @@ from .errors import (
     RequestCancelled,
     RequestError,
     RequestTimeout,
+    SendQueueFull,
     Unauthorized,
     UnsupportedProtocolVersion,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "ErrorData",
     "Event",
     "FailureReason",
+    "GetStreamAbandoned",
     "InitializeCompleted",
     "InitializeFailed",
     "InterruptProcess",
@@ -76,6 +79,8 @@ class FailureReason(enum.Enum):
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
     CONNECTION_LOST = "connection-lost"
+    CONNECT_FAILED = "connect-failed"  # the connection could not be opened: ``detail`` says where, why
+    SEND_QUEUE_FULL = "send-queue-full"  # the server stopped reading what we send
     SESSION_EXPIRED = "session-expired"
     PROTOCOL_ERROR = "protocol-error"
     MESSAGE_TOO_LARGE = "message-too-large"
@@ -140,6 +145,8 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
             return UnsupportedProtocolVersion(
                 self.message, offered=self.offered, received=self.received
             )
+        if self.reason is FailureReason.TIMEOUT:  # what a stalled server last said helps
+            return RequestTimeout(self.message, stderr_tail=stderr_tail)
         return _exception_for(self, returncode, stderr_tail)
 
 
@@ -242,6 +249,17 @@ class SessionExpired(Event, frozen=True, kw_only=True):
     reinitializing: bool
 
 
+class GetStreamAbandoned(Event, frozen=True, kw_only=True):
+    """The HTTP client stopped reopening the GET stream for server-initiated messages:
+    it kept failing or ending at once (``attempts`` reconnections in a row, as the retry
+    policy allows). The session and its requests go on; the server can no longer send
+    outside an answer. Drivers log ``message`` as a warning.
+    """
+
+    message: str
+    attempts: int
+
+
 class AuthorizationRequired(Event, frozen=True, kw_only=True):
     """The server answered 401 or 403; ``params`` are the ``WWW-Authenticate`` parameters."""
 
@@ -298,6 +316,7 @@ ClientEvent: TypeAlias = (
     | NotificationReceived | ServerRequestReceived | PeerErrorReceived | MessageDiscarded
     | ConnectionTerminated | SessionExpired | AuthorizationRequired | SideResponseReceived
     | SideRequestFailed | AuthorizationRedirect | AuthorizationCompleted | AuthorizationFailed
+    | GetStreamAbandoned
 )
 """Everything a client core's ``next_event()`` can return: a closed union, so a driver's
 ``match`` over it is checked for exhaustiveness (``assert_never``)."""
@@ -334,6 +353,11 @@ def _exception_for(
         return simple(message)
     if reason is FailureReason.CONNECTION_LOST:
         return ConnectionClosed(message, returncode=returncode, stderr_tail=stderr_tail)
+    if reason is FailureReason.CONNECT_FAILED:
+        detail = event.detail or {}
+        errno = detail.get("errno", "")
+        return ConnectError(message, host=detail.get("host", ""), port=int(detail.get("port") or 0),
+                            cause=detail.get("cause", ""), errno=int(errno) if errno else None)
     if reason is FailureReason.HTTP_ERROR:
         return HttpError(message, status=event.status or 0, body_excerpt=(event.detail or {}).get("body", ""))
     if reason is FailureReason.AUTHORIZATION_REQUIRED:
@@ -351,4 +375,5 @@ _SIMPLE: Final[Mapping[FailureReason, Callable[[str], McpSansioError]]] = {
     FailureReason.SESSION_EXPIRED: SessionExpiredError,
     FailureReason.MESSAGE_TOO_LARGE: MessageTooLarge,
     FailureReason.PAGINATION: PaginationError,
+    FailureReason.SEND_QUEUE_FULL: SendQueueFull,
 }

@@ -18,6 +18,7 @@ from typing import Final
 import h11
 import msgspec
 
+from mcp_sansio.connections import ConnectFailure, SocketFailure
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.events import Action
 from mcp_sansio.proxy import ProxySettings, Tunnel, TunnelFailed
@@ -31,6 +32,7 @@ __all__ = [
     "HttpRequest",
     "OpenConnection",
     "PoolEvent",
+    "Progress",
     "ResponseData",
     "ResponseEnded",
     "ResponseStarted",
@@ -127,22 +129,33 @@ class ExchangeFailed(msgspec.Struct, frozen=True, kw_only=True):
         message: what went wrong, for people.
         sent: whether any byte of the request was handed to ``data_to_send``. When
             ``False`` the server cannot have seen it, so it is safe to send again.
-        stale_connection: the request went out on a reused keep-alive connection that
-            the server had closed before any response byte arrived. HTTP clients retry
-            this case for idempotent methods only.
         proxy_status: the proxy refused the tunnel with this HTTP status; the request
             never left (``sent`` is false).
+        connect_failure: the connection could not be opened (name lookup, TCP connect,
+            TLS); the request never left (``sent`` is false).
     """
 
     exchange: int
     message: str
     sent: bool
-    stale_connection: bool = False
     proxy_status: int | None = None
+    connect_failure: ConnectFailure | None = None
 
 
 PoolEvent = ResponseStarted | ResponseData | ResponseEnded | ExchangeFailed
 """Everything :meth:`HttpPool.next_event` returns."""
+
+
+class Progress(enum.Enum):
+    """How far an exchange has got (for messages about one that stalled)."""
+
+    QUEUED = "waiting for a free connection"
+    CONNECTING = "the connection did not open"
+    TUNNELING = "the proxy did not answer CONNECT"
+    SECURING = "the TLS handshake in the proxy's tunnel did not complete"
+    SENDING = "the request was not all written"
+    WAITING = "no response came"
+    RECEIVING = "the response started but did not finish"
 
 
 class _State(enum.Enum):
@@ -153,6 +166,14 @@ class _State(enum.Enum):
     SECURING = "securing"  # tunnel open, StartTls issued
     ACTIVE = "active"  # connected, exchange in flight
     IDLE = "idle"  # connected, keep-alive, no exchange
+
+
+# How far an exchange has got while its connection is not yet active.
+_PROGRESS: Final = {
+    _State.CONNECTING: Progress.CONNECTING,
+    _State.TUNNELING: Progress.TUNNELING,
+    _State.SECURING: Progress.SECURING,
+}
 
 
 class _Outcome(enum.Enum):
@@ -166,7 +187,7 @@ class _Outcome(enum.Enum):
 class _Exchange:
     """A submitted request: queued, or bound to a connection."""
 
-    __slots__ = ("body", "connection", "head", "id", "origin", "url")
+    __slots__ = ("body", "connection", "head", "id", "origin", "resent", "url")
 
     def __init__(self, request: HttpRequest, head: h11.Request) -> None:
         self.id = request.exchange
@@ -175,6 +196,7 @@ class _Exchange:
         self.head = head
         self.body = request.body
         self.connection: _Connection | None = None
+        self.resent = False  # sent again after a stale keep-alive connection: on a new one
 
 
 class _Connection:
@@ -187,6 +209,7 @@ class _Connection:
         "h11",
         "id",
         "idle_at",
+        "opened",
         "origin",
         "outgoing",
         "received",
@@ -207,6 +230,7 @@ class _Connection:
         self.idle_at = 0.0
         self.reused = False  # an earlier exchange completed on this connection
         self.tunnel: Tunnel | None = None  # the CONNECT under way, through a proxy
+        self.opened: OpenConnection | None = None  # what the driver was asked to open
         # Per exchange, reset by HttpPool._start:
         self.sent = False  # bytes of the request were handed to data_to_send
         self.received = False  # a response byte (not EOF) arrived
@@ -231,6 +255,12 @@ class HttpPool:
     the bytes are split; bodies are not bounded here, since an SSE stream may last hours.
     The same bound applies to a proxy's answer to CONNECT. A proxy that refuses the
     tunnel fails the exchange with ``proxy_status`` set.
+
+    A request that fails on a reused keep-alive connection before any byte of its
+    response arrived (the server closed the idle connection, or restarted, as the request
+    went out) is sent again, once, on a new connection, as urllib3 and httpcore do: the
+    server closed the connection rather than answer, so it did not act on the request.
+    Only when that fails too does the exchange fail.
     """
 
     def __init__(
@@ -354,12 +384,13 @@ class HttpPool:
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start(conn, conn.exchange)
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing ``connection`` failed; the pool drops it.
 
         Args:
             connection: the connection id.
-            message: what failed, for the exchange's :class:`ExchangeFailed`.
+            failure: what failed; while connecting (or starting TLS in a tunnel) the
+                exchange's :class:`ExchangeFailed` carries it as ``connect_failure``.
             now: the current time.
 
         Raises:
@@ -373,8 +404,11 @@ class HttpPool:
             return
         if conn.exchange is None:
             self._close(conn)
-        else:
-            self._fail(conn, message, stale=conn.reused and not conn.received)
+        elif conn.state is _State.CONNECTING or conn.state is _State.SECURING:
+            unreachable = self._unreachable(conn, failure)
+            self._fail(conn, unreachable.message, connect_failure=unreachable)
+        elif not self._resend_if_stale(conn):
+            self._fail(conn, failure.cause)
         self._dispatch()
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -461,6 +495,18 @@ class HttpPool:
         """Pop the next response event, or ``None``."""
         return self._events.popleft() if self._events else None
 
+    def progress(self, exchange: int) -> Progress | None:
+        """How far ``exchange`` has got, or ``None`` if it is not in progress; changes nothing."""
+        record = self._exchanges.get(exchange)
+        if record is None:
+            return None
+        conn = record.connection
+        if conn is None:
+            return Progress.QUEUED
+        if conn.state is not _State.ACTIVE:
+            return _PROGRESS[conn.state]
+        return Progress.RECEIVING if conn.started else Progress.WAITING if conn.sent else Progress.SENDING
+
     def next_deadline(self) -> float | None:
         """When the first idle connection expires, or ``None``; changes nothing."""
         idle = self._idle
@@ -510,7 +556,8 @@ class HttpPool:
         """Give waiting requests connections, in FIFO order, as far as the limit allows."""
         while self._queue:
             exchange = self._queue[0]
-            conn = next((c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
+            conn = None if exchange.resent else next(
+                (c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
             if conn is not None:
                 del self._idle[conn.id]
                 self._start(conn, exchange)
@@ -538,7 +585,18 @@ class HttpPool:
             conn.tunnel = Tunnel(proxy, url.host, url.port, tls=tls, max_header_bytes=self._max_header_bytes)
             action = OpenConnection(connection=conn.id, host=proxy.host, port=proxy.port, tls=False,
                                     server_hostname=proxy.host)
+        conn.opened = action
         self._actions.append(action)
+
+    def _unreachable(self, conn: _Connection, failure: SocketFailure) -> ConnectFailure:
+        """Where ``conn`` was to go: the server, or the proxy before its tunnel opened."""
+        if conn.state is _State.SECURING:  # TLS with the server, in the tunnel
+            _, host, port = conn.origin
+            return ConnectFailure(host=host, port=port, failure=failure)
+        opened = conn.opened
+        assert opened is not None  # CONNECTING: _open set it
+        return ConnectFailure(host=opened.host, port=opened.port, failure=failure,
+                              proxy=conn.tunnel is not None)
 
     def _tunnel_data(self, conn: _Connection, data: bytes, now: float) -> None:
         """Feed the proxy's answer to CONNECT; once the tunnel is open, use it."""
@@ -614,7 +672,9 @@ class HttpPool:
     def _fail_remote(self, conn: _Connection, exc: h11.RemoteProtocolError) -> _Outcome:
         """Fail the exchange on ``conn`` for what h11 refused, with a message for people."""
         if conn.eof and not conn.received:
-            return self._fail(conn, "the server closed the connection without responding", stale=conn.reused)
+            if self._resend_if_stale(conn):
+                return _Outcome.FAILED
+            return self._fail(conn, "the server closed the connection without responding")
         if conn.eof:
             message = "the server closed the connection before the response was complete"
         elif exc.error_status_hint == 431:
@@ -624,15 +684,30 @@ class HttpPool:
             message = f"invalid HTTP response: {exc}"
         return self._fail(conn, message)
 
+    def _resend_if_stale(self, conn: _Connection) -> bool:
+        """If the exchange on ``conn`` failed on a reused connection before a byte of its
+        response came, queue it first for a new connection (once) and close ``conn``."""
+        exchange = conn.exchange
+        assert exchange is not None  # callers check
+        if not conn.reused or conn.received or exchange.resent:
+            return False
+        exchange.resent = True
+        exchange.connection = None
+        conn.exchange = None
+        self._queue.appendleft(exchange)
+        self._close(conn)
+        return True
+
     def _fail(
-        self, conn: _Connection, message: str, *, stale: bool = False, proxy_status: int | None = None
+        self, conn: _Connection, message: str, *, proxy_status: int | None = None,
+        connect_failure: ConnectFailure | None = None,
     ) -> _Outcome:
         """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
         assert conn.exchange is not None  # callers check
         exchange = conn.exchange.id
         self._events.append(
-            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, stale_connection=stale,
-                           proxy_status=proxy_status)
+            ExchangeFailed(exchange=exchange, message=message, sent=conn.sent, proxy_status=proxy_status,
+                           connect_failure=connect_failure)
         )
         del self._exchanges[exchange]
         self._close(conn)

@@ -252,10 +252,9 @@ class AuthorizingHttpClient(HttpClient):
                                                     now=now, fresh=self._fresh(now))
         if step is None:
             return False  # a 403 of another kind: no authorization can help
-        if self._init_deadline is not None:
-            # The server answered, so the handshake gets the full initialize_timeout (a
-            # server/discover probe would otherwise fall back after discover_timeout).
-            self._init_deadline = max(self._init_deadline, now + self.config.initialize_timeout)
+        # The server answered, so a handshake gets the full initialize_timeout (a
+        # server/discover probe would otherwise fall back after discover_timeout).
+        self._extend_handshake(now + self.config.initialize_timeout)
         self._perform(step, now)
         return True
 
@@ -293,8 +292,7 @@ class AuthorizingHttpClient(HttpClient):
                 self._send_step("GET", step.authorization_url, (), b"", now, redirect=True)
             else:
                 self._redirect_at = at = now + self._redirect_timeout
-                if self._init_deadline is not None:  # the handshake waits for the user too
-                    self._init_deadline = max(self._init_deadline, at + self.config.initialize_timeout)
+                self._extend_handshake(at + self.config.initialize_timeout)  # a handshake waits too
                 self._events.append(AuthorizationRedirect(authorization_url=step.authorization_url,
                                                           state=step.state, redirect_uri=step.redirect_uri))
         elif isinstance(step, Authorized):

@@ -20,6 +20,7 @@ import msgspec
 
 from . import modern
 from .config import ClientConfig
+from .connections import ConnectFailure, SocketFailure, SocketStage
 from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
 from .events import (
     Action,
@@ -27,6 +28,7 @@ from .events import (
     DiscardReason,
     ErrorData,
     FailureReason,
+    GetStreamAbandoned,
     RequestFailed,
     SessionExpired,
     SideRequestFailed,
@@ -37,6 +39,7 @@ from .http11 import (
     Header,
     HttpPool,
     HttpRequest,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -66,6 +69,9 @@ _RESERVED: Final = frozenset({
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a field name (RFC 9110 section 5.1)
 # A field value h11 accepts: visible ASCII and inner spaces or tabs (RFC 9110 section 5.5).
 _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+# An SSE event id we send back as Last-Event-ID: visible ASCII and inner spaces, no control
+# character. The server chose it; one the header cannot carry as it came is dropped.
+_EVENT_ID: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 
 
 class TransportMode(enum.Enum):
@@ -120,9 +126,9 @@ class _Exchange:
     """One HTTP request of ours and what we know about its response."""
 
     __slots__ = (
-        "attempt", "body", "buffer", "challenge", "credential", "headers", "id", "kind",
-        "last_event_id", "method", "redirects", "request_ids", "response_headers", "retry", "sse",
-        "status", "tag", "url",
+        "attempt", "body", "buffer", "challenge", "credential", "delivered", "headers", "id", "kind",
+        "last_event_id", "method", "opened_at", "redirects", "request_ids", "response_headers", "retry",
+        "sse", "status", "tag", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -145,6 +151,8 @@ class _Exchange:
         self.tag = 0  # a side request's id for the caller
         self.response_headers: tuple[Header, ...] = ()
         self.credential = 0  # what _credential() said when it was last sent
+        self.opened_at = 0.0  # when its event stream started
+        self.delivered = False  # its event stream carried a message
 
 
 class HttpClient(ClientSession):
@@ -287,18 +295,22 @@ class HttpClient(ClientSession):
         self._pool.tls_started(connection, now)
         self._drain_pool(now)
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting failed, or the connection broke with an error.
 
-        A request that never left is retried per ``config.retry``; one that may have
-        reached the server fails rather than being sent twice.
+        A connection that could not be opened fails the handshake at once
+        (``CONNECT_FAILED``: no server is there to answer); once the session is ready, a
+        refused or unreachable server may be restarting, so the request is retried per
+        ``config.retry`` while its deadline allows, and fails with the last refusal when
+        it does not. Any other request that never left is retried likewise; one that may
+        have reached the server fails rather than being sent twice.
 
         Raises:
             LocalProtocolError: the client never asked for ``connection``.
         Events: ``RequestFailed``, ``InitializeFailed``, ``ConnectionTerminated``.
         """
         self._now = now
-        self._pool.connection_failed(connection, message, now)
+        self._pool.connection_failed(connection, failure, now)
         self._drain_pool(now)
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -481,18 +493,45 @@ class HttpClient(ClientSession):
         self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=headers,
                                       body=ex.body), now)
 
+    def _stall(self) -> str:
+        """Where the handshake's request stands: connecting, waiting, reading, retrying."""
+        init = self._init_id
+        ex = next((e for e in self._exchanges.values() if init in e.request_ids), None)
+        if ex is None and self._legacy and self._legacy_endpoint is None:
+            ex = next((e for e in self._exchanges.values() if e.kind is _Kind.LEGACY_STREAM), None)
+        if ex is None:
+            waiting = [e for _, _, e in self._scheduled] + self._auth_held
+            if any(init in e.request_ids or e.kind is _Kind.LEGACY_STREAM for e in waiting):
+                return "; its request was waiting to be sent again"
+            return ""
+        progress = self._pool.progress(ex.id)
+        assert progress is not None  # what _exchanges holds is in the pool
+        what = ("the SSE stream sent no endpoint event"
+                if ex.kind is _Kind.LEGACY_STREAM and progress is Progress.RECEIVING else progress.value)
+        return f"; {ex.method} {ex.url}: {what}"
+
     def _abandon(self, ex: _Exchange, now: float) -> None:
         if self._exchanges.pop(ex.id, None) is not None:
             self._pool.cancel(ex.id, now)
 
-    def _schedule(self, ex: _Exchange, now: float, server_retry: float | None) -> bool:
-        """Retry ``ex`` later per the policy; False when the policy gives up."""
+    def _schedule(self, ex: _Exchange, now: float, server_retry: float | None, *,
+                  deadline: float | None = None) -> bool:
+        """Retry ``ex`` later per the policy; False when the policy gives up, or when the
+        retry would come at or after ``deadline`` (what waits on it would time out first)."""
         ex.attempt += 1
         decision = decide(self.config.retry, ex.attempt, now, server_retry, self._jitter())
-        if isinstance(decision, GiveUp):
+        if isinstance(decision, GiveUp) or (deadline is not None and decision.at >= deadline):
             return False
         heapq.heappush(self._scheduled, (decision.at, ex.id, ex))
         return True
+
+    def _deadline_of(self, ex: _Exchange) -> float | None:
+        """The earliest deadline of the requests ``ex`` carries (the handshake's for its
+        request), or ``None`` when it carries none."""
+        deadlines = [self._init_deadline if rid == self._init_id else
+                     pending.deadline if (pending := self._pending.get(rid)) is not None else None
+                     for rid in ex.request_ids]
+        return min((d for d in deadlines if d is not None), default=None)
 
     def _jitter(self) -> float:
         # xorshift64: entropy came in once as the seed (STYLE.md section 1).
@@ -544,6 +583,8 @@ class HttpClient(ClientSession):
             ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype == _SSE:
                 ex.sse = SseParser(max_event_bytes=self.config.max_response_bytes)
+                ex.opened_at = now
+                ex.delivered = False
             elif status != 202 and ex.kind is _Kind.POST:
                 ex.buffer = bytearray()
             return
@@ -582,8 +623,11 @@ class HttpClient(ClientSession):
             # Not the parser's text: its "at least N bytes" depends on how reads were cut.
             self._too_large(ex, "an SSE event", now)
             return
-        if sse.last_event_id:  # a new stream starts with none: keep the resume point
-            ex.last_event_id = sse.last_event_id
+        last = sse.last_event_id
+        if last:  # a new stream starts with none: keep the resume point
+            # An id no header can carry as sent (non-ASCII, control characters) is dropped:
+            # resuming then goes as if the server had sent none.
+            ex.last_event_id = last if _EVENT_ID.fullmatch(last) else ""
         if sse.retry is not None:
             ex.retry = sse.retry / 1000
         for sse_event in events:
@@ -592,6 +636,7 @@ class HttpClient(ClientSession):
             if ex.kind is _Kind.LEGACY_STREAM and sse_event.event == "endpoint":
                 self._on_endpoint(ex, sse_event.text, now)
             elif sse_event.data and sse_event.event == "message":
+                ex.delivered = True
                 self.receive_message(sse_event.data, now)
 
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
@@ -615,7 +660,8 @@ class HttpClient(ClientSession):
             return
         if ex.sse is not None:
             ex.sse.close()
-            self._stream_ended(ex, now, "the SSE stream ended before the answer")
+            self._stream_ended(ex, now, "the SSE stream ended before the answer" if ex.request_ids
+                               else "the server ended the SSE stream")
             return
         if ex.kind is not _Kind.POST and ex.kind is not _Kind.LEGACY_POST:
             self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR,
@@ -631,11 +677,15 @@ class HttpClient(ClientSession):
 
     def _stream_ended(self, ex: _Exchange, now: float, why: str) -> None:
         """An SSE stream ended or broke: resume it, reopen it, or fail who waited on it."""
+        # A stream that worked starts the count of reconnections over; one that ends at
+        # once (even after a 200) does not, so the backoff grows and the policy bounds it.
+        worked = ex.delivered or (ex.sse is not None and now - ex.opened_at >= self.config.retry.max_delay)
         if ex.kind is _Kind.GET_STREAM:
             again = self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", (),
                                    last_event_id=ex.last_event_id)
-            again.attempt = 0 if ex.status == 200 else ex.attempt  # a stream that worked resets
-            self._schedule(again, now, ex.retry)
+            again.attempt = 0 if worked else ex.attempt
+            if not self._schedule(again, now, ex.retry):
+                self._abandon_get_stream(again.attempt - 1, why)
             return
         if ex.kind is _Kind.LEGACY_STREAM:
             self.connection_lost(f"the legacy SSE stream ended: {why}")
@@ -648,10 +698,17 @@ class HttpClient(ClientSession):
         if ex.last_event_id and rules is not None and rules.resumable_streams:
             resume = self._exchange(_Kind.RESUME, "GET", self.url, b"", self._waiting_ids(ex),
                                     last_event_id=ex.last_event_id)
-            resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and ex.status != 200 else 0
+            resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and not worked else 0
             if self._schedule(resume, now, ex.retry):
                 return
         self._fail_ids(ex, FailureReason.CONNECTION_LOST, why)
+
+    def _abandon_get_stream(self, attempts: int, why: str) -> None:
+        """Stop reopening the GET stream: it kept failing. The session goes on without it."""
+        times = f" after {attempts} reconnection{'' if attempts == 1 else 's'} in a row" if attempts else ""
+        self._events.append(GetStreamAbandoned(
+            attempts=attempts,
+            message=f"gave up the event stream for server-initiated messages from {self.url}{times}: {why}"))
 
     def _reissue_lost(self, ex: _Exchange) -> bool:
         """Stateless era: a broken response stream loses the request; re-issue it under a
@@ -675,14 +732,35 @@ class HttpClient(ClientSession):
             # The proxy's answer is deliberate, as a server's status is: no retry.
             self._fail_exchange(ex, FailureReason.PROXY_ERROR, event.message, now, status=event.proxy_status)
             return
+        if event.connect_failure is not None:
+            self._unreachable(ex, event.connect_failure, now)
+            return
+        deadline = self._deadline_of(ex)
         if ex.sse is not None or ex.kind in (_Kind.GET_STREAM, _Kind.RESUME, _Kind.LEGACY_STREAM):
-            if not event.sent and ex.kind is not _Kind.GET_STREAM and self._schedule(ex, now, None):
+            if (not event.sent and ex.kind is not _Kind.GET_STREAM
+                    and self._schedule(ex, now, None, deadline=deadline)):
                 return
             self._stream_ended(ex, now, event.message)
             return
-        if not event.sent and self._schedule(ex, now, None):
+        if not event.sent and self._schedule(ex, now, None, deadline=deadline):
             return  # nothing reached the server: safe to send again
         self._fail_exchange(ex, FailureReason.CONNECTION_LOST, f"HTTP request failed: {event.message}", now)
+
+    def _unreachable(self, ex: _Exchange, failure: ConnectFailure, now: float) -> None:
+        """The connection for ``ex`` could not be opened.
+
+        During the handshake no server is there to answer: fail at once with what the OS
+        said. In a ready session a refused or unreachable server may be restarting, so a
+        TCP connect that failed is retried per the policy while the deadline of what
+        waits allows (a failed name lookup or TLS handshake would fail the same way).
+        """
+        retry = self.phase is Phase.READY and failure.failure.stage is SocketStage.CONNECT
+        if retry and self._schedule(ex, now, None, deadline=self._deadline_of(ex)):
+            return
+        if ex.kind is _Kind.GET_STREAM:
+            self._abandon_get_stream(ex.attempt - retry, failure.message)
+            return
+        self._fail_exchange(ex, FailureReason.CONNECT_FAILED, failure.message, now, detail=failure.detail())
 
     def _on_error_status(self, ex: _Exchange, now: float) -> None:
         status = ex.status
@@ -907,12 +985,12 @@ class HttpClient(ClientSession):
         return pending is not None and not pending.awaiting
 
     def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float, *,
-                       status: int | None = None) -> None:
+                       status: int | None = None, detail: dict[str, str] | None = None) -> None:
         self._abandon(ex, now)
         if ex.kind is _Kind.LEGACY_STREAM:
-            self.connection_lost(message, reason=reason)
+            self.connection_lost(message, reason=reason, detail=detail)
             return
-        self._fail_ids(ex, reason, message, status=status)
+        self._fail_ids(ex, reason, message, status=status, detail=detail)
 
     def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, *, status: int | None = None,
                   detail: dict[str, str] | None = None) -> None:

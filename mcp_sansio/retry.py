@@ -3,7 +3,10 @@
 :func:`decide` answers "when may attempt *n* start, if at all?" from a
 :class:`RetryPolicy`, the caller's clock and jitter, and the server's SSE ``retry:``
 value, which the MCP spec (Streamable HTTP, "Resumability and Redelivery") tells
-clients to honour. It never reads a clock or a random source (STYLE.md section 1).
+clients to honour: the first reconnection waits exactly that long, and when it fails
+again the backoff grows from there, never below it, so a server that says ``retry: 0``
+and closes at once is not reconnected to in a tight loop. It never reads a clock or a
+random source (STYLE.md section 1).
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     Attempt ``n`` waits ``initial_delay * multiplier ** (n - 1)`` seconds, capped at
     ``max_delay``, then scaled by a factor in ``[1 - jitter, 1 + jitter)`` and capped
-    again, so a delay never exceeds ``max_delay``.
+    again, so a delay never exceeds ``max_delay``. When the server sent ``retry:``, the
+    first attempt waits exactly that, and attempt ``n`` the larger of it and the delay
+    above for ``n - 1``.
+
+    A stream that worked (it delivered a message, or stayed open ``max_delay``) starts
+    the count over; one that keeps ending at once is given up after ``max_attempts``.
 
     Attributes:
         max_attempts: retries allowed after the first failure; 0 disables retrying.
@@ -87,8 +95,9 @@ def decide(
         attempt: the retry about to be made; 1 is the first retry.
         now: the current time on the driver's monotonic clock, in seconds.
         server_retry: the stream's SSE ``retry:`` value in seconds, or ``None``. When
-            given it replaces the backoff exactly (no jitter, no cap); a negative value
-            counts as 0.
+            given, the first retry waits exactly that (no jitter, no cap), and later ones
+            the backoff of the attempt before, but never less; a negative value counts
+            as 0.
         jitter: entropy in [0, 1) from the driver; 0.5 means no change.
 
     Returns:
@@ -107,11 +116,13 @@ def decide(
         raise LocalProtocolError(f"now and server_retry must be finite: {now}, {server_retry}")
     if attempt > policy.max_attempts:
         return GiveUp(reason=f"the policy allows {policy.max_attempts} retries", attempts=attempt - 1)
-    if server_retry is not None:
-        return RetryAt(at=now + max(server_retry, 0.0), attempt=attempt)
+    floor = 0.0 if server_retry is None else max(server_retry, 0.0)
+    step = attempt if server_retry is None else attempt - 1  # the server's retry: is step 0
+    if not step:
+        return RetryAt(at=now + floor, attempt=attempt)
     factor = 1 + policy.jitter * (2 * jitter - 1)
-    delay = min(_backoff_delay(policy, attempt) * factor, policy.max_delay)
-    return RetryAt(at=now + delay, attempt=attempt)
+    delay = min(_backoff_delay(policy, step) * factor, policy.max_delay)
+    return RetryAt(at=now + max(delay, floor), attempt=attempt)
 
 
 def _backoff_delay(policy: RetryPolicy, attempt: int) -> float:

@@ -233,6 +233,11 @@ class ClientSession:
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
         self._init_id: int | None = None
         self._init_deadline: float | None = None
+        # The connect (every handshake request, probe and fallback included) started at
+        # ``_connect_at`` and must be done by ``_connect_by`` (``initialize_timeout``).
+        self._connect_at = 0.0
+        self._connect_by = 0.0
+        self._handshake_steps: list[tuple[str, float]] = []  # (method, sent at), for the message
         # A transport's own next deadline, which :meth:`next_deadline` includes (stdio: the
         # shutdown ladder's next step): one call per I/O instead of an override's two.
         self._transport_at: float | None = None
@@ -352,6 +357,7 @@ class ClientSession:
         self, version: str, now: float, trigger: Trigger = Trigger.SEND_INITIALIZE
     ) -> None:
         self._advance(trigger)
+        self._begin_step("initialize", now, trigger)
         self._tried_versions.append(version)
         cfg = self.config
         params = InitializeRequestParams(
@@ -363,21 +369,52 @@ class ClientSession:
         )
         rid = self._allocate_id()
         self._init_id = rid
-        self._init_deadline = now + cfg.initialize_timeout
+        self._init_deadline = self._connect_by
         self._send_request(rid, jsonrpc.encode_request(rid, "initialize", params))
 
     def _send_discover(self, version: str, now: float, trigger: Trigger) -> None:
         self._advance(trigger)
+        self._begin_step("server/discover", now, trigger)
         self._tried_modern.append(version)
         self._probe_version = version
         rid = self._allocate_id()
         self._init_id = rid
         # Only an auto client's first probe may go unanswered by a legacy server; once the
-        # server named versions it is modern, and its silence is a handshake timeout.
-        wait = self.config.discover_timeout if self._probing_blind() else self.config.initialize_timeout
-        self._init_deadline = now + wait
+        # server named versions it is modern, and its silence is a handshake timeout. The
+        # blind probe takes at most half the connect's time, so ``initialize`` has the rest.
+        cfg = self.config
+        blind = min(cfg.discover_timeout, cfg.initialize_timeout / 2)
+        by = self._connect_by
+        self._init_deadline = min(now + blind, by) if self._probing_blind() else by
         meta = modern.request_meta(version, self.capabilities, self._client_info, None)
         self._send_request(rid, jsonrpc.encode_request(rid, "server/discover", {"_meta": meta}))
+
+    def _begin_step(self, method: str, now: float, trigger: Trigger) -> None:
+        """Note a handshake request; the first of a connect starts its one deadline."""
+        if trigger is Trigger.SEND_INITIALIZE:
+            self._connect_at = now
+            self._connect_by = now + self.config.initialize_timeout
+            self._handshake_steps = []
+        self._handshake_steps.append((method, now))
+
+    def _extend_handshake(self, until: float) -> None:
+        """Let a handshake under way run until at least ``until`` (the user is authorizing)."""
+        self._connect_by = max(self._connect_by, until)
+        if self._init_deadline is not None:
+            self._init_deadline = max(self._init_deadline, until)
+
+    def _handshake_timed_out(self, now: float) -> str:
+        """What the stalled handshake did, for its ``InitializeFailed(reason=TIMEOUT)``."""
+        steps = self._handshake_steps
+        method, at = steps[-1]
+        earlier = [f"{m} ({steps[i + 1][1] - t:.1f} s)" for i, (m, t) in enumerate(steps[:-1])]
+        return (f"the server did not complete the handshake within {now - self._connect_at:.1f} s"
+                f" (initialize_timeout {self.config.initialize_timeout:g} s): {method} went unanswered"
+                f" for {now - at:.1f} s{', after ' + ', '.join(earlier) if earlier else ''}{self._stall()}")
+
+    def _stall(self) -> str:
+        """Hook: where the transport stands with the handshake request (``"; ..."``), if it knows."""
+        return ""
 
     def _fall_back_to_initialize(self, now: float) -> None:
         """The probe says "not modern": the handshake era, as ``auto`` promises."""
@@ -879,10 +916,11 @@ class ClientSession:
             self._send(encoded)
 
     def connection_lost(self, message: str, *, returncode: int | None = None,
-                        reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
+                        reason: FailureReason = FailureReason.CONNECTION_LOST,
+                        detail: dict[str, str] | None = None) -> None:
         """The transport ended (or the client closed it): fail everything pending.
 
-        A no-op once closed.
+        A no-op once closed. ``detail`` goes to the handshake's ``InitializeFailed``.
 
         Events: ``RequestFailed`` for each pending request, ``InitializeFailed`` during
         the handshake, then ``ConnectionTerminated``.
@@ -895,7 +933,7 @@ class ClientSession:
         self._probe_version = None
         self._advance(Trigger.CONNECTION_LOST)
         if was_initializing:
-            self._events.append(InitializeFailed(reason=reason, message=message))
+            self._events.append(InitializeFailed(reason=reason, message=message, detail=detail))
         for pending in list(self._pending.values()):
             self._fail(pending, reason, message)
         self._cancelled.update(self._inbound)
@@ -917,11 +955,7 @@ class ClientSession:
             if self._probe_version is not None and self._probing_blind():
                 self._fall_back_to_initialize(now)  # a handshake-era server may ignore it
             else:
-                what = "server/discover" if self._probe_version is not None else "initialize"
-                self._initialize_failed(
-                    FailureReason.TIMEOUT,
-                    f"the server did not answer {what} within {self.config.initialize_timeout:g} s",
-                )
+                self._initialize_failed(FailureReason.TIMEOUT, self._handshake_timed_out(now))
         heap = self._heap
         while heap and heap[0][0] <= now:
             deadline, rid = heappop(heap)

@@ -27,6 +27,7 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import ProtocolError
 
 from .config import ClientConfig
+from .connections import ConnectFailure, SocketFailure
 from .errors import LocalProtocolError
 from .events import Action, AuthorizationRequired, DiscardReason, FailureReason
 from .http11 import CloseConnection, OpenConnection, StartTls
@@ -75,6 +76,13 @@ class _Link(enum.Enum):
 _UNREAD: Final = frozenset({_Link.DRAINING, _Link.DONE})
 # The connection is not open yet: initialize_timeout ends these.
 _OPENING: Final = frozenset({_Link.CONNECTING, _Link.TUNNELING, _Link.SECURING, _Link.UPGRADING})
+# Where an opening that timed out stalled, for the message.
+_STALLED: Final = {
+    _Link.CONNECTING: "the connection (TCP, and TLS for wss) did not open",
+    _Link.TUNNELING: "the proxy did not answer CONNECT",
+    _Link.SECURING: "the TLS handshake in the proxy's tunnel did not complete",
+    _Link.UPGRADING: "the server did not answer the upgrade request",
+}
 
 
 def parse_ws_url(text: str) -> Url:
@@ -168,7 +176,8 @@ class WebSocketClient(ClientSession):
         self._upgrade = _upgrade_request(self._ws, target, headers or {}, cfg.user_agent)
         self._link = _Link.NEW
         self._subprotocol: str | None = None
-        self._out = bytearray()
+        self._out = bytearray()  # bounded by config.max_send_queue_bytes (see _enqueue)
+        self._pong: bytes | None = None  # the payload of the latest Ping, answered at the next write
         self._actions: deque[Action] = deque()
         self._held: list[bytes] = []  # messages sent before the upgrade completed
         self._message = bytearray()  # the text message being reassembled
@@ -202,17 +211,23 @@ class WebSocketClient(ClientSession):
     def data_to_send(self, connection: int) -> bytes:
         """Drain the bytes to write on ``connection`` (empty when there are none).
 
+        Pings received since the last call are answered here, with one Pong for the latest
+        (RFC 6455 section 5.5.3), so a server that floods pings and reads slowly gets one
+        Pong per write, never a backlog. Call it when the socket can take more: what waits
+        here is bounded by ``max_send_queue_bytes``, and nothing else is.
+
         Raises:
             LocalProtocolError: ``connection`` was never opened.
         """
         self._live(connection)
-        data = bytes(self._out)
+        pong, self._pong = self._pong, None
+        data = bytes(self._out) if pong is None else self._ws.send(wsevents.Pong(payload=pong)) + self._out
         self._out.clear()
         return data
 
     def connections_with_data(self) -> list[int]:
         """The connections with bytes waiting in :meth:`data_to_send`; changes nothing."""
-        return [_CONNECTION] if self._out else []
+        return [_CONNECTION] if self._out or self._pong is not None else []
 
     def next_deadline(self) -> float | None:
         """The earliest of the session's deadlines, the keepalive and the close bound."""
@@ -264,16 +279,28 @@ class WebSocketClient(ClientSession):
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start_upgrade()
 
-    def connection_failed(self, connection: int, message: str, now: float) -> None:
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing failed.
 
         Raises:
             LocalProtocolError: ``connection`` was never opened.
-        Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each pending request (or
-        ``InitializeFailed``), ``ConnectionTerminated``. Actions: ``CloseConnection``.
+        Events: ``InitializeFailed(reason=CONNECT_FAILED)`` when the connection could not be
+        opened (name lookup, TCP connect, TLS); else ``RequestFailed(reason=CONNECTION_LOST)``
+        for each pending request (or ``InitializeFailed``); then ``ConnectionTerminated``.
+        Actions: ``CloseConnection``.
         """
-        if self._live(connection):
-            self._abort(f"the WebSocket connection to {self.url} failed: {message}")
+        if not self._live(connection):
+            return
+        link = self._link
+        if link is _Link.CONNECTING or link is _Link.SECURING:
+            opened = self._open
+            unreachable = (ConnectFailure(host=self._target.host, port=self._target.port, failure=failure)
+                           if link is _Link.SECURING else  # TLS with the server, in the proxy's tunnel
+                           ConnectFailure(host=opened.host, port=opened.port, failure=failure,
+                                          proxy=self._tunnel is not None))
+            self._abort(unreachable.message, FailureReason.CONNECT_FAILED, detail=unreachable.detail())
+            return
+        self._abort(f"the WebSocket connection to {self.url} failed: {failure.cause}")
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
         """Bytes read from ``connection``; ``b""`` at EOF.
@@ -317,8 +344,10 @@ class WebSocketClient(ClientSession):
             if self._link is _Link.REJECTED:
                 self._rejected()  # report what the refusal said so far
             elif self._link in _OPENING:
-                self._abort(f"could not open the WebSocket to {self.url} within"
-                            f" {self.config.initialize_timeout:g} s", FailureReason.TIMEOUT)
+                elapsed = now - self._connect_at
+                self._abort(f"could not open the WebSocket to {self.url} within {elapsed:.1f} s"
+                            f" (initialize_timeout {self.config.initialize_timeout:g} s):"
+                            f" {_STALLED[self._link]}", FailureReason.TIMEOUT)
         super().handle_timeout(now)
         keepalive = self._keepalive
         if keepalive is not None and self._pong_by is not None and self._pong_by <= now:
@@ -326,9 +355,10 @@ class WebSocketClient(ClientSession):
         elif keepalive is not None and self._ping_at is not None and self._ping_at <= now:
             self._pings += 1
             self._ping_payload = str(self._pings).encode()
-            self._out += self._ws.send(wsevents.Ping(payload=self._ping_payload))
             self._ping_at = None
             self._pong_by = now + keepalive[1]
+            # Last: a server that stopped reading is dropped here, which disarms both.
+            self._enqueue(self._ws.send(wsevents.Ping(payload=self._ping_payload)))
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
 
@@ -352,15 +382,27 @@ class WebSocketClient(ClientSession):
         self._out += self._ws.send(wsevents.CloseConnection(code=CloseReason.NORMAL_CLOSURE))
         self._link = _Link.CLOSING
         self._closing_at = now + self.config.close_timeout
-        self._ping_at = self._pong_by = None
+        self._ping_at = self._pong_by = self._pong = None
 
     # -------------------------------------------------------- session hooks
 
     def _send(self, message: bytes) -> None:
         if self._link is _Link.OPEN:
-            self._out += self._ws.send(wsevents.TextMessage(data=message.decode()))
+            self._enqueue(self._ws.send(wsevents.TextMessage(data=message.decode())))
         else:  # only initialize, until the upgrade completes: once closed, the session sends nothing
             self._held.append(message)
+
+    def _enqueue(self, frame: bytes) -> None:
+        """Queue ``frame``, unless what already waits would pass ``max_send_queue_bytes``:
+        then the server has stopped reading, and the connection is dropped."""
+        limit = self.config.max_send_queue_bytes
+        waiting = len(self._out)
+        if waiting and waiting + len(frame) > limit:
+            self._abort(f"the server stopped reading: {waiting} bytes wait to be sent and"
+                        f" {len(frame)} more would pass max_send_queue_bytes ({limit})",
+                        FailureReason.SEND_QUEUE_FULL)
+            return
+        self._out += frame
 
     # ------------------------------------------------------------------ proxy
 
@@ -434,7 +476,7 @@ class WebSocketClient(ClientSession):
             self._on_binary(event)
         elif isinstance(event, wsevents.Ping):
             if self._link is _Link.OPEN:
-                self._out += self._ws.send(event.response())
+                self._pong = event.payload  # answered by data_to_send: only the latest needs one
         elif isinstance(event, wsevents.Pong):
             keepalive = self._keepalive
             if keepalive is not None and self._pong_by is not None and event.payload == self._ping_payload:
@@ -496,7 +538,7 @@ class WebSocketClient(ClientSession):
             self.connection_lost(f"the server closed the WebSocket ({_describe_close(event)})")
             self._out += self._ws.send(event.response())
             self._closing_at = now + self.config.close_timeout
-            self._ping_at = self._pong_by = None
+            self._ping_at = self._pong_by = self._pong = None
         self._link = _Link.DRAINING  # the server closes TCP first (RFC 6455 section 7.1.1)
 
     def _on_accept(self, event: wsevents.AcceptConnection, now: float) -> None:
@@ -566,15 +608,16 @@ class WebSocketClient(ClientSession):
         self._out += self._ws.send(wsevents.CloseConnection(code=code))
         self._finish()
 
-    def _abort(self, message: str, reason: FailureReason = FailureReason.CONNECTION_LOST) -> None:
-        self.connection_lost(message, reason=reason)
+    def _abort(self, message: str, reason: FailureReason = FailureReason.CONNECTION_LOST, *,
+               detail: dict[str, str] | None = None) -> None:
+        self.connection_lost(message, reason=reason, detail=detail)
         self._finish()
 
     def _finish(self) -> None:
         if self._link is not _Link.NEW:
             self._actions.append(CloseConnection(connection=_CONNECTION))
         self._link = _Link.DONE
-        self._closing_at = self._ping_at = self._pong_by = None
+        self._closing_at = self._ping_at = self._pong_by = self._pong = None
         self._held.clear()
 
     def _live(self, connection: int) -> bool:

@@ -11,15 +11,18 @@ from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from mcp_sansio import LATEST_VERSION, Action, ClientConfig, Event, InitializeCompleted, StdioClient
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.server import ServerSession
 from mcp_sansio.session import ClientSession
 from mcp_sansio.types import ClientCapabilities
 
 __all__ = [
     "FIRST_REQUEST_ID",
+    "REFUSED",
     "SERVER_CAPABILITIES",
     "Json",
     "ScriptedServer",
+    "broken",
     "drain_actions",
     "drain_events",
     "ready_client",
@@ -40,6 +43,14 @@ SERVER_CAPABILITIES: Final[Json] = {
 
 FIRST_REQUEST_ID: Final = 2
 """The id of the first request after the handshake (``initialize`` took 1)."""
+
+REFUSED: Final = SocketFailure(stage=SocketStage.CONNECT, cause="Connection refused", errno=111)
+"""What a driver reports when nothing listens on the port."""
+
+
+def broken(cause: str, stage: SocketStage = SocketStage.TRANSFER) -> SocketFailure:
+    """What a driver reports for a socket that failed with ``cause`` (by default while open)."""
+    return SocketFailure(stage=stage, cause=cause)
 
 
 class _EventSource(Protocol):

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import h11
 import msgspec
-from helpers import SERVER_CAPABILITIES, Json, drain_events
+from helpers import REFUSED, SERVER_CAPABILITIES, Json, drain_events
 
 from mcp_sansio import LATEST_VERSION, ClientConfig
 from mcp_sansio.events import Event, InitializeCompleted
@@ -157,7 +157,8 @@ class ScriptedHttpServer:
     """Plays every server the client connects to; the test scripts each answer.
 
     Attributes:
-        refuse: how many of the next connection attempts fail ("connection refused").
+        refuse: how many of the next connection attempts fail, with ``refusal``.
+        refusal: what the driver reports for them (by default: connection refused).
         splitter: cuts each scripted write into the reads the client sees.
         requests: every request parsed so far, in order.
         opened: every ``OpenConnection`` the client asked for.
@@ -167,6 +168,7 @@ class ScriptedHttpServer:
     def __init__(self, client: HttpClient, *, splitter: Splitter | None = None) -> None:
         self.client = client
         self.refuse = 0
+        self.refusal = REFUSED
         self.splitter: Splitter = splitter or (lambda data: [data])
         self.requests: list[ReceivedRequest] = []
         self.opened: list[OpenConnection] = []
@@ -205,7 +207,7 @@ class ScriptedHttpServer:
             self.opened.append(action)
             if self.refuse:
                 self.refuse -= 1
-                self.client.connection_failed(action.connection, "connection refused", now)
+                self.client.connection_failed(action.connection, self.refusal, now)
                 return
             self._conns[action.connection] = _ServerConnection()
             self.client.connection_made(action.connection, now)

@@ -17,9 +17,11 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.tls import TLSStream
 
+from mcp_sansio.connections import SocketStage
 from mcp_sansio.events import Action, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
 from ._loop import AnyioDriver, Waiter
 
@@ -37,7 +39,7 @@ _BROKEN: Final = (OSError, anyio.BrokenResourceError, anyio.EndOfStream, ssl.SSL
 class _Connection:
     """One socket the core asked for: its scope, stream and the bytes not written yet."""
 
-    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake")
+    __slots__ = ("closing", "scope", "stream", "tls_hostname", "unsent", "wake", "writing", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()  # cancelled when the core closes the connection
@@ -45,6 +47,8 @@ class _Connection:
         self.unsent = bytearray()
         self.wake = anyio.Event()  # set when unsent grows, or when closing
         self.closing = False  # closed by the core: write what is left, then end
+        self.writing = False  # a send is under way: the core keeps what comes meanwhile
+        self.written = anyio.Event()  # set when the send under way returns
         self.tls_hostname: str | None = None  # StartTls asked for, begun after the current read
 
 
@@ -96,8 +100,10 @@ class SocketDriver(AnyioDriver):
         while (action := net.next_action()) is not None:
             self._perform(action)
         for connection in net.connections_with_data():
-            data = net.data_to_send(connection)
             conn = self._connections.get(connection)
+            if conn is not None and (conn.unsent or conn.writing):
+                continue  # the core keeps it (bounded) until the socket takes more
+            data = net.data_to_send(connection)
             if conn is not None and data:
                 conn.unsent += data
                 conn.wake.set()
@@ -128,9 +134,9 @@ class SocketDriver(AnyioDriver):
     def _live(self, connection: int, conn: _Connection) -> bool:
         return self._connections.get(connection) is conn
 
-    def _failed(self, connection: int, conn: _Connection, exc: BaseException) -> None:
+    def _failed(self, connection: int, conn: _Connection, exc: BaseException, stage: SocketStage) -> None:
         if self._live(connection, conn):
-            self._net.connection_failed(connection, _describe(exc), anyio.current_time())
+            self._net.connection_failed(connection, socket_failure(exc, stage), anyio.current_time())
             self._pump()
 
     # ------------------------------------------------------ connection tasks
@@ -142,7 +148,7 @@ class SocketDriver(AnyioDriver):
             try:
                 stream = await self._connect(action)
             except _BROKEN as exc:
-                self._failed(connection, conn, exc)
+                self._failed(connection, conn, exc, SocketStage.CONNECT)
                 return
             conn.stream = stream
             try:
@@ -173,11 +179,13 @@ class SocketDriver(AnyioDriver):
                 net.receive_data(connection, b"", anyio.current_time())
                 self._pump()
         except _BROKEN as exc:
-            self._failed(connection, conn, exc)
+            self._failed(connection, conn, exc, SocketStage.TRANSFER)
 
     async def _start_tls(self, connection: int, conn: _Connection, stream: ByteStream) -> None:
         """TLS on the open connection (a tunnel); nothing else reads it meanwhile."""
         hostname, conn.tls_hostname = conn.tls_hostname, None
+        if conn.writing:  # the CONNECT's send may not have returned yet, and TLS writes next
+            await conn.written.wait()
         try:
             conn.stream = await TLSStream.wrap(stream, hostname=hostname, ssl_context=self._context(),
                                                standard_compatible=False)
@@ -201,11 +209,16 @@ class SocketDriver(AnyioDriver):
                 conn.unsent.clear()
                 stream = conn.stream
                 assert stream is not None  # connected before writing
+                conn.writing, conn.written = True, anyio.Event()
                 try:
                     await stream.send(data)
                 except _BROKEN as exc:
-                    self._failed(connection, conn, exc)
+                    self._failed(connection, conn, exc, SocketStage.TRANSFER)
                     return
+                conn.writing = False
+                conn.written.set()
+                if self._live(connection, conn):
+                    self._pump()  # take what the core held back meanwhile
             if conn.closing:
                 conn.scope.cancel()  # everything is written
                 return
@@ -218,9 +231,3 @@ class SocketDriver(AnyioDriver):
         return await anyio.connect_tcp(action.host, action.port, ssl_context=self._context(),
                                        tls_hostname=action.server_hostname, tls_standard_compatible=False)
 
-
-def _describe(exc: BaseException) -> str:
-    """What failed, for people; anyio gives the reasons a connect failed as the cause."""
-    cause = exc.__cause__
-    causes = cause.exceptions if isinstance(cause, BaseExceptionGroup) else () if cause is None else (cause,)
-    return ": ".join([str(exc) or type(exc).__name__, *(str(c) for c in causes)])

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Protocol
+from typing import Protocol, cast
 
 import msgspec
 
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.events import Action, Event, InitializeCompleted
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio.session import ClientSession
 from mcp_sansio_base._async.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
 from ._loop import LoopDriver
 
@@ -37,7 +39,7 @@ class NetworkCore(Protocol):
     def data_to_send(self, connection: int) -> bytes: ...
     def connection_made(self, connection: int, now: float) -> None: ...
     def tls_started(self, connection: int, now: float) -> None: ...
-    def connection_failed(self, connection: int, message: str, now: float) -> None: ...
+    def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None: ...
     def receive_data(self, connection: int, data: bytes, now: float) -> None: ...
 
 
@@ -45,6 +47,14 @@ class _Socket(asyncio.Protocol):
     def __init__(self, owner: SocketDriver, connection: int) -> None:
         self._owner = owner
         self._connection = connection
+        self.paused = False  # the transport's buffer is over its high-water mark
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._owner._loop.call_soon(self._owner._pump)  # take what the core held back meanwhile
 
     def data_received(self, data: bytes) -> None:
         self._owner._received(self._connection, data)
@@ -100,8 +110,10 @@ class SocketDriver(LoopDriver):
         while (action := net.next_action()) is not None:
             self._perform(action)
         for connection in net.connections_with_data():
-            data = net.data_to_send(connection)
             sock = self._sockets.get(connection)
+            if sock is not None and cast(_Socket, sock.get_protocol()).paused:
+                continue  # the core keeps it (bounded) until the socket takes more
+            data = net.data_to_send(connection)
             if sock is not None and data:
                 sock.write(data)
         if net.finished and not self._finished.done():
@@ -134,7 +146,7 @@ class SocketDriver(LoopDriver):
             )
         except (OSError, ssl.SSLError) as exc:
             self._connecting.pop(conn, None)
-            self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+            self._net.connection_failed(conn, socket_failure(exc, SocketStage.CONNECT), self._loop.time())
             self._pump()
             return
         self._connecting.pop(conn, None)
@@ -155,7 +167,7 @@ class SocketDriver(LoopDriver):
             self._connecting.pop(conn, None)
             if self._sockets.pop(conn, None) is not None:  # else connection_lost reported it
                 raw.abort()
-                self._net.connection_failed(conn, str(exc) or type(exc).__name__, self._loop.time())
+                self._net.connection_failed(conn, socket_failure(exc, SocketStage.TLS), self._loop.time())
                 self._pump()
             return
         self._connecting.pop(conn, None)
@@ -179,5 +191,6 @@ class SocketDriver(LoopDriver):
         if exc is None:
             self._net.receive_data(connection, b"", self._loop.time())
         else:
-            self._net.connection_failed(connection, str(exc) or type(exc).__name__, self._loop.time())
+            failure = socket_failure(exc, SocketStage.TRANSFER)
+            self._net.connection_failed(connection, failure, self._loop.time())
         self._pump()

@@ -21,9 +21,11 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
+from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.events import Action
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._sync.handlers import Handlers
+from mcp_sansio_base.failures import socket_failure
 
 from ._loop import BlockingDriver
 
@@ -50,8 +52,7 @@ class _State(enum.Enum):
 class _Connection:
     """One socket the core asked for, and what the selector should wait for on it."""
 
-    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "tls_peer", "tunneled", "unsent",
-                 "want")
+    __slots__ = ("action", "addresses", "eof", "events", "sock", "state", "tunneled", "unsent", "want")
 
     def __init__(self, action: OpenConnection) -> None:
         self.action = action
@@ -62,7 +63,6 @@ class _Connection:
         self.eof = False  # the server closed its side: stop reading
         self.want = _WRITE  # what the TLS handshake waits for
         self.events = 0  # what the selector waits for now
-        self.tls_peer = ""  # whom the TLS handshake is with, for messages
         self.tunneled = False  # TLS was started by StartTls: report tls_started
 
     @property
@@ -88,7 +88,7 @@ class SocketConnection(BlockingDriver):
         self._net = core
         self._selector = selectors.DefaultSelector()
         self._connections: dict[int, _Connection] = {}
-        self._failures: deque[tuple[int, str]] = deque()  # found while performing actions
+        self._failures: deque[tuple[int, SocketFailure]] = deque()  # found while performing actions
         self._ssl = ssl_context  # the system trust store unless given, made when first needed
         self._closed = False
 
@@ -151,26 +151,19 @@ class SocketConnection(BlockingDriver):
             self._deliver_events()
             while (action := net.next_action()) is not None:
                 self._perform(action)
-            fed = False
             for connection in net.connections_with_data():
                 conn = self._connections.get(connection)
-                # Nothing reads while no call waits, so what arrived meanwhile (such as the
-                # EOF of a keep-alive connection the server closed) goes in before new
-                # bytes go out, as an event loop would have fed it already.
-                if (conn is not None and conn.state is _State.OPEN and not conn.unsent and not conn.eof
-                        and self._receive(conn)):
-                    fed = True
-                    continue
+                if conn is not None and conn.unsent:
+                    continue  # the core keeps it (bounded) until the socket takes more
                 data = net.data_to_send(connection)
                 if conn is not None and data:
                     conn.unsent += data
                     if conn.state is _State.OPEN:
                         self._send(conn)
-            if self._failures:
-                connection, message = self._failures.popleft()
-                net.connection_failed(connection, message, time.monotonic())
-            elif not fed:
+            if not self._failures:
                 return
+            connection, failure = self._failures.popleft()
+            net.connection_failed(connection, failure, time.monotonic())
 
     # --------------------------------------------------------------- actions
 
@@ -180,15 +173,15 @@ class SocketConnection(BlockingDriver):
             try:
                 infos = socket.getaddrinfo(action.host, action.port, type=socket.SOCK_STREAM)
             except OSError as exc:
-                self._fail(conn, f"cannot resolve {action.host}: {exc}")
+                self._fail(conn, socket_failure(exc, SocketStage.RESOLVE))
                 return
             conn.addresses.extend(infos)
-            self._connect_next(conn, f"no address for {action.host}")
+            self._connect_next(conn, SocketFailure(stage=SocketStage.RESOLVE, cause="no address"))
         elif isinstance(action, StartTls):
             tunnel = self._connections.get(action.connection)
             if tunnel is not None and tunnel.sock is not None:
                 tunnel.tunneled = True
-                self._start_handshake(tunnel, action.server_hostname, action.server_hostname)
+                self._start_handshake(tunnel, action.server_hostname)
         elif isinstance(action, CloseConnection):
             closing = self._connections.get(action.connection)
             if closing is not None:
@@ -199,15 +192,14 @@ class SocketConnection(BlockingDriver):
                         closing.sock.send(closing.unsent)
                 self._drop(closing)
 
-    def _connect_next(self, conn: _Connection, error: str) -> None:
+    def _connect_next(self, conn: _Connection, error: SocketFailure) -> None:
         """Start connecting to the next address, or fail with the last ``error``."""
-        action = conn.action
         while conn.addresses:
             family, kind, proto, _, address = conn.addresses.popleft()
             try:
                 sock = socket.socket(family, kind, proto)
             except OSError as exc:  # out of descriptors, or no such address family here
-                error = f"cannot connect to {action.host}:{action.port}: {exc}"
+                error = socket_failure(exc, SocketStage.CONNECT)
                 continue
             sock.setblocking(False)
             code = sock.connect_ex(address)
@@ -216,13 +208,13 @@ class SocketConnection(BlockingDriver):
                 self._watch(conn)
                 return
             sock.close()
-            error = _refused(action, code)
+            error = _refused(code)
         self._fail(conn, error)
 
-    def _fail(self, conn: _Connection, message: str) -> None:
+    def _fail(self, conn: _Connection, failure: SocketFailure) -> None:
         """Report a failure to the core once the actions are performed; forget the socket."""
         self._drop(conn)
-        self._failures.append((conn.id, message))
+        self._failures.append((conn.id, failure))
 
     def _drop(self, conn: _Connection) -> None:
         """Stop watching ``conn`` and close its socket."""
@@ -277,16 +269,16 @@ class SocketConnection(BlockingDriver):
             conn.events = 0
             sock.close()
             conn.sock = None
-            self._connect_next(conn, _refused(conn.action, code))
+            self._connect_next(conn, _refused(code))
             return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         action = conn.action
         if not action.tls:
             self._made(conn)
             return
-        self._start_handshake(conn, action.server_hostname, f"{action.host}:{action.port}")
+        self._start_handshake(conn, action.server_hostname)
 
-    def _start_handshake(self, conn: _Connection, server_hostname: str, peer: str) -> None:
+    def _start_handshake(self, conn: _Connection, server_hostname: str) -> None:
         """Wrap the connected socket in TLS and start the non-blocking handshake."""
         sock = conn.sock
         assert sock is not None
@@ -298,7 +290,6 @@ class SocketConnection(BlockingDriver):
             conn.events = 0
         conn.sock = self._ssl.wrap_socket(sock, server_hostname=server_hostname,
                                           do_handshake_on_connect=False)
-        conn.tls_peer = peer
         conn.state = _State.HANDSHAKING
         self._handshake_step(conn)
 
@@ -312,7 +303,7 @@ class SocketConnection(BlockingDriver):
         except ssl.SSLWantWriteError:
             conn.want = _WRITE
         except OSError as exc:  # ssl.SSLError included
-            self._fail(conn, f"TLS with {conn.tls_peer} failed: {exc}")
+            self._fail(conn, socket_failure(exc, SocketStage.TLS))
             return
         else:
             self._made(conn)
@@ -327,29 +318,28 @@ class SocketConnection(BlockingDriver):
         else:
             self._net.connection_made(conn.id, time.monotonic())
 
-    def _receive(self, conn: _Connection) -> bool:
-        """Feed the core what has arrived (TLS may hold decrypted bytes beyond one read);
-        False if nothing had."""
+    def _receive(self, conn: _Connection) -> None:
+        """Feed the core what has arrived (TLS may hold decrypted bytes beyond one read)."""
         sock = conn.sock
         assert sock is not None
         while True:
             try:
                 data = sock.recv(_CHUNK)
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                return False
+                return
             except ssl.SSLEOFError:  # closed without close_notify: h11 and wsproto frame
                 data = b""  # every message, so this is an EOF like any other
             except OSError as exc:
-                self._fail(conn, str(exc) or type(exc).__name__)
-                return True
+                self._fail(conn, socket_failure(exc, SocketStage.TRANSFER))
+                return
             if not data:
                 conn.eof = True
                 self._watch(conn)
             self._net.receive_data(conn.id, data, time.monotonic())
             if not data or not isinstance(sock, ssl.SSLSocket) or not sock.pending():
-                return True
+                return
             if self._connections.get(conn.id) is not conn:
-                return True  # the core closed it
+                return  # the core closed it
 
     def _send(self, conn: _Connection) -> None:
         """Write what the socket takes now; wait for writability for the rest."""
@@ -360,11 +350,11 @@ class SocketConnection(BlockingDriver):
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             sent = 0
         except OSError as exc:
-            self._fail(conn, str(exc) or type(exc).__name__)
+            self._fail(conn, socket_failure(exc, SocketStage.TRANSFER))
             return
         del conn.unsent[:sent]
         self._watch(conn)
 
 
-def _refused(action: OpenConnection, code: int) -> str:
-    return f"cannot connect to {action.host}:{action.port}: {os.strerror(code)}"
+def _refused(code: int) -> SocketFailure:
+    return SocketFailure(stage=SocketStage.CONNECT, cause=os.strerror(code), errno=code)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from mcp_sansio import (
+    ConnectError,
     ConnectionClosed,
     ErrorData,
     FailureReason,
@@ -19,6 +20,7 @@ from mcp_sansio import (
     RequestError,
     RequestFailed,
     RequestTimeout,
+    SendQueueFull,
     SessionExpired,
     UnsupportedProtocolVersion,
 )
@@ -29,6 +31,7 @@ EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.TIMEOUT: RequestTimeout,
     FailureReason.CANCELLED: RequestCancelled,
     FailureReason.CONNECTION_LOST: ConnectionClosed,
+    FailureReason.CONNECT_FAILED: ConnectError,
     FailureReason.SESSION_EXPIRED: SessionExpired,
     FailureReason.PROTOCOL_ERROR: RemoteProtocolError,
     FailureReason.MESSAGE_TOO_LARGE: MessageTooLarge,
@@ -39,6 +42,7 @@ EXCEPTION_FOR: dict[FailureReason, type[McpSansioError]] = {
     FailureReason.AUTHORIZATION_REQUIRED: Unauthorized,
     FailureReason.INSUFFICIENT_SCOPE: InsufficientScope,
     FailureReason.PROXY_ERROR: ProxyError,
+    FailureReason.SEND_QUEUE_FULL: SendQueueFull,
 }
 
 
@@ -70,6 +74,21 @@ def test_connection_lost_carries_the_exit_status_and_stderr() -> None:
     assert isinstance(exc, ConnectionClosed)
     assert (exc.returncode, exc.stderr_tail) == (1, "a\n\nboom  \n")
     assert str(exc) == "msg (exit status 1); stderr: boom"
+
+
+def test_connect_failure_carries_where_and_why() -> None:
+    detail = {"host": "h.test", "port": "8443", "cause": "Connection refused", "stage": "connect",
+              "errno": "111"}
+    exc = _failed(FailureReason.CONNECT_FAILED, detail=detail).to_exception()
+    assert isinstance(exc, ConnectError) and isinstance(exc, ConnectionClosed)
+    assert (exc.host, exc.port, exc.cause, exc.errno) == ("h.test", 8443, "Connection refused", 111)
+
+
+def test_connect_failure_without_an_errno_has_none() -> None:
+    detail = {"host": "h.test", "port": "443", "cause": "certificate verify failed", "stage": "tls",
+              "errno": ""}
+    exc = _failed(FailureReason.CONNECT_FAILED, detail=detail).to_exception()
+    assert isinstance(exc, ConnectError) and exc.errno is None
 
 
 def test_connection_closed_without_details_is_just_the_message() -> None:
@@ -120,3 +139,11 @@ def test_message_too_large_records_its_limit() -> None:
 
 def test_every_exception_is_an_mcp_sansio_error() -> None:
     assert all(issubclass(tp, McpSansioError) for tp in EXCEPTION_FOR.values())
+
+
+def test_a_handshake_timeout_carries_the_stderr_tail() -> None:
+    failed = InitializeFailed(reason=FailureReason.TIMEOUT, message="slow")
+    exc = failed.to_exception(returncode=None, stderr_tail="loading model\nstill loading\n")
+    assert isinstance(exc, RequestTimeout) and isinstance(exc, TimeoutError)
+    assert exc.stderr_tail == "loading model\nstill loading\n"
+    assert str(exc) == "slow; stderr: still loading"

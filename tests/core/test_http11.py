@@ -9,9 +9,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from helpers import REFUSED, broken
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcp_sansio.connections import ConnectFailure
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.http11 import (
     CloseConnection,
@@ -21,6 +23,7 @@ from mcp_sansio.http11 import (
     HttpRequest,
     OpenConnection,
     PoolEvent,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -93,6 +96,16 @@ def ok(exchange: int = 1, body: bytes = b"hello") -> list[PoolEvent]:
         exchange=exchange, status=200, reason="OK", headers=(("content-length", str(len(body))),)
     )
     return [head, ResponseData(exchange=exchange, data=body), ResponseEnded(exchange=exchange)]
+
+
+def connect_after_close(pool: HttpPool) -> int:
+    """Perform the ``CloseConnection`` then ``OpenConnection`` of a request sent again,
+    and drain its request; the new connection's id."""
+    close, fresh = actions(pool)
+    assert isinstance(close, CloseConnection) and isinstance(fresh, OpenConnection)
+    pool.connection_made(fresh.connection, 3.1)
+    pool.data_to_send(fresh.connection)
+    return fresh.connection
 
 
 def reused(pool: HttpPool, conn: int, exchange: int = 2) -> None:
@@ -415,7 +428,7 @@ def test_max_connections_is_respected_and_waiting_exchanges_go_in_order() -> Non
         pool.submit(request(exchange, url=f"http://h{exchange}/"), 0.0)
     opened = actions(pool)
     assert [a.connection for a in opened if isinstance(a, OpenConnection)] == [1, 2]
-    pool.connection_failed(1, "refused", 0.5)
+    pool.connection_failed(1, REFUSED, 0.5)
     assert actions(pool) == [
         CloseConnection(connection=1),
         OpenConnection(connection=3, host="h3", port=80, tls=False, server_hostname="h3"),
@@ -466,7 +479,7 @@ def test_garbage_fails_the_exchange_and_closes_the_connection() -> None:
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
     assert failed.message.startswith("invalid HTTP response: ")
-    assert (failed.sent, failed.stale_connection) == (True, False)
+    assert failed.sent
     assert actions(pool) == [CloseConnection(connection=conn)]
     pool.receive_data(conn, b"more", 2.0)  # a closed connection's late bytes are ignored
     assert events(pool) == []
@@ -586,45 +599,85 @@ def test_eof_before_any_response_byte_on_a_fresh_connection_is_not_stale() -> No
     ]
 
 
-def test_eof_right_after_reuse_reports_a_stale_connection() -> None:
+def test_eof_right_after_reuse_sends_the_request_again_on_a_new_connection() -> None:
     pool, conn = started()
     reused(pool, conn)
     pool.receive_data(conn, b"", 3.0)
-    assert events(pool) == [
-        ExchangeFailed(
-            exchange=2,
-            message="the server closed the connection without responding",
-            sent=True,
-            stale_connection=True,
-        )
-    ]
+    assert events(pool) == []
+    close, fresh = actions(pool)
+    assert close == CloseConnection(connection=conn)
+    assert isinstance(fresh, OpenConnection) and fresh.connection != conn
+    pool.connection_made(fresh.connection, 3.1)
+    assert pool.data_to_send(fresh.connection).startswith(b"POST /mcp HTTP/1.1\r\n")
+    pool.receive_data(fresh.connection, response(), 3.2)
+    assert events(pool) == ok(2)
 
 
-def test_reset_right_after_reuse_reports_a_stale_connection() -> None:
+def test_reset_right_after_reuse_sends_the_request_again_on_a_new_connection() -> None:
     pool, conn = started()
     reused(pool, conn)
-    pool.connection_failed(conn, "connection reset by peer", 3.0)
+    pool.connection_failed(conn, broken("connection reset by peer"), 3.0)
+    assert events(pool) == []
+    assert [type(a) for a in actions(pool)] == [CloseConnection, OpenConnection]
+
+
+def test_a_request_sent_again_fails_when_the_new_connection_fails_too() -> None:
+    pool, conn = started()
+    reused(pool, conn)
+    pool.receive_data(conn, b"", 3.0)
+    fresh = connect_after_close(pool)
+    pool.receive_data(fresh, b"", 3.2)
     assert events(pool) == [
-        ExchangeFailed(exchange=2, message="connection reset by peer", sent=True, stale_connection=True)
+        ExchangeFailed(exchange=2, message="the server closed the connection without responding", sent=True)
     ]
 
 
-def test_eof_after_some_response_bytes_on_a_reused_connection_is_not_stale() -> None:
+def test_a_request_sent_again_never_takes_another_kept_alive_connection() -> None:
+    pool = HttpPool()
+    first, second = (started(pool, request(n))[1] for n in (1, 2))
+    for conn in (first, second):
+        pool.receive_data(conn, response(), 1.0)
+    events(pool)
+    pool.submit(request(3), 2.0)  # on the most recently idle one
+    assert pool.data_to_send(second)
+    pool.receive_data(second, b"", 3.0)
+    close, fresh = actions(pool)
+    assert close == CloseConnection(connection=second)
+    assert isinstance(fresh, OpenConnection) and fresh.connection not in (first, second)
+
+
+def test_a_request_sent_again_and_cancelled_before_its_connection_is_dropped() -> None:
+    pool, conn = started()
+    reused(pool, conn)
+    pool.receive_data(conn, b"", 3.0)
+    pool.cancel(2, 3.05)
+    close, fresh, dropped = actions(pool)
+    assert isinstance(fresh, OpenConnection)
+    assert close == CloseConnection(connection=conn)
+    assert dropped == CloseConnection(connection=fresh.connection)
+    pool.connection_made(fresh.connection, 3.1)  # the driver learned late: ignored
+    assert events(pool) == []
+
+
+def test_eof_after_some_response_bytes_on_a_reused_connection_fails_the_exchange() -> None:
     pool, conn = started()
     reused(pool, conn)
     pool.receive_data(conn, b"HTTP/1.1 2", 3.0)
     pool.receive_data(conn, b"", 3.0)
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
-    assert not failed.stale_connection
+    assert failed.message == "the server closed the connection before the response was complete"
 
 
 def test_connect_failure_fails_the_exchange_as_unsent() -> None:
     pool = HttpPool()
     pool.submit(request(), 0.0)
     (action,) = actions(pool)
-    pool.connection_failed(action.connection, "connection refused", 1.0)
-    assert events(pool) == [ExchangeFailed(exchange=1, message="connection refused", sent=False)]
+    pool.connection_failed(action.connection, REFUSED, 1.0)
+    unreachable = ConnectFailure(host="example.com", port=80, failure=REFUSED)
+    message = "cannot connect to example.com:80: Connection refused"
+    assert events(pool) == [ExchangeFailed(exchange=1, message=message, sent=False,
+                                           connect_failure=unreachable)]
     assert actions(pool) == [CloseConnection(connection=action.connection)]
 
 
@@ -633,7 +686,7 @@ def test_io_error_before_the_request_was_drained_is_unsent() -> None:
     pool.submit(request(), 0.0)
     (action,) = actions(pool)
     pool.connection_made(action.connection, 0.0)
-    pool.connection_failed(action.connection, "broken pipe", 1.0)
+    pool.connection_failed(action.connection, broken("broken pipe"), 1.0)
     (failed,) = events(pool)
     assert isinstance(failed, ExchangeFailed)
     assert not failed.sent
@@ -641,7 +694,7 @@ def test_io_error_before_the_request_was_drained_is_unsent() -> None:
 
 def test_io_error_after_the_request_was_drained_is_sent() -> None:
     pool, conn = started()
-    pool.connection_failed(conn, "timed out", 1.0)
+    pool.connection_failed(conn, broken("timed out"), 1.0)
     assert events(pool) == [ExchangeFailed(exchange=1, message="timed out", sent=True)]
 
 
@@ -649,7 +702,7 @@ def test_failure_of_an_idle_connection_drops_it_silently() -> None:
     pool, conn = started()
     pool.receive_data(conn, response(), 1.0)
     events(pool)
-    pool.connection_failed(conn, "reset", 2.0)
+    pool.connection_failed(conn, broken("reset"), 2.0)
     assert events(pool) == []
     assert actions(pool) == [CloseConnection(connection=conn)]
     pool.submit(request(2), 3.0)
@@ -663,7 +716,7 @@ def test_connection_ids_the_pool_never_allocated_are_refused() -> None:
     pool = HttpPool()
     for call in (
         lambda: pool.connection_made(1, 0.0),
-        lambda: pool.connection_failed(0, "x", 0.0),
+        lambda: pool.connection_failed(0, broken("x"), 0.0),
         lambda: pool.receive_data(-1, b"x", 0.0),
         lambda: pool.data_to_send(1),
     ):
@@ -679,7 +732,7 @@ def test_calls_on_a_closed_connection_are_ignored() -> None:
     assert actions(pool) == [CloseConnection(connection=action.connection)]
     pool.connection_made(action.connection, 1.0)
     pool.receive_data(action.connection, b"late", 1.0)
-    pool.connection_failed(action.connection, "late", 1.0)
+    pool.connection_failed(action.connection, broken("late"), 1.0)
     assert pool.data_to_send(action.connection) == b""
     assert events(pool) == []
     assert actions(pool) == []
@@ -828,3 +881,23 @@ def test_any_split_of_the_server_bytes_gives_the_same_events(data: bytes, cuts: 
 @given(server_streams())
 def test_byte_by_byte_gives_the_same_events_as_whole(data: bytes) -> None:
     assert feed([data[i : i + 1] for i in range(len(data))]) == feed([data])
+
+
+# How far an exchange has got
+
+
+def test_progress_follows_an_exchange_from_its_queue_to_its_response() -> None:
+    pool = HttpPool(max_connections=1)
+    pool.submit(request(1), 0.0)
+    pool.submit(request(2, url="http://other.example/"), 0.0)
+    (action,) = actions(pool)
+    assert (pool.progress(1), pool.progress(2)) == (Progress.CONNECTING, Progress.QUEUED)
+    pool.connection_made(action.connection, 0.1)
+    assert pool.progress(1) is Progress.SENDING
+    pool.data_to_send(action.connection)
+    assert pool.progress(1) is Progress.WAITING
+    pool.receive_data(action.connection, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe", 0.2)
+    assert pool.progress(1) is Progress.RECEIVING
+    pool.receive_data(action.connection, b"llo", 0.3)
+    assert pool.progress(1) is None  # done
+    assert pool.progress(99) is None  # never submitted

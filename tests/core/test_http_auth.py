@@ -340,7 +340,7 @@ def test_unreachable_authorization_server_fails_the_held_requests() -> None:
     assert mock.paths() == CODE_FLOW[:1]
     (failed,) = of_type(drain_events(client), AuthorizationFailed)
     assert isinstance(failed, AuthorizationFailed)
-    assert "connection refused" in failed.message
+    assert "cannot connect to localhost:4000: Connection refused" in failed.message
     assert failed.message.startswith("the request to http://localhost:4000/")
 
 
@@ -464,7 +464,8 @@ def test_other_side_requests_that_fail_still_become_events() -> None:
     mock.serve(now=1.0)
     failures = of_type(drain_events(client), SideRequestFailed)
     assert [(f.tag, f.message) for f in failures if isinstance(f, SideRequestFailed)] == [
-        (refused, "connection refused"), (large, "the response is too large")]
+        (refused, "cannot connect to localhost:4000: Connection refused"),
+        (large, "the response is too large")]
 
 
 def test_other_side_requests_still_become_events() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import drain_events
+from helpers import broken, drain_events
 from http_helpers import (
     URL,
     ScriptedHttpServer,
@@ -22,9 +22,11 @@ from http_helpers import (
 )
 
 from mcp_sansio import ClientConfig, LocalProtocolError
+from mcp_sansio.connections import SocketStage
 from mcp_sansio.events import (
     ConnectionTerminated,
     FailureReason,
+    GetStreamAbandoned,
     InitializeCompleted,
     MessageDiscarded,
     NotificationReceived,
@@ -388,6 +390,10 @@ def test_refused_get_stream_is_retried_a_bounded_number_of_times() -> None:
         server.pump(now=deadline)
     assert len(server.opened) == 4
     assert client.next_deadline() is None
+    assert drain_events(client) == [GetStreamAbandoned(
+        attempts=2, message="gave up the event stream for server-initiated messages from http://example.com/mcp"
+                            " after 2 reconnections in a row:"
+                            " cannot connect to example.com:80: Connection refused")]
 
 
 # ------------------------------------------------------------------------ closing
@@ -481,3 +487,32 @@ def test_close_during_the_handshake_fails_it() -> None:
     client.close(now=1.0)
     assert client.finished
     assert [type(e).__name__ for e in drain_events(client)] == ["InitializeFailed", "ConnectionTerminated"]
+
+
+def test_a_get_stream_refused_until_the_policy_gives_up_says_how_often_it_was_tried() -> None:
+    config = ClientConfig(retry=RetryPolicy(max_attempts=1))
+    client, server, _ = ready_http_client(get_stream=0, config=config)
+    get = server.requests[2]
+    server.hang_up_idle(now=1.0)
+    server.hang_up(get, now=1.0)
+    server.refuse = 10
+    while (deadline := client.next_deadline()) is not None:
+        client.handle_timeout(deadline)
+        server.pump(now=deadline)
+    [abandoned] = drain_events(client)
+    assert isinstance(abandoned, GetStreamAbandoned) and abandoned.attempts == 1
+    assert " after 1 reconnection in a row: cannot connect" in abandoned.message
+
+
+def test_a_get_stream_whose_tls_handshake_fails_is_given_up_at_once() -> None:
+    client = http_client(URL)
+    server = ScriptedHttpServer(client)
+    client.connect(now=0.0)
+    (init,) = server.pump(now=0.0)
+    server.refuse, server.refusal = 1, broken("certificate verify failed", SocketStage.TLS)
+    server.reply_json(init, init_result(), now=0.0, headers={"Mcp-Session-Id": "s-1"})
+    events = drain_events(client)
+    assert events[-1] == GetStreamAbandoned(
+        attempts=0, message="gave up the event stream for server-initiated messages from http://example.com/mcp:"
+                            " cannot connect to example.com:80: the TLS handshake failed:"
+                            " certificate verify failed")

@@ -6,7 +6,7 @@ retry loop and never an exception out of ``receive_data``.
 from __future__ import annotations
 
 import pytest
-from helpers import drain_events
+from helpers import broken, drain_events
 from http_helpers import (
     LAST_CHUNK,
     URL,
@@ -23,7 +23,8 @@ from http_helpers import (
 )
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.errors import HttpError, MessageTooLarge, RequestTimeout, Unauthorized
+from mcp_sansio.connections import SocketStage
+from mcp_sansio.errors import ConnectError, HttpError, MessageTooLarge, RequestTimeout, Unauthorized
 from mcp_sansio.events import (
     AuthorizationRequired,
     FailureReason,
@@ -314,9 +315,10 @@ def test_unanswered_initialize_times_out() -> None:
 
 def test_connection_lost_after_the_post_was_sent_fails_without_a_resend() -> None:
     client, server, _ = ready_http_client()
+    server.hang_up_idle(now=1.0)  # so the POST goes on a new connection
     rid = client.call_tool("t", now=1.0)
     (post,) = server.pump(now=1.0)
-    client.connection_failed(post.connection, "reset by peer", now=1.5)
+    client.connection_failed(post.connection, broken("reset by peer"), now=1.5)
     failed = one_failure(client)
     assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECTION_LOST)
     assert "reset by peer" in failed.message
@@ -363,31 +365,62 @@ def test_refused_connection_fails_the_request_once_the_policy_gives_up() -> None
         client.handle_timeout(deadline)
         server.pump(now=deadline)
     failed = one_failure(client)
-    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECTION_LOST)
-    assert "connection refused" in failed.message
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECT_FAILED)
+    assert failed.message == "cannot connect to example.com:80: Connection refused"
     assert len(server.opened) == 5  # two for the handshake, then three refused
 
 
-def test_refused_initialize_fails_the_handshake_once_the_policy_gives_up() -> None:
-    client = http_client(URL, config=ClientConfig(retry=RetryPolicy(max_attempts=0)))
+def test_refused_initialize_fails_the_handshake_at_once_with_where_and_why() -> None:
+    client = http_client(URL)
     server = ScriptedHttpServer(client)
     server.refuse = 1
     client.connect(now=0.0)
     server.pump(now=0.0)
     (failed,) = drain_events(client)
     assert isinstance(failed, InitializeFailed)
-    assert failed.reason is FailureReason.CONNECTION_LOST
+    assert failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == "cannot connect to example.com:80: Connection refused"
+    error = failed.to_exception()
+    assert isinstance(error, ConnectError)
+    assert (error.host, error.port, error.cause) == ("example.com", 80, "Connection refused")
+    assert error.errno == 111
+    assert client.next_deadline() is None  # no retry, no handshake timer left
 
 
-def test_retry_of_a_request_that_timed_out_meanwhile_is_not_sent() -> None:
+@pytest.mark.parametrize("stage", [SocketStage.RESOLVE, SocketStage.TLS])
+def test_a_failed_name_lookup_or_tls_handshake_in_a_session_is_not_retried(stage: SocketStage) -> None:
+    client, server, _ = ready_http_client()
+    server.hang_up_idle(now=1.0)
+    server.refuse, server.refusal = 1, broken("no", stage)
+    rid = client.call_tool("t", now=1.0)
+    server.pump(now=1.0)
+    failed = one_failure(client)
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECT_FAILED)
+    assert client.next_deadline() is None  # no retry
+
+
+def test_a_retry_that_would_come_after_the_deadline_fails_with_the_refusal_at_once() -> None:
     client, server, _ = ready_http_client()
     server.hang_up_idle(now=1.0)
     server.refuse = 1
-    client.call_tool("t", now=1.0, timeout=0.5)
+    rid = client.call_tool("t", now=1.0, timeout=0.5)  # the backoff's first retry is ~1 s away
     server.pump(now=1.0)
-    client.handle_timeout(1.5)
-    assert one_failure(client).reason is FailureReason.TIMEOUT
-    cancel_and_nothing_else = server.pump(now=1.5)
+    failed = one_failure(client)
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECT_FAILED)
+    assert isinstance(failed.to_exception(), ConnectError)  # never a timeout for what was a refusal
+    client.handle_timeout(10.0)
+    assert server.pump(now=10.0) == []
+
+
+def test_retry_of_a_request_cancelled_meanwhile_is_not_sent() -> None:
+    client, server, _ = ready_http_client()
+    server.hang_up_idle(now=1.0)
+    server.refuse = 1
+    rid = client.call_tool("t", now=1.0)
+    server.pump(now=1.0)
+    client.cancel(rid, now=1.2)
+    assert one_failure(client).reason is FailureReason.CANCELLED
+    cancel_and_nothing_else = server.pump(now=1.2)
     assert [r.rpc_method for r in cancel_and_nothing_else] == ["notifications/cancelled"]
     client.handle_timeout(10.0)
     assert server.pump(now=10.0) == []
@@ -491,6 +524,7 @@ def test_redirected_resume_keeps_its_last_event_id() -> None:
     server.reply(resume, 307, now=1.1, headers={"Location": "/moved"})
     (moved,) = server.pump(now=1.1)
     assert moved.header("last-event-id") == "e1"
+    server.send(moved, chunked_head(), now=1.2)
     server.hang_up(moved, now=1.2)  # dropped before any event: resume again from e1
     client.handle_timeout(10.0)
     (again,) = server.pump(now=10.0)

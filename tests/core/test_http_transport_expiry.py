@@ -361,3 +361,16 @@ def test_timeout_does_not_reset_the_restart_bound() -> None:
     server.reply(post_b, 404, now=7.0)
     events = drain_events(client)
     assert SessionExpired(status=404, reinitializing=False) in events
+
+
+def test_a_restarted_server_is_invisible_to_the_caller() -> None:
+    client, server, _ = ready_http_client()
+    rid = client.call_tool("t", now=1.0)
+    (stale,) = server.pump(now=1.0)  # on the kept-alive connection the old server had
+    server.hang_up(stale, now=1.0)  # which closed it unread as it stopped
+    (again,) = server.pump(now=1.0)
+    assert again.connection != stale.connection and again.json()["id"] == rid
+    init = expire(server, again, now=1.1)  # the new process knows no session
+    (resent,) = reinitialize(server, init, "s-2", now=1.2)
+    server.reply_json(resent, tool_result(rid, "two"), now=1.3)
+    assert [type(e) for e in drain_events(client)] == [SessionExpired, InitializeCompleted, ResponseReceived]

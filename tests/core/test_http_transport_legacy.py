@@ -17,6 +17,7 @@ from http_helpers import (
     tool_result,
 )
 
+from mcp_sansio.errors import ConnectError
 from mcp_sansio.events import (
     ConnectionTerminated,
     FailureReason,
@@ -198,17 +199,18 @@ def test_legacy_stream_answered_without_an_event_stream_fails_the_handshake() ->
     assert failed.reason is FailureReason.PROTOCOL_ERROR
 
 
-def test_refused_legacy_stream_is_retried() -> None:
+def test_refused_legacy_stream_fails_the_handshake_at_once() -> None:
     client = http_client(URL, transport=TransportMode.SSE)
     server = ScriptedHttpServer(client)
     server.refuse = 1
     client.connect(now=0.0)
     assert server.pump(now=0.0) == []
-    deadline = client.next_deadline()
-    assert deadline is not None
-    client.handle_timeout(deadline)
-    (stream,) = server.pump(now=deadline)
-    assert stream.method == "GET"
+    failed, terminated = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == "cannot connect to example.com:80: Connection refused"
+    assert isinstance(failed.to_exception(), ConnectError)
+    assert isinstance(terminated, ConnectionTerminated)
+    assert client.next_deadline() is None
 
 
 def test_legacy_close_sends_no_delete() -> None:

@@ -142,7 +142,7 @@ def test_any_other_error_falls_back_to_initialize(code: int) -> None:
     client.receive_data(SERVER.error(1, code, "no such method before initialize"), 0.5)
     assert drain_events(client) == []
     assert take_messages(client) == [_initialize(2)]
-    assert client.next_deadline() == 30.5  # the handshake's own deadline
+    assert client.next_deadline() == 30.0  # the connect's one deadline, from the probe's start
     assert client.era is None
 
 
@@ -189,7 +189,26 @@ def test_unanswered_probe_falls_back_at_discover_timeout() -> None:
     client.handle_timeout(3.0)
     assert drain_events(client) == []
     assert take_messages(client) == [_initialize(2)]
-    assert client.next_deadline() == 33.0
+    assert client.next_deadline() == 30.0  # what is left of initialize_timeout, not a fresh one
+
+
+def test_the_blind_probe_takes_at_most_half_of_a_short_initialize_timeout() -> None:
+    client = _probing(initialize_timeout=4.0)
+    assert client.next_deadline() == 2.0  # not discover_timeout's 3 s
+    client.handle_timeout(2.0)
+    assert take_messages(client) == [_initialize(2)]
+    assert client.next_deadline() == 4.0
+
+
+def test_a_server_that_answers_nothing_fails_within_initialize_timeout_saying_what_waited() -> None:
+    client = _probing(initialize_timeout=3.0)
+    client.handle_timeout(1.5)  # the probe's half
+    client.data_to_send()
+    client.handle_timeout(3.25)  # the timer fired a little late
+    assert drain_events(client) == [InitializeFailed(
+        reason=FailureReason.TIMEOUT,
+        message="the server did not complete the handshake within 3.2 s (initialize_timeout 3 s):"
+                " initialize went unanswered for 1.8 s, after server/discover (1.5 s)")]
 
 
 def test_late_discover_answer_after_the_fallback_is_ignored() -> None:
@@ -231,7 +250,7 @@ def test_unsupported_version_naming_a_mutual_modern_version_asks_again(
     client.receive_data(_unsupported([MODERN, "2025-11-25"]), 0.5)
     assert drain_events(client) == []
     assert take_messages(client) == [_discover(2, MODERN)]
-    assert client.next_deadline() == 30.5  # a modern server: the handshake's deadline
+    assert client.next_deadline() == 30.0  # a modern server: the connect's deadline
     client.receive_data(discover_result(2), 1.0)
     (event,) = drain_events(client)
     assert isinstance(event, InitializeCompleted)
@@ -280,7 +299,9 @@ def test_silence_after_a_modern_answer_is_a_handshake_timeout(protocol: str) -> 
     assert drain_events(client) == []
     client.handle_timeout(30.0)
     assert drain_events(client) == [InitializeFailed(
-        reason=FailureReason.TIMEOUT, message="the server did not answer server/discover within 30 s")]
+        reason=FailureReason.TIMEOUT,
+        message="the server did not complete the handshake within 30.0 s (initialize_timeout 30 s):"
+                " server/discover went unanswered for 30.0 s, after server/discover (0.0 s)")]
     assert take_messages(client) == []
 
 
@@ -373,7 +394,9 @@ def test_pinned_modern_fails_on_timeout() -> None:
     assert drain_events(client) == []
     client.handle_timeout(30.0)
     assert drain_events(client) == [InitializeFailed(
-        reason=FailureReason.TIMEOUT, message="the server did not answer server/discover within 30 s")]
+        reason=FailureReason.TIMEOUT,
+        message="the server did not complete the handshake within 30.0 s (initialize_timeout 30 s):"
+                " server/discover went unanswered for 30.0 s")]
     assert take_messages(client) == []
     assert client.next_deadline() is None
 

@@ -12,7 +12,7 @@ import itertools
 
 import h11
 import pytest
-from helpers import drain_actions, drain_events
+from helpers import broken, drain_actions, drain_events
 from http_helpers import ReceivedRequest, ScriptedHttpServer, http_client, init_result
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +20,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
 from mcp_sansio import ClientConfig, ProxyError
+from mcp_sansio.connections import ConnectFailure, SocketStage
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.events import (
     ConnectionTerminated,
@@ -35,6 +36,7 @@ from mcp_sansio.http11 import (
     HttpRequest,
     OpenConnection,
     PoolEvent,
+    Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
@@ -177,8 +179,23 @@ def test_a_failed_tls_handshake_fails_the_exchange_as_unsent() -> None:
     pool = tunneled()
     pool.receive_data(1, ESTABLISHED, 1.0)
     drain_actions(pool)
-    pool.connection_failed(1, "certificate verify failed", 2.0)
-    assert pool_events(pool) == [ExchangeFailed(exchange=1, message="certificate verify failed", sent=False)]
+    failure = broken("certificate verify failed", SocketStage.TLS)
+    pool.connection_failed(1, failure, 2.0)
+    unreachable = ConnectFailure(host="mcp.test", port=443, failure=failure)
+    message = "cannot connect to mcp.test:443: the TLS handshake failed: certificate verify failed"
+    assert pool_events(pool) == [ExchangeFailed(exchange=1, message=message, sent=False,
+                                                connect_failure=unreachable)]
+
+
+def test_a_refused_proxy_connection_names_the_proxy() -> None:
+    pool = submitted()
+    assert drain_actions(pool) == [TO_PROXY]
+    failure = broken("Connection refused", SocketStage.CONNECT)
+    pool.connection_failed(1, failure, 1.0)
+    [failed] = pool_events(pool)
+    assert isinstance(failed, ExchangeFailed) and not failed.sent
+    assert failed.connect_failure == ConnectFailure(host="proxy.corp", port=3128, failure=failure, proxy=True)
+    assert failed.message == "cannot connect to the proxy proxy.corp:3128: Connection refused"
 
 
 def test_closing_the_pool_mid_tunnel_reports_the_request_unsent() -> None:
@@ -369,3 +386,32 @@ def test_a_websocket_starts_tls_only_when_asked_and_times_out_while_tunneling() 
     client.handle_timeout(ClientConfig().initialize_timeout)
     [failed, _] = drain_events(client)
     assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.TIMEOUT
+
+
+def test_a_websocket_refused_by_the_proxy_host_names_the_proxy() -> None:
+    client = WebSocketClient("wss://mcp.test/ws", proxies=PROXIES)
+    client.connect(now=0.0)
+    drain_actions(client)
+    client.connection_failed(1, broken("Connection refused", SocketStage.CONNECT), 0.5)
+    [failed, _] = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == "cannot connect to the proxy proxy.corp:3128: Connection refused"
+
+
+def test_a_failed_tls_handshake_in_a_websocket_tunnel_names_the_server() -> None:
+    client = ws_client()
+    client.data_to_send(1)
+    client.receive_data(1, ESTABLISHED, 1.0)
+    drain_actions(client)
+    client.connection_failed(1, broken("certificate verify failed", SocketStage.TLS), 2.0)
+    [failed, _] = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == ("cannot connect to mcp.test:443: the TLS handshake failed:"
+                              " certificate verify failed")
+
+
+def test_progress_tells_a_tunnel_from_its_tls_handshake() -> None:
+    pool = tunneled()
+    assert pool.progress(1) is Progress.TUNNELING
+    pool.receive_data(1, ESTABLISHED, 1.0)
+    assert pool.progress(1) is Progress.SECURING

@@ -30,6 +30,13 @@ def policies(draw: st.DrawFn) -> RetryPolicy:
     )
 
 
+def delay_with_server(policy: RetryPolicy, attempt: int, server_retry: float) -> float:
+    """How long after ``0.0`` retry ``attempt`` is due when the server said ``retry:`` (no jitter)."""
+    decision = decide(policy, attempt, 0.0, server_retry, 0.5)
+    assert isinstance(decision, RetryAt)
+    return decision.at
+
+
 def delay(policy: RetryPolicy, attempt: int, jitter: float, now: float = 0.0) -> float:
     """How long after ``now`` retry ``attempt`` is due."""
     decision = decide(policy, attempt, now, None, jitter)
@@ -58,13 +65,40 @@ def test_retry_is_never_earlier_than_now(
     assert isinstance(decision, GiveUp) or decision.at >= now
 
 
-@given(policies(), st.integers(min_value=1, max_value=50), NOW, SERVER_RETRY, JITTER)
-def test_server_retry_is_honoured_exactly(
+@given(policies(), NOW, SERVER_RETRY, JITTER)
+def test_the_first_retry_waits_exactly_the_server_retry(
+    policy: RetryPolicy, now: float, server_retry: float, jitter: float
+) -> None:
+    decision = decide(policy, 1, now, server_retry, jitter)
+    if policy.max_attempts:
+        assert decision == RetryAt(at=now + max(server_retry, 0.0), attempt=1)
+
+
+@given(policies(), st.integers(min_value=2, max_value=50), NOW, SERVER_RETRY, JITTER)
+def test_a_later_retry_backs_off_from_the_attempt_before_but_never_below_the_server_retry(
     policy: RetryPolicy, attempt: int, now: float, server_retry: float, jitter: float
 ) -> None:
     decision = decide(policy, attempt, now, server_retry, jitter)
     if attempt <= policy.max_attempts:
-        assert decision == RetryAt(at=now + max(server_retry, 0.0), attempt=attempt)
+        assert isinstance(decision, RetryAt)
+        backoff = decide(policy, attempt - 1, now, None, jitter)
+        assert isinstance(backoff, RetryAt)
+        assert decision.at == max(backoff.at, now + max(server_retry, 0.0))
+
+
+@given(policies(), SERVER_RETRY, JITTER)
+def test_delay_is_monotone_in_attempt_with_a_server_retry(
+    policy: RetryPolicy, server_retry: float, jitter: float
+) -> None:
+    attempts = range(1, policy.max_attempts + 1)
+    delays = [d.at for d in (decide(policy, n, 0.0, server_retry, jitter) for n in attempts)
+              if isinstance(d, RetryAt)]
+    assert delays == sorted(delays)
+
+
+def test_a_server_retry_of_zero_still_backs_off_after_the_first_retry() -> None:
+    policy = RetryPolicy()
+    assert [delay_with_server(policy, attempt, 0.0) for attempt in range(1, 6)] == [0, 1, 2, 4, 8]
 
 
 @given(policies(), JITTER)
@@ -120,6 +154,7 @@ def test_give_up_counts_the_retries_already_made() -> None:
 
 def test_server_retry_is_not_capped_by_max_delay() -> None:
     assert decide(RetryPolicy(), 1, 100.0, 3600.0, 0.9) == RetryAt(at=3700.0, attempt=1)
+    assert decide(RetryPolicy(), 4, 100.0, 3600.0, 0.9) == RetryAt(at=3700.0, attempt=4)
 
 
 def test_negative_server_retry_means_now() -> None:

@@ -145,7 +145,7 @@ def test_invalid_params_listing_supported_versions_is_retried_with_one_of_ours()
     assert (retry["id"], retry["method"], retry["params"]["protocolVersion"]) == (
         2, "initialize", "2025-03-26"  # our preference order, not the server's
     )
-    assert client.next_deadline() == 31.0  # a fresh handshake deadline
+    assert client.next_deadline() == 30.0  # the connect's one deadline, not a fresh one
     client.receive_data(SERVER.initialize_result(2, version="2025-03-26"), 1.5)
     [event] = drain_events(client)
     assert isinstance(event, InitializeCompleted)

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pytest
-from helpers import FIRST_REQUEST_ID, Json, ScriptedServer, drain_actions, drain_events
+from helpers import FIRST_REQUEST_ID, REFUSED, Json, ScriptedServer, broken, drain_actions, drain_events
 from hypothesis import given
 from hypothesis import strategies as st
 from wsproto import ConnectionType, WSConnection
@@ -21,7 +21,15 @@ from wsproto import events as ws
 from wsproto.utilities import generate_accept_token
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.errors import HttpError, LocalProtocolError, Unauthorized
+from mcp_sansio.connections import SocketStage
+from mcp_sansio.errors import (
+    ConnectError,
+    ConnectionClosed,
+    HttpError,
+    LocalProtocolError,
+    SendQueueFull,
+    Unauthorized,
+)
 from mcp_sansio.events import (
     Action,
     AuthorizationRequired,
@@ -433,6 +441,62 @@ def test_a_ping_is_answered_with_a_pong() -> None:
     assert drain_events(client) == []
 
 
+def test_a_flood_of_pings_gets_one_pong_for_the_latest_per_write() -> None:
+    client, peer = ready()
+    flood = b"".join(peer.send(ws.Ping(payload=b"%d" % n)) for n in range(10_000))
+    client.receive_data(CONN, flood, 1.0)
+    assert client.connections_with_data() == [CONN]
+    assert peer.read(client) == [ws.Pong(payload=b"9999")]
+    assert client.connections_with_data() == []
+
+
+def test_a_pong_owed_goes_out_before_what_was_queued() -> None:
+    client, peer = ready()
+    client.receive_data(CONN, peer.send(ws.Ping(payload=b"p")), 1.0)
+    rid = client.ping(now=1.0)
+    events = peer.read(client)
+    assert events[0] == ws.Pong(payload=b"p")
+    assert isinstance(events[1], ws.TextMessage) and f'"id":{rid}' in events[1].data
+
+
+def test_no_pong_follows_our_close_frame() -> None:
+    client, peer = ready()
+    client.receive_data(CONN, peer.send(ws.Ping(payload=b"p")), 1.0)
+    client.close(now=1.0)
+    assert peer.read(client) == [ws.CloseConnection(code=1000, reason="")]
+
+
+def test_a_server_that_stops_reading_is_dropped_once_the_send_queue_is_full() -> None:
+    client, _ = ready(config=ClientConfig(max_send_queue_bytes=1000))
+    first = client.call_tool("echo", {"text": "x" * 600}, now=1.0)
+    second = client.call_tool("echo", {"text": "y" * 600}, now=1.0)  # the first was never written
+    events = drain_events(client)
+    assert [(e.request_id, e.reason) for e in events if isinstance(e, RequestFailed)] == [
+        (first, FailureReason.SEND_QUEUE_FULL), (second, FailureReason.SEND_QUEUE_FULL)]
+    assert isinstance(events[0], RequestFailed)
+    error = events[0].to_exception()
+    assert isinstance(error, SendQueueFull) and isinstance(error, ConnectionClosed)
+    assert "the server stopped reading" in str(error) and "max_send_queue_bytes (1000)" in str(error)
+    assert drain_actions(client) == [CLOSED]  # no Close frame: it would never be read
+
+
+def test_one_message_over_the_send_queue_bound_goes_into_an_empty_queue() -> None:
+    client, peer = ready(config=ClientConfig(max_send_queue_bytes=100))
+    client.call_tool("echo", {"text": "x" * 600}, now=1.0)
+    assert len(peer.messages(client)) == 1  # written: the queue is empty again
+    client.call_tool("echo", {"text": "y" * 600}, now=1.0)
+    assert drain_events(client) == [] and len(peer.messages(client)) == 1
+
+
+def test_a_keepalive_ping_that_finds_the_send_queue_full_drops_the_connection_once() -> None:
+    client, _ = ready(ping_interval=20.0, config=ClientConfig(max_send_queue_bytes=1000))
+    client.call_tool("echo", {"text": "x" * 990}, now=1.0)  # never written
+    client.handle_timeout(20.0)
+    assert failures(drain_events(client))[-1] == (ConnectionTerminated, FailureReason.SEND_QUEUE_FULL)
+    assert drain_actions(client) == [CLOSED]
+    assert client.next_deadline() is None
+
+
 def test_server_requests_are_answered_in_text_frames() -> None:
     client, peer = ready()
     client.receive_data(CONN, peer.text(SERVER.request("s1", "ping")), 1.0)
@@ -600,7 +664,7 @@ def test_close_during_the_upgrade_aborts_the_connection() -> None:
     assert failures(drain_events(client)) == [(InitializeFailed, FailureReason.CONNECTION_LOST),
                                               (ConnectionTerminated, FailureReason.CONNECTION_LOST)]
     assert drain_actions(client) == [CLOSED]
-    client.connection_failed(CONN, "reset", 1.5)  # the driver learned late: ignored
+    client.connection_failed(CONN, broken("reset"), 1.5)  # the driver learned late: ignored
     client.receive_data(CONN, b"x", 1.5)
     client.connection_made(CONN, 1.5)
     assert drain_actions(client) == []
@@ -686,7 +750,7 @@ def test_eof_while_open_fails_every_pending_request_with_connection_lost() -> No
 def test_a_broken_connection_fails_pending_requests() -> None:
     client, _ = ready()
     rid = client.call_tool("slow", now=1.0)
-    client.connection_failed(CONN, "Connection reset by peer", 2.0)
+    client.connection_failed(CONN, broken("Connection reset by peer"), 2.0)
     failed, _ = drain_events(client)
     assert failed == RequestFailed(
         request_id=rid, method="tools/call", reason=FailureReason.CONNECTION_LOST,
@@ -698,11 +762,26 @@ def test_a_refused_tcp_connection_fails_initialize() -> None:
     client = WebSocketClient(URL)
     client.connect(now=0.0)
     drain_actions(client)
-    client.connection_failed(CONN, "Connection refused", 0.5)
+    client.connection_failed(CONN, REFUSED, 0.5)
     failed, _ = drain_events(client)
-    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECTION_LOST
-    assert "Connection refused" in failed.message
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == "cannot connect to example.com:8080: Connection refused"
+    error = failed.to_exception()
+    assert isinstance(error, ConnectError)
+    assert (error.host, error.port, error.cause) == ("example.com", 8080, "Connection refused")
+    assert error.errno == 111
     assert drain_actions(client) == [CLOSED]
+
+
+def test_a_failed_name_lookup_fails_initialize_naming_host_and_port() -> None:
+    client = WebSocketClient(URL)
+    client.connect(now=0.0)
+    drain_actions(client)
+    client.connection_failed(CONN, broken("Name or service not known", SocketStage.RESOLVE), 0.5)
+    failed, _ = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.CONNECT_FAILED
+    assert failed.message == ("cannot connect to example.com:8080: the name lookup failed:"
+                              " Name or service not known")
 
 
 def test_eof_during_the_upgrade_fails_initialize() -> None:
@@ -723,9 +802,11 @@ def test_the_connection_must_open_within_initialize_timeout(made: bool) -> None:
     assert client.next_deadline() == 5.0
     client.handle_timeout(5.0)
     failed, _ = drain_events(client)
+    stalled = ("the server did not answer the upgrade request" if made
+               else "the connection (TCP, and TLS for wss) did not open")
     assert failed == InitializeFailed(reason=FailureReason.TIMEOUT,
                                       message="could not open the WebSocket to ws://example.com:8080/mcp?x=1"
-                                              " within 5 s")
+                                              f" within 5.0 s (initialize_timeout 5 s): {stalled}")
     assert drain_actions(client) == [CLOSED]
 
 
@@ -734,7 +815,7 @@ def test_initialize_unanswered_on_an_open_connection_times_out_in_the_session() 
     client.handle_timeout(30.0)
     [failed] = drain_events(client)
     assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.TIMEOUT
-    assert "did not answer initialize" in failed.message
+    assert "initialize went unanswered for 30.0 s" in failed.message
     assert drain_actions(client) == []  # the driver closes
 
 

@@ -305,10 +305,15 @@ class Restartable:
     def __exit__(self, *exc_info: object) -> None:
         self._stack.close()
 
-    async def restart(self) -> None:
-        """Stop the server and start it again, in a worker thread: an application's event
-        loop keeps running meanwhile, so the async drivers see the old one go."""
-        await anyio.to_thread.run_sync(self._restart)
+    async def restart(self, *, blocking: bool = False) -> None:
+        """Stop the server and start it again. In a worker thread (the default) an
+        application's event loop keeps running meanwhile, so the async drivers see the old
+        one go; ``blocking`` holds the loop, as a script that restarts the server between
+        two calls does, so the next request meets the connection the old one closed."""
+        if blocking:
+            self._restart()
+        else:
+            await anyio.to_thread.run_sync(self._restart)
 
     def _restart(self) -> None:
         self._stack.close()

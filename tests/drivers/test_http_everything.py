@@ -118,13 +118,14 @@ async def test_resources_and_prompts_are_read_over_http(driver: Driver, streamab
     assert department.completion.values == ["Engineering"]
 
 
-async def test_a_restarted_server_gets_a_new_session_without_an_error(driver: Driver) -> None:
+@pytest.mark.parametrize("blocking", [False, True], ids=["loop-runs", "loop-held"])
+async def test_a_restarted_server_gets_a_new_session_without_an_error(driver: Driver, blocking: bool) -> None:
     port = free_port()
     with Restartable(*everything_http("streamableHttp", port), port, "/mcp") as server:
         async with driver.connect_http(server.url, config=QUICK) as client:
             assert text_of(await client.call_tool("echo", {"message": "one"})) == "Echo: one"
             first = client.session_id
-            await server.restart()  # the new process knows no session
+            await server.restart(blocking=blocking)  # the new process knows no session
             assert text_of(await client.call_tool("echo", {"message": "two"})) == "Echo: two"
             assert client.session_id not in (None, first)
 

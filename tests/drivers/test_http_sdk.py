@@ -107,11 +107,13 @@ async def test_server_requests_are_answered_on_a_stateful_session(driver: Driver
         assert text_of(await client.call_tool("elicit")) == "hello Ada, 36"
 
 
-async def test_a_restarted_stateful_server_gets_a_new_session_without_an_error(driver: Driver) -> None:
+@pytest.mark.parametrize("blocking", [False, True], ids=["loop-runs", "loop-held"])
+async def test_a_restarted_stateful_server_gets_a_new_session_without_an_error(driver: Driver, blocking: bool
+                                                                              ) -> None:
     with Restartable(*sdk_http("stateful", free_port())) as restartable:
         async with driver.connect_http(restartable.url, config=HANDSHAKE) as client:
             assert text_of(await client.call_tool("echo", {"message": "one"})) == "one"
             first = client.session_id
-            await restartable.restart()  # the new process knows no session: 404 on the old id
+            await restartable.restart(blocking=blocking)  # the new process knows no session: 404
             assert text_of(await client.call_tool("echo", {"message": "two"})) == "two"
             assert client.session_id not in (None, first)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from peer_servers import SERVERS_DIR, free_port, running_http_server
 
-from mcp_sansio import SUPPORTED_VERSIONS, ClientConfig, ConnectionClosed
+from mcp_sansio import SUPPORTED_VERSIONS, ClientConfig, ConnectError, ConnectionClosed
 from mcp_sansio.errors import Unauthorized
 from mcp_sansio.types import CallToolResult, ResourceContents, TextContent
 from mcp_sansio_asyncio.websocket import connect_websocket
@@ -147,14 +147,14 @@ async def test_an_unknown_path_is_refused_with_its_http_status(ws_url: str) -> N
     assert info.value.status == 403
 
 
-async def test_nobody_listening_raises_connection_closed() -> None:
-    with pytest.raises(ConnectionClosed, match="Connect call failed"):
+async def test_nobody_listening_raises_a_connect_error() -> None:
+    with pytest.raises(ConnectError, match="Connection refused"):
         async with connect_websocket(f"ws://127.0.0.1:{free_port()}/ws"):
             pass
 
 
 async def test_wss_speaks_tls_first(ws_url: str) -> None:
     # The peer speaks plain HTTP, so the TLS handshake fails before any WebSocket byte.
-    with pytest.raises(ConnectionClosed, match="SSL"):
+    with pytest.raises(ConnectError, match="the TLS handshake failed: "):
         async with connect_websocket(ws_url.replace("ws://", "wss://", 1)):
             pass

@@ -16,6 +16,12 @@ set it speaks HTTPS. The misbehaviour:
   "Session not found" error, as a server that lost the session would.
 - ``unauthorized``: every request is answered ``401`` with a Bearer challenge and no
   resource metadata (a server whose authorization cannot even be discovered).
+- ``get-storm``: every ``GET`` is answered at once with an event stream holding only
+  ``retry: 0`` and an id, then closed: a client that reconnects without backing off
+  floods it.
+- ``bad-event-id``: the same, with the ids ``café`` (non-ASCII), ``a<U+0001>b`` (a control
+  character), then ``ok-3``, ``ok-4``, ...: none of the first two may come back as
+  ``Last-Event-ID``.
 - ``plain``: no misbehaviour (the target of ``redirect``).
 
 Every request is appended as a JSON line (method, path, lower-cased headers, JSON-RPC
@@ -45,6 +51,8 @@ Message = dict[str, object]
 
 LOG_LOCK = threading.Lock()
 SESSIONS = itertools.count(1)
+GETS = itertools.count(1)
+BAD_IDS = {1: "caf\u00e9", 2: "a\u0001b"}
 FORGOTTEN = threading.Event()  # forget-session: the one 404 was sent
 
 
@@ -91,8 +99,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
-        if not self._misbehave_always():
-            self._send(405, b"", "text/plain")
+        if self._misbehave_always():
+            return
+        if self.server.mode in ("get-storm", "bad-event-id"):
+            number = next(GETS)
+            bad = self.server.mode == "bad-event-id"
+            event_id = BAD_IDS.get(number, f"ok-{number}") if bad else str(number)
+            self._send(200, f"id: {event_id}\nretry: 0\n\n".encode(), "text/event-stream")
+            self.close_connection = True
+            return
+        self._send(405, b"", "text/plain")
 
     def do_DELETE(self) -> None:
         self._record(None)

@@ -19,6 +19,8 @@ from mcp_sansio import (
     ClientConfig,
     ClientEvent,
     ClientRequestReceived,
+    ConnectError,
+    ConnectionClosed,
     DiscardReason,
     Event,
     FailureReason,
@@ -29,7 +31,10 @@ from mcp_sansio import (
     RequestFailed,
     RequestId,
     ResponseReceived,
+    SendQueueFull,
     ServerSession,
+    SocketFailure,
+    SocketStage,
     StderrLog,
     StderrTail,
     StdioClient,
@@ -154,3 +159,16 @@ def test_layer_helpers_signatures() -> None:
 
 def test_public_names_are_exported() -> None:
     assert {"StdioClient", "ServerSession", "ClientConfig", "Phase", "StderrTail"} <= set(mcp_sansio.__all__)
+
+
+def test_connection_failure_types() -> None:
+    failure = SocketFailure(stage=SocketStage.CONNECT, cause="Connection refused", errno=111)
+    assert_type(failure.stage, SocketStage)
+    assert_type(failure.errno, int | None)
+    error = ConnectError("no", host="h", port=1, cause="Connection refused", errno=111)
+    assert_type(error.host, str)
+    assert_type(error.port, int)
+    assert_type(error.errno, int | None)
+    assert isinstance(error, ConnectionClosed) and isinstance(SendQueueFull("x"), ConnectionClosed)
+    assert_type(ClientConfig().max_send_queue_bytes, int)
+    assert {"ConnectError", "SendQueueFull", "SocketFailure", "SocketStage"} <= set(mcp_sansio.__all__)

@@ -26,6 +26,7 @@ from mcp_sansio.events import (
     AuthorizationRequired,
     ClientEvent,
     ConnectionTerminated,
+    GetStreamAbandoned,
     InitializeCompleted,
     InitializeFailed,
     MessageDiscarded,
@@ -331,6 +332,8 @@ class Client:
                     log.warning("%s", warning)
             case PeerErrorReceived(error=error):
                 log.warning("the server reported an error: %s (%s)", error.message, error.code)
+            case GetStreamAbandoned(message=message):
+                log.warning("%s", message)
             case ConnectionTerminated(message=message, warning=warning):
                 log.debug("connection terminated: %s", message)
                 if warning is not None:  # how many messages were skipped since it last spoke
