@@ -1,0 +1,484 @@
+"""The fuzz loop: open connections, send the planner's cases, judge them, shrink what
+fails and write the reproducers.
+
+Everything protocol-shaped is decided by the core (``mcp_sansio.fuzz``): the planner
+makes the steps, the oracles judge the records, the shrinker picks what to retry. This
+module moves bytes, keeps time, samples memory and counts processes. The same seed gives
+the same sequence of inputs; the time budget only decides where it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from mcp_sansio.fuzz.case import Case, Expect, Step
+from mcp_sansio.fuzz.oracles import (
+    Context,
+    Ended,
+    HttpAnswer,
+    Received,
+    Record,
+    Sent,
+    TimedOut,
+    id_key,
+    judge,
+    judge_children,
+    judge_memory,
+)
+from mcp_sansio.fuzz.peer import answer_key
+from mcp_sansio.fuzz.plan import Planner, Surface
+from mcp_sansio.fuzz.rng import Rng
+from mcp_sansio.fuzz.rules import RULES, Finding
+from mcp_sansio.fuzz.shrink import ddmin
+from mcp_sansio.fuzz.trace import dump_trace
+from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
+
+from .connections import Connection, HttpConnection, StdioConnection, TargetUnavailable
+
+__all__ = ["Fuzzer", "Options", "Report", "ReportedFinding", "Stats", "Target", "execute", "load_schema"]
+
+_SCHEMAS: Final = Path(__file__).parent / "schemas"
+_LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+_MAX_HISTORY: Final = 400
+_RSS_EVERY: Final = 0.25
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    """The server under test: a command (stdio) or a URL (Streamable HTTP)."""
+
+    name: str
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+    @classmethod
+    def stdio(cls, command: str) -> Target:
+        """A target started with a shell-style command line."""
+        return cls(name=command, argv=tuple(shlex.split(command)))
+
+    @property
+    def transport(self) -> str:
+        """``stdio`` or ``http``."""
+        return "http" if self.url else "stdio"
+
+    def connect(self) -> Connection:
+        """A new connection (for stdio: a new server process).
+
+        Raises:
+            TargetUnavailable: the command cannot be started, or the URL is not usable.
+        """
+        if self.url:
+            return HttpConnection(self.url, self.headers)
+        if not self.argv:
+            raise TargetUnavailable("empty command")
+        return StdioConnection(self.argv, self.env, self.cwd)
+
+
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    """How to fuzz: seed, era, time budget, memory bound, where traces go."""
+
+    seed: int = 0
+    era: str = "auto"
+    budget: float = 60.0
+    memory_limit: int = 256 << 20
+    out_dir: str = "mcp-sansio-fuzz"
+    shrink_tests: int = 16
+
+
+class ReportedFinding(msgspec.Struct, kw_only=True):
+    """A finding as reported: the rule's level and spec sentence, the reproducer's path
+    and size, and when it was first seen (seconds into the run)."""
+
+    rule: str
+    level: str
+    method: str | None
+    message: str
+    spec: str
+    trace: str | None
+    steps: int
+    time: float
+    count: int = 1
+    reproduced: bool = True
+
+
+class Stats(msgspec.Struct, kw_only=True):
+    """Live counters for the progress display."""
+
+    requests: int = 0
+    cases: int = 0
+    findings: int = 0
+    restarts: int = 0
+    elapsed: float = 0.0
+    surface: dict[str, int] = msgspec.field(default_factory=dict)
+    covered: dict[str, int] = msgspec.field(default_factory=dict)
+    current: str = ""
+
+
+class Report(msgspec.Struct, kw_only=True):
+    """The outcome of a run."""
+
+    target: str
+    transport: str
+    version: str | None
+    seed: int
+    duration: float
+    stats: Stats
+    findings: list[ReportedFinding]
+    error: str | None = None
+
+
+def load_schema(version: str) -> dict[str, object] | None:
+    """The revision's schema document (bundled, descriptions stripped)."""
+    path = _SCHEMAS / f"{version}.json"
+    if not path.exists():
+        return None
+    value = json.loads(path.read_text("utf-8"))
+    return value if isinstance(value, dict) else None
+
+
+def execute(conn: Connection, steps: Sequence[Step], sampler: Callable[[], None] | None = None,
+            settle: float = 5.0) -> list[Record]:
+    """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all."""
+    records: list[Record] = []
+    waiting: dict[tuple[str, object], int] = {}
+
+    def pump(deadline: float, want: tuple[str, object] | None) -> None:
+        while conn.alive():
+            now = time.monotonic()
+            if now >= deadline or (want is not None and want not in waiting) or (want is None and not waiting):
+                return
+            for record in conn.poll(min(deadline - now, 0.05)):
+                records.append(record)
+                if isinstance(record, Received):
+                    got = answer_key(record.data)
+                    if got == ("null", None) and waiting:  # an unreadable request's error: stop waiting
+                        got = list(waiting)[-1]
+                    waiting.pop(got or ("", None), None)
+                elif isinstance(record, HttpAnswer) and record.status >= 400:
+                    for key in [k for k, v in waiting.items() if v == record.step]:
+                        waiting.pop(key)
+            if sampler is not None:
+                sampler()
+
+    for index, step in enumerate(steps):
+        if not conn.alive():
+            break
+        now = time.monotonic()
+        conn.send(index, step, now)
+        records.append(Sent(step=index, t=now))
+        key = id_key(step.id) if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED) else None
+        if key is not None:
+            waiting[key] = index
+        if key is not None and step.timeout > 0:
+            pump(now + step.timeout, key)
+            if key in waiting:
+                records.append(TimedOut(step=index, t=time.monotonic()))
+        else:
+            pump(now + 0.02, ("", "never"))
+    last = time.monotonic()
+    patient = max((steps[i].timeout for i in waiting.values()), default=0.0)
+    pump(last + max(settle, patient), None)
+    for index in sorted(waiting.values()):
+        records.append(TimedOut(step=index, t=time.monotonic()))
+    pump(time.monotonic() + 0.05, ("", "never"))
+    records.append(Ended(t=time.monotonic(), alive=conn.alive(), returncode=conn.returncode()))
+    return records
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "run"
+
+
+class Fuzzer:
+    """One fuzzing run against one target.
+
+    Args:
+        target: the server.
+        options: seed, era, budget and output directory.
+        progress: called with the live counters after every case.
+    """
+
+    def __init__(self, target: Target, options: Options, progress: Callable[[Stats], None] | None = None) -> None:
+        self.target = target
+        self.options = options
+        self.progress = progress
+        self.stats = Stats()
+        self.findings: dict[tuple[str, str | None], ReportedFinding] = {}
+        self.version: str | None = None
+        self.schema: dict[str, object] | None = None
+        self.surface = Surface()
+        self._start = 0.0
+        self._samples: list[tuple[float, int]] = []
+        self._last_sample = 0.0
+        self._conn: Connection | None = None
+        self._history: list[Step] = []
+        self._ids: set[tuple[str, object]] = set()
+        self._over_memory = False
+
+    # -- the run ------------------------------------------------------------------
+    def run(self) -> Report:
+        """Fuzz until the budget is spent; never raises for the server's behaviour.
+
+        Raises:
+            TargetUnavailable: the server cannot be started or reached, or never
+                completed the opening handshake.
+        """
+        self._start = time.monotonic()
+        rng = Rng(self.options.seed)
+        try:
+            planner = self._open_main(rng)
+            for case in planner.fresh_cases():
+                if self._over():
+                    break
+                self._fresh(case, planner)
+            while not self._over():
+                for case in planner.cases(self.surface):
+                    if self._over():
+                        break
+                    self._case(case, planner)
+        finally:
+            self._close_main()
+        self._memory()
+        self.stats.elapsed = time.monotonic() - self._start
+        return Report(target=self.target.name, transport=self.target.transport, version=self.version,
+                      seed=self.options.seed, duration=self.stats.elapsed, stats=self.stats,
+                      findings=sorted(self.findings.values(), key=lambda f: f.time))
+
+    def _over(self) -> bool:
+        return time.monotonic() - self._start >= self.options.budget
+
+    def _versions(self) -> list[str]:
+        era = self.options.era
+        if era == "auto":
+            return [LATEST_VERSION, *MODERN_VERSIONS]
+        if rules_for(era) is None:
+            raise TargetUnavailable(f"unknown era {era!r}")
+        return [era]
+
+    def _open_main(self, rng: Rng) -> Planner:
+        """Connect, open the session in the first version that works, list the surface."""
+        problems = []
+        for version in self._versions():
+            planner = Planner(rng.fork(version), version)
+            conn = self.target.connect()
+            opening = planner.opening()
+            records = execute(conn, opening, self._sample, settle=0.0)
+            answer = _result_of(opening[0], records)
+            if isinstance(answer, dict):
+                negotiated = answer.get("protocolVersion")
+                if isinstance(negotiated, str) and negotiated != version and rules_for(negotiated):
+                    planner.version = negotiated
+                    planner.rules = rules_for(negotiated)  # type: ignore[assignment]  # checked just above
+                self._conn = conn
+                self.version = planner.version
+                self.schema = load_schema(planner.version)
+                if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
+                    conn.protocol_version = planner.version
+                self._remember(opening)
+                self._judge(Case(name="opening", steps=tuple(opening)), records, initialized=False)
+                caps = answer.get("capabilities")
+                self.surface.capabilities = caps if isinstance(caps, dict) else {}
+                self._discover(planner)
+                return planner
+            problems.append(f"{version}: {conn.stderr_tail().strip()[-300:] or 'no answer'}")
+            conn.close()
+        raise TargetUnavailable("the server did not open a session (" + "; ".join(problems) + ")")
+
+    def _discover(self, planner: Planner) -> None:
+        for method in _LIST_METHODS:
+            if not self.surface.offers(method):
+                continue
+            cursor: str | None = None
+            for _page in range(20):
+                step = planner.list_page(method, cursor)
+                records = self._run_steps(Case(name=f"discover {method}", steps=(step,)))
+                cursor = self.surface.learn(method, _result_of(step, records))
+                if cursor is None:
+                    break
+        self.stats.surface = {"tools": len(self.surface.tools), "resources": len(self.surface.resources),
+                              "templates": len(self.surface.templates), "prompts": len(self.surface.prompts)}
+
+    def _context(self, initialized: bool = True, earlier: frozenset[tuple[str, object]] = frozenset()) -> Context:
+        tools = {str(t.get("name")): t for t in self.surface.tools}
+        return Context(version=self.version or LATEST_VERSION, schema=self.schema, tools=tools,
+                       initialized=initialized, earlier_ids=earlier, stdio=self.target.transport == "stdio")
+
+    def _remember(self, steps: Sequence[Step]) -> None:
+        self._history = (self._history + list(steps))[-_MAX_HISTORY:]
+        self._ids |= {id_key(s.id) for s in steps if s.id is not None}
+
+    def _run_steps(self, case: Case) -> list[Record]:
+        conn = self._conn
+        assert conn is not None
+        self.stats.current = case.name
+        earlier = frozenset(self._ids)
+        records = execute(conn, case.steps, self._sample)
+        if isinstance(conn, HttpConnection):
+            conn.cancel_open(time.monotonic())
+        self._remember(case.steps)
+        self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
+        self.stats.cases += 1
+        self._judge(case, records, initialized=True, earlier=earlier)
+        if self.progress is not None:
+            self.stats.elapsed = time.monotonic() - self._start
+            self.progress(self.stats)
+        return records
+
+    def _case(self, case: Case, planner: Planner) -> None:
+        for step in case.steps:
+            if step.method and step.method not in ("ping", "notifications/cancelled"):
+                key = step.tool or step.method
+                self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
+        if self._conn is None or not self._conn.alive():
+            self._restart(planner)
+        self._run_steps(case)
+        if self._over_memory:  # judge now, and stop the server before it eats the machine
+            self._memory()
+            self._over_memory = False
+            self._samples = []
+            self._restart(planner)
+
+    def _restart(self, planner: Planner) -> None:
+        self._close_main()
+        self.stats.restarts += 1
+        conn = self.target.connect()
+        opening = planner.opening()
+        execute(conn, opening, settle=0.0)
+        if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
+            conn.protocol_version = planner.version
+        self._conn = conn
+        self._history = []
+        self._ids = set()
+        self._samples = []
+        self._remember(opening)
+
+    def _close_main(self) -> None:
+        if self._conn is not None:
+            leftover = self._conn.close()
+            self._conn = None
+            for finding in judge_children(leftover):
+                self._report(finding, list(self._history), None)
+
+    def _fresh(self, case: Case, planner: Planner) -> None:
+        conn = self.target.connect()
+        self.stats.current = case.name
+        records = execute(conn, case.steps)
+        leftover = conn.close()
+        self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
+        self.stats.cases += 1
+        for finding in judge(case.steps, records, self._context(initialized=False)):
+            self._report(finding, list(case.steps), records)
+        for finding in judge_children(leftover):
+            self._report(finding, list(case.steps), None)
+
+    def _judge(self, case: Case, records: list[Record], *, initialized: bool,
+               earlier: frozenset[tuple[str, object]] = frozenset()) -> None:
+        for finding in judge(case.steps, records, self._context(initialized, earlier)):
+            if (finding.rule, finding.method) in self.findings:
+                self.findings[finding.rule, finding.method].count += 1
+                continue
+            prefix = [] if case.fresh else self._opening_of(self._history)
+            self._report(finding, prefix + list(case.steps), records)
+
+    def _opening_of(self, history: Sequence[Step]) -> list[Step]:
+        return [s for s in history[:2] if s.method in ("initialize", "notifications/initialized", "server/discover")]
+
+    def _sample(self) -> None:
+        now = time.monotonic()
+        if self._conn is None or now - self._last_sample < _RSS_EVERY:
+            return
+        self._last_sample = now
+        rss = self._conn.rss()
+        if rss:
+            self._samples.append((now - self._start, rss))
+            if rss - self._samples[0][1] > self.options.memory_limit:
+                self._over_memory = True
+
+    def _memory(self) -> None:
+        for finding in judge_memory(self._samples, self.options.memory_limit):
+            self._report(finding, list(self._history), None)
+
+    # -- findings -----------------------------------------------------------------
+    def _report(self, finding: Finding, steps: list[Step], records: list[Record] | None) -> None:
+        key = (finding.rule, finding.method)
+        if key in self.findings:
+            self.findings[key].count += 1
+            return
+        when = time.monotonic() - self._start
+        reproduced = True
+        if finding.rule not in ("memory-growth", "leftover-process"):
+            steps, records, reproduced = self._shrink(finding, steps, records)
+        rule = RULES[finding.rule]
+        path = self._write_trace(finding, steps, records or [])
+        self.findings[key] = ReportedFinding(
+            rule=finding.rule, level=rule.level, method=finding.method, message=finding.message,
+            spec=rule.spec, trace=path, steps=len(steps), time=round(when, 3), reproduced=reproduced)
+        self.stats.findings = len(self.findings)
+
+    def _shrink(self, finding: Finding, steps: list[Step], records: list[Record] | None
+                ) -> tuple[list[Step], list[Record] | None, bool]:
+        last: dict[str, list[Record]] = {}
+        deadline = time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2))
+
+        def fails(candidate: list[Step]) -> bool:
+            if not candidate or time.monotonic() > deadline:
+                return False
+            try:
+                conn = self.target.connect()
+            except TargetUnavailable:
+                return False
+            try:
+                got = execute(conn, candidate, settle=1.0)
+            finally:
+                conn.close()
+            ok = any(f.rule == finding.rule and f.method == finding.method
+                     for f in judge(candidate, got, self._context(initialized=False)))
+            if ok:
+                last["records"] = got
+            return ok
+
+        if not fails(steps):
+            return steps, records, False
+        small = ddmin(steps, fails, budget=self.options.shrink_tests)
+        if len(small) < len(steps) and "records" in last and not fails(small):
+            return steps, records, True
+        return small, last.get("records", records), True
+
+    def _write_trace(self, finding: Finding, steps: list[Step], records: list[Record]) -> str:
+        out = Path(self.options.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        name = f"{len(self.findings) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
+        rule = RULES[finding.rule]
+        header = {"rule": finding.rule, "level": rule.level, "method": finding.method, "message": finding.message,
+                  "spec": rule.spec, "transport": self.target.transport, "target": self.target.name,
+                  "version": self.version, "seed": self.options.seed}
+        usable = records if records and max((r.step for r in records if isinstance(r, Sent)), default=-1)\
+            < len(steps) else []
+        path = out / name
+        path.write_bytes(dump_trace(header, steps, usable))
+        return str(path)
+
+
+def _result_of(step: Step, records: Sequence[Record]) -> object:
+    """The result that answered ``step`` in ``records``, if any."""
+    if step.id is None:
+        return None
+    want = id_key(step.id)
+    for record in records:
+        if isinstance(record, Received) and answer_key(record.data) == want:
+            try:
+                message = msgspec.json.decode(record.data)
+            except msgspec.DecodeError:
+                return None
+            return message.get("result") if isinstance(message, dict) else None
+    return None

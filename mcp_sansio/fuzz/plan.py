@@ -1,0 +1,309 @@
+"""The protocol model: which case to send next, from the era, the server's surface and a
+seeded generator.
+
+Handshake-era sessions open with ``initialize`` / ``notifications/initialized``; the
+2026-07-28 era has no handshake, puts the protocol version, client capabilities and
+client info in every request's ``_meta`` and uses ``server/discover`` as its liveness
+probe (``versions.py`` rows say which). The planner owns request ids (one counter per
+connection), so the steps it makes are exact bytes that replay unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+from ..modern import request_meta
+from ..versions import VersionRules, rules_for
+from .case import Case, Check, Expect, Step, encode, message_step, raw_step
+from .rng import Rng
+from .values import boundary_values, valid_value, violations
+
+__all__ = ["BOGUS_VERSION", "CLIENT_INFO", "DEEP_LEVELS", "Planner", "Surface"]
+
+CLIENT_INFO: Final = {"name": "mcp-sansio-fuzz", "version": "0.1.0"}
+BOGUS_VERSION: Final = "fuzz-1999-01-01"
+DEEP_LEVELS: Final = (256, 64, 1024, 8192)
+HUGE_STRING: Final = 1 << 20
+_AUTO: Final = object()
+_LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+_CAPABILITY_OF: Final = {"tools/list": "tools", "resources/list": "resources",
+                         "resources/templates/list": "resources", "prompts/list": "prompts"}
+
+
+class Surface(msgspec.Struct, kw_only=True):
+    """What the server offers, as learnt from its answers (plain JSON values)."""
+
+    capabilities: dict[str, object] = msgspec.field(default_factory=dict)
+    tools: list[dict[str, object]] = msgspec.field(default_factory=list)
+    resources: list[dict[str, object]] = msgspec.field(default_factory=list)
+    templates: list[dict[str, object]] = msgspec.field(default_factory=list)
+    prompts: list[dict[str, object]] = msgspec.field(default_factory=list)
+
+    def offers(self, list_method: str) -> bool:
+        """Whether the server declared the capability behind ``list_method``."""
+        return _CAPABILITY_OF[list_method] in self.capabilities
+
+    def learn(self, list_method: str, result: object) -> str | None:
+        """Add one page of a list result; return its ``nextCursor``, if any."""
+        if not isinstance(result, dict):
+            return None
+        field = {"tools/list": "tools", "resources/list": "resources",
+                 "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[list_method]
+        items = result.get(field)
+        target = {"tools/list": self.tools, "resources/list": self.resources,
+                  "resources/templates/list": self.templates, "prompts/list": self.prompts}[list_method]
+        target += [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+        cursor = result.get("nextCursor")
+        return cursor if isinstance(cursor, str) and cursor else None
+
+
+class Planner:
+    """Makes the steps of one connection's life, for one protocol revision.
+
+    Args:
+        rng: the run's generator (the planner forks its own streams from it).
+        version: the revision to speak (a row of ``versions.py``).
+    """
+
+    def __init__(self, rng: Rng, version: str) -> None:
+        rules = rules_for(version)
+        if rules is None:
+            raise ValueError(f"unknown protocol version {version!r}")
+        self.rules: VersionRules = rules
+        self.version = version
+        self._rng = rng
+        self._next_id = 0
+        self._round = 0
+
+    # -- messages ---------------------------------------------------------------
+    def new_id(self) -> int:
+        """The next request id of this connection."""
+        self._next_id += 1
+        return self._next_id
+
+    def request(self, method: str, params: Mapping[str, object] | None = None, *,
+                label: str | None = None, request_id: object = _AUTO, **fields: object) -> Step:
+        """A request step; in the stateless era ``params._meta`` carries the version,
+        capabilities and client info."""
+        rid = self.new_id() if request_id is _AUTO else request_id
+        body: dict[str, object] = dict(params or {})
+        if self.rules.request_meta:
+            meta = body.get("_meta")
+            body["_meta"] = {**(meta if isinstance(meta, dict) else {}),
+                             **request_meta(self.version, {}, CLIENT_INFO, None)}
+        message: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if body or self.rules.request_meta:
+            message["params"] = body
+        return message_step(message, label or method, **fields)
+
+    def notification(self, method: str, params: Mapping[str, object] | None = None,
+                     label: str | None = None, **fields: object) -> Step:
+        """A notification step (no answer expected)."""
+        message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        return message_step(message, label or method, **fields)
+
+    def ping(self) -> Step:
+        """The liveness probe: ``ping``, or ``server/discover`` where ping does not exist."""
+        method = "ping" if self.rules.ping else "server/discover"
+        return self.request(method, label=f"liveness {method}", check=Check.PING, timeout=5.0)
+
+    def opening(self, version: str | None = None, check: Check = Check.RESULT) -> list[Step]:
+        """The handshake (``initialize`` then ``initialized``), or ``server/discover``."""
+        if not self.rules.handshake:
+            return [self.request("server/discover", check=check, timeout=10.0)]
+        init = self.request("initialize", {
+            "protocolVersion": version or self.version, "capabilities": {}, "clientInfo": CLIENT_INFO,
+        }, check=check, timeout=10.0)
+        return [init, self.notification("notifications/initialized")]
+
+    def list_page(self, method: str, cursor: str | None) -> Step:
+        """One page of a list method."""
+        return self.request(method, {"cursor": cursor} if cursor else None, check=Check.RESULT, timeout=10.0)
+
+    # -- cases --------------------------------------------------------------------
+    def fresh_cases(self) -> list[Case]:
+        """Cases that need a connection of their own (lifecycle order)."""
+        cases = [Case(name="ping first", fresh=True, steps=(self.ping(), *self.opening(), self.ping()))]
+        if not self.rules.handshake:
+            return cases
+        list_first = self.request("tools/list", label="tools/list before initialize", check=Check.NONE)
+        cases.append(Case(name="request before initialize", fresh=True,
+                          steps=(list_first, *self.opening(), self.ping())))
+        init, _initialized = self.opening()
+        cases.append(Case(name="initialized missing", fresh=True, steps=(
+            init, self.request("tools/list", label="tools/list without initialized", check=Check.NONE),
+            self.ping())))
+        cases.append(Case(name="second initialize", fresh=True, steps=(
+            *self.opening(), *self.opening(check=Check.NONE)[:1], self.ping())))
+        cases.append(Case(name="unknown protocol version", fresh=True, steps=(
+            *self.opening(BOGUS_VERSION, check=Check.BOGUS_VERSION), self.ping())))
+        return cases
+
+    def cases(self, surface: Surface) -> list[Case]:
+        """One round of cases over the whole surface and the protocol; each round draws
+        new values, so rounds can repeat until the budget runs out."""
+        self._round += 1
+        rng = self._rng.fork(f"round-{self._round}")
+        out: list[Case] = []
+        for tool in sorted(surface.tools, key=lambda t: str(t.get("name"))):
+            out += self._tool_cases(tool, rng)
+        out += self._protocol_cases(surface, rng)
+        out += self._resource_cases(surface, rng)
+        out += self._prompt_cases(surface, rng)
+        return out
+
+    def _case(self, name: str, *steps: Step) -> Case:
+        return Case(name=name, steps=(*steps, self.ping()))
+
+    def _call(self, tool: Mapping[str, object], arguments: object, label: str, check: Check,
+              *, data: Callable[[bytes], bytes] | None = None, **fields: object) -> Step:
+        name = str(tool.get("name"))
+        fields = {"timeout": 5.0, "patient": True, **fields}
+        params: dict[str, object] = {"name": name, "arguments": arguments}
+        if isinstance(fields.get("progress_token"), str):
+            params["_meta"] = {"progressToken": fields["progress_token"]}
+        step = self.request("tools/call", params,
+                            label=f"tools/call {name} {label}", check=check, tool=name, **fields)
+        return step if data is None else msgspec.structs.replace(step, data=data(step.data))
+
+    def _tool_cases(self, tool: Mapping[str, object], rng: Rng) -> list[Case]:
+        schema = tool.get("inputSchema")
+        schema = schema if isinstance(schema, dict) else {}
+        name = str(tool.get("name"))
+        out = [self._case(f"{name} valid", self._call(tool, valid_value(schema, rng), "valid", Check.RESULT))]
+        out += [self._case(f"{name} {v.kind} {v.path}", self._call(tool, v.value, f"{v.kind} {v.path}",
+                                                                   Check.INVALID_ARGS))
+                for v in violations(schema, rng)]
+        bounds = boundary_values(schema, rng)
+        out += [self._case(f"{name} {v.kind} {v.path}", self._call(tool, v.value, f"{v.kind} {v.path}",
+                                                                   Check.RESULT))
+                for v in (bounds[i] for i in sorted({rng.below(len(bounds)) for _ in range(3)}) if bounds)]
+        depth = DEEP_LEVELS[(self._round - 1) % len(DEEP_LEVELS)]
+        out.append(self._case(f"{name} deep argument", self._call(
+            tool, {"fuzz_deep": "\x00DEEP\x00"}, f"deep argument ({depth} levels)", Check.NONE,
+            data=lambda raw: raw.replace(b'"\\u0000DEEP\\u0000"', b"[" * depth + b"]" * depth))))
+        base = valid_value(schema, rng)
+        text_props = [k for k, v in (schema.get("properties") or {}).items()  # type: ignore[union-attr]
+                      if isinstance(v, dict) and v.get("type") == "string"]
+        if isinstance(base, dict) and text_props:
+            base[rng.choice(text_props)] = "\x00DEEP\x00"
+            out.append(self._case(f"{name} huge string", self._call(
+                tool, base, f"huge string ({HUGE_STRING} bytes)", Check.NONE,
+                data=lambda raw: raw.replace(b'"\\u0000DEEP\\u0000"', b'"' + b"h" * HUGE_STRING + b'"'))))
+        call = self._call(tool, valid_value(schema, rng), "cancelled in flight", Check.NONE,
+                          expect=Expect.CANCELLED, timeout=0.0)
+        out.append(self._case(f"{name} cancelled", call, self._cancel(call.id, "in-flight"), self.ping()))
+        token = f"fuzz-progress-{self._round}"
+        calls = [self._call(tool, valid_value(schema, rng), f"concurrent {i} (progress token reused)",
+                            Check.RESULT, timeout=0.0, progress_token=token) for i in range(3)]
+        out.append(self._case(f"{name} concurrent calls", *calls))
+        return out
+
+    def _cancel(self, request_id: object, why: str) -> Step:
+        return self.notification("notifications/cancelled", {"requestId": request_id, "reason": "fuzz"},
+                                 label=f"cancel {why} id {request_id}",
+                                 cancels=request_id if isinstance(request_id, int | str) else None)
+
+    def _protocol_cases(self, surface: Surface, rng: Rng) -> list[Case]:
+        out = [
+            self._case("unknown method", self.request("fuzz/unknown", label="unknown method",
+                                                      check=Check.UNKNOWN_METHOD)),
+            self._case("unknown notification", self.notification("notifications/fuzz_unknown", {})),
+            self._case("unknown params field", self.request(
+                "ping" if self.rules.ping else "server/discover", {"fuzz_unknown": {"a": [1, None]}},
+                label="liveness with an unknown field", check=Check.PING)),
+            self._case("cancel unknown id", self._cancel(10_000_000 + self._round, "unknown")),
+        ]
+        finished = self.ping()
+        out.append(self._case("cancel finished", finished, self._cancel(finished.id, "finished")))
+        for label, data in _garbage(rng, self.new_id):
+            out.append(self._case(label, raw_step(data, label)))
+        for label, rid, check in _odd_ids(self.new_id()):
+            method = "ping" if self.rules.ping else "server/discover"
+            step = self.request(method, label=label, request_id=rid, check=check)
+            if check is Check.INVALID_REQUEST:
+                step = msgspec.structs.replace(step, id=None, expect=Expect.ANY)
+            out.append(self._case(label, step))
+        for method in _LIST_METHODS:
+            if surface.offers(method):
+                out.append(self._case(f"{method} forged cursor", self.request(
+                    method, {"cursor": "fuzz-forged-cursor-" + "%" * rng.randint(1, 4)},
+                    label=f"{method} forged cursor", check=Check.FORGED_CURSOR)))
+        if self.rules.set_level and "logging" in surface.capabilities:
+            out.append(self._case("logging bogus level", self.request(
+                "logging/setLevel", {"level": "fuzz-level"}, label="logging/setLevel bogus level")))
+        return out
+
+    def _resource_cases(self, surface: Surface, rng: Rng) -> list[Case]:
+        out = []
+        for resource in surface.resources[:8]:
+            uri = resource.get("uri")
+            out.append(self._case(f"read {uri}", self.request(
+                "resources/read", {"uri": uri}, label=f"resources/read {uri}", check=Check.RESULT,
+                patient=True, timeout=10.0)))
+        if surface.offers("resources/list"):
+            out.append(self._case("read unknown resource", self.request(
+                "resources/read", {"uri": f"fuzz://missing/{rng.below(1000)}"},
+                label="resources/read unknown uri", patient=True, timeout=10.0)))
+        caps = surface.capabilities.get("resources")
+        if self.rules.subscribe and isinstance(caps, dict) and caps.get("subscribe") and surface.resources:
+            uri = surface.resources[0].get("uri")
+            storm = [self.request(method, {"uri": uri}, label=f"{method} storm", timeout=0.0)
+                     for _ in range(20) for method in ("resources/subscribe", "resources/unsubscribe")]
+            out.append(self._case("subscribe storm", *storm))
+        return out
+
+    def _prompt_cases(self, surface: Surface, rng: Rng) -> list[Case]:
+        out = []
+        for prompt in surface.prompts[:8]:
+            name = prompt.get("name")
+            args = prompt.get("arguments")
+            specs = [a for a in args if isinstance(a, dict)] if isinstance(args, list) else []
+            values = {str(a.get("name")): str(valid_value({"type": "string"}, rng)) for a in specs}
+            out.append(self._case(f"prompt {name}", self.request(
+                "prompts/get", {"name": name, "arguments": values}, label=f"prompts/get {name}",
+                check=Check.RESULT, patient=True, timeout=10.0)))
+            if "completions" in surface.capabilities and specs:
+                out.append(self._case(f"complete {name}", self.request("completion/complete", {
+                    "ref": {"type": "ref/prompt", "name": name},
+                    "argument": {"name": str(specs[0].get("name")), "value": "f"}},
+                    label=f"completion/complete {name}", check=Check.RESULT)))
+        return out
+
+
+def _garbage(rng: Rng, new_id: Callable[[], int]) -> list[tuple[str, bytes]]:
+    """Malformed messages: each must get a null-id error or nothing, and not hurt."""
+    rid = new_id()
+    return [
+        ("invalid JSON", b'{"jsonrpc":"2.0","id":' + str(rid).encode() + b',"method":"ping"'),
+        ("invalid UTF-8", b'{"jsonrpc":"2.0","method":"notifications/fuzz","params":{"s":"\xff\xfe"}}'),
+        ("not an object", encode(rng.choice([1, "text", None, True]))),
+        ("empty batch", b"[]"),
+        ("wrong jsonrpc version", encode({"jsonrpc": "1.0", "id": new_id(), "method": "ping"})),
+        ("no jsonrpc member", encode({"id": new_id(), "method": "ping"})),
+        ("deep nesting", b"[" * 100_000 + b"]" * 100_000),
+        ("response to nothing", encode({"jsonrpc": "2.0", "id": 987654321, "result": {}})),
+        ("method not a string", encode({"jsonrpc": "2.0", "id": new_id(), "method": 42})),
+    ]
+
+
+def _odd_ids(rid: int) -> Sequence[tuple[str, object, Check]]:
+    """Ids of every JSON type and size: valid ones must come back unchanged; invalid ones
+    must not get a result."""
+    return (
+        ("string id", f"fuzz-{rid}", Check.PING),
+        ("empty string id", "", Check.PING),
+        ("long string id", "i" * 4096 + str(rid), Check.PING),
+        ("zero id", 0, Check.PING),
+        ("negative id", -rid, Check.PING),
+        ("2^53-1 id", 2**53 - 1, Check.PING),
+        ("null id", None, Check.INVALID_REQUEST),
+        ("boolean id", True, Check.INVALID_REQUEST),
+        ("object id", {"fuzz": rid}, Check.INVALID_REQUEST),
+        ("fractional id", rid + 0.5, Check.INVALID_REQUEST),
+    )
