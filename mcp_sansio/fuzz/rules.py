@@ -75,7 +75,7 @@ RULES: Final = {rule.name: rule for rule in (
     _rule("invalid-request-accepted", "MUST",
           f"{_BASIC} (Requests): \"Requests MUST include a string or integer ID.\" \"Unlike base "
           "JSON-RPC, the ID MUST NOT be null.\" (a message that is no valid request got a result)"),
-    _rule("method-not-found-code", "MUST",
+    _rule("method-not-found-code", "SHOULD",
           "JSON-RPC 2.0 §5.1: \"-32601 Method not found: The method does not exist / is not "
           "available.\" (an unknown method got a result, or another code)"),
     _rule("accepted-invalid-arguments", "MUST",
