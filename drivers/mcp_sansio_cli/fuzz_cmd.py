@@ -51,13 +51,22 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fuzz.add_argument("server", nargs="?", help="a configured server's name (instead of --stdio/--url)")
     fuzz.add_argument("--stdio", metavar="CMD", help='server command line, e.g. "python server.py"')
     fuzz.add_argument("--url", help="Streamable HTTP endpoint")
-    fuzz.add_argument("--config", action="append", default=[], metavar="FILE", help="extra configuration file")
+    fuzz.add_argument(
+        "--config", action="append", default=[], metavar="FILE", help="extra configuration file"
+    )
     fuzz.add_argument("--budget", type=parse_budget, default=60.0, help="time budget (default 60s)")
     fuzz.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same inputs")
-    fuzz.add_argument("--era", default="auto", help="auto, or a protocol revision such as 2025-11-25 or 2026-07-28")
+    fuzz.add_argument(
+        "--era", default="auto", help="auto, or a protocol revision such as 2025-11-25 or 2026-07-28"
+    )
     fuzz.add_argument("--out", default="mcp-sansio-fuzz", help="directory for reproducer traces")
-    fuzz.add_argument("--memory-limit", type=int, default=256, metavar="MIB",
-                      help="resident memory growth that counts as a leak (default 256 MiB)")
+    fuzz.add_argument(
+        "--memory-limit",
+        type=int,
+        default=256,
+        metavar="MIB",
+        help="resident memory growth that counts as a leak (default 256 MiB)",
+    )
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
     fuzz.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     fuzz.add_argument("--sarif", metavar="FILE", help="write a SARIF 2.1.0 report")
@@ -116,9 +125,11 @@ def _live(report_to: object) -> tuple[object, object]:
     def update(stats: Stats) -> None:
         tools = stats.surface.get("tools", 0)
         hit = sum(1 for key in stats.covered if key not in ("tools/list", "fuzz/unknown"))
-        live.update(f"[bold]fuzzing[/] {stats.elapsed:5.1f}s  requests {stats.requests}  cases {stats.cases}  "
-                    f"findings [red]{stats.findings}[/]  restarts {stats.restarts}  "
-                    f"surface {min(hit, tools)}/{tools} tools  [dim]{stats.current[:40]}[/]")
+        live.update(
+            f"[bold]fuzzing[/] {stats.elapsed:5.1f}s  requests {stats.requests}  cases {stats.cases}  "
+            f"findings [red]{stats.findings}[/]  restarts {stats.restarts}  "
+            f"surface {min(hit, tools)}/{tools} tools  [dim]{stats.current[:40]}[/]"
+        )
 
     return live, update
 
@@ -136,8 +147,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _fuzz(args: argparse.Namespace) -> int:
     target = resolve_target(args)
-    options = Options(seed=args.seed, era=args.era, budget=args.budget, out_dir=args.out,
-                      memory_limit=args.memory_limit << 20)
+    options = Options(
+        seed=args.seed,
+        era=args.era,
+        budget=args.budget,
+        out_dir=args.out,
+        memory_limit=args.memory_limit << 20,
+    )
     show = not args.json and sys.stderr.isatty()
     live, update = _live(None) if show else (None, None)
     fuzzer = Fuzzer(target, options, progress=update)  # type: ignore[arg-type]  # a Stats callback
@@ -163,20 +179,26 @@ def _print(report: Report) -> None:
 
     console = Console()
     stats = report.stats
-    console.print(f"[bold]{report.target}[/] ({report.transport}, {report.version}, seed {report.seed}): "
-                  f"{stats.requests} messages in {stats.cases} cases, {report.duration:.1f}s")
+    console.print(
+        f"[bold]{report.target}[/] ({report.transport}, {report.version}, seed {report.seed}): "
+        f"{stats.requests} messages in {stats.cases} cases, {report.duration:.1f}s"
+    )
     if not report.findings:
         console.print("[green]no findings[/]")
         return
     table = Table("rule", "level", "method", "finding", "first", "steps", "trace")
     for f in report.findings:
-        table.add_row(f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-")
+        table.add_row(
+            f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-"
+        )
     console.print(table)
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:
-            console.print(f"  replay: mcp-sansio replay {f.trace} --{report.transport == 'http' and 'url' or 'stdio'}"
-                          f" {report.target!r}")
+            console.print(
+                f"  replay: mcp-sansio replay {f.trace} --{(report.transport == 'http' and 'url') or 'stdio'}"
+                f" {report.target!r}"
+            )
 
 
 def junit(report: Report) -> str:
@@ -184,15 +206,21 @@ def junit(report: Report) -> str:
     cases = []
     for f in report.findings:
         text = f"{f.message}\nspec: {f.spec}\ntrace: {f.trace}"
-        cases.append(f'  <testcase classname={quoteattr("mcp-sansio-fuzz." + f.rule)} '
-                     f'name={quoteattr(f.method or f.rule)} time="0">\n'
-                     f'    <failure type={quoteattr(f.rule)} message={quoteattr(f.message)}>{escape(text)}</failure>\n'
-                     f'  </testcase>')
+        cases.append(
+            f"  <testcase classname={quoteattr('mcp-sansio-fuzz.' + f.rule)} "
+            f'name={quoteattr(f.method or f.rule)} time="0">\n'
+            f"    <failure type={quoteattr(f.rule)} message={quoteattr(f.message)}>{escape(text)}</failure>\n"
+            f"  </testcase>"
+        )
     if not cases:
         cases.append('  <testcase classname="mcp-sansio-fuzz" name="no findings" time="0"/>')
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr("mcp-sansio fuzz " + report.target)} '
-            f'tests="{len(cases)}" failures="{len(report.findings)}" time="{report.duration:.3f}">\n'
-            + "\n".join(cases) + "\n</testsuite>\n")
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuite name={quoteattr("mcp-sansio fuzz " + report.target)} '
+        f'tests="{len(cases)}" failures="{len(report.findings)}" time="{report.duration:.3f}">\n'
+        + "\n".join(cases)
+        + "\n</testsuite>\n"
+    )
 
 
 def sarif(report: Report) -> dict[str, object]:
@@ -202,16 +230,34 @@ def sarif(report: Report) -> dict[str, object]:
     return {
         "version": "2.1.0",
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "runs": [{
-            "tool": {"driver": {"name": "mcp-sansio fuzz", "rules": [
-                {"id": name, "shortDescription": {"text": name}, "fullDescription": {"text": RULES[name].spec}}
-                for name in names]}},
-            "results": [{
-                "ruleId": f.rule, "level": level.get(f.level, "warning"),
-                "message": {"text": f"{f.method or '-'}: {f.message}"},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.trace or report.target}}}],
-            } for f in report.findings],
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "mcp-sansio fuzz",
+                        "rules": [
+                            {
+                                "id": name,
+                                "shortDescription": {"text": name},
+                                "fullDescription": {"text": RULES[name].spec},
+                            }
+                            for name in names
+                        ],
+                    }
+                },
+                "results": [
+                    {
+                        "ruleId": f.rule,
+                        "level": level.get(f.level, "warning"),
+                        "message": {"text": f"{f.method or '-'}: {f.message}"},
+                        "locations": [
+                            {"physicalLocation": {"artifactLocation": {"uri": f.trace or report.target}}}
+                        ],
+                    }
+                    for f in report.findings
+                ],
+            }
+        ],
     }
 
 
@@ -223,7 +269,9 @@ def _replay(args: argparse.Namespace) -> int:
     header = trace.header
     if not (args.stdio or args.url):
         target_name = header.get("target")
-        args.stdio = target_name if header.get("transport") == "stdio" and isinstance(target_name, str) else None
+        args.stdio = (
+            target_name if header.get("transport") == "stdio" and isinstance(target_name, str) else None
+        )
     target = resolve_target(argparse.Namespace(stdio=args.stdio, url=args.url, server=None))
     conn = target.connect()
     try:
@@ -231,13 +279,25 @@ def _replay(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     version = str(header.get("version") or "2025-11-25")
-    ctx = Context(version=version, schema=load_schema(version), initialized=False, stdio=target.transport == "stdio")
+    ctx = Context(
+        version=version, schema=load_schema(version), initialized=False, stdio=target.transport == "stdio"
+    )
     found = judge(trace.steps, records, ctx)
     rule, method = header.get("rule"), header.get("method")
     still = [f for f in found if f.rule == rule and f.method == method]
     if args.json:
-        sys.stdout.write(json.dumps({"trace": args.trace, "rule": rule, "method": method, "still_fails": bool(still),
-                                     "findings": [msgspec.to_builtins(f) for f in found]}) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "trace": args.trace,
+                    "rule": rule,
+                    "method": method,
+                    "still_fails": bool(still),
+                    "findings": [msgspec.to_builtins(f) for f in found],
+                }
+            )
+            + "\n"
+        )
     else:
         verdict = "still fails" if still else "no longer fails"
         sys.stdout.write(f"{args.trace}: {rule} ({method or '-'}) {verdict}\n")

@@ -85,7 +85,7 @@ def _session_members(sid: int) -> list[tuple[int, str]]:
             continue
         try:
             stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             if int(fields[3]) == sid and fields[0] != "Z":
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
                 found.append((int(entry.name), cmd))
@@ -107,11 +107,19 @@ def _rss(pid: int) -> int:
 class StdioConnection:
     """A server started as ``argv`` and spoken to over its stdin and stdout."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> None:
         try:
             self._proc = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, env={**os.environ, **(env or {})}, cwd=cwd)
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+            )
         except OSError as exc:
             raise TargetUnavailable(f"cannot start {argv[0]!r}: {exc}") from exc
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
@@ -292,7 +300,9 @@ class HttpConnection:
             headers = [("accept", "text/event-stream")]
         if self.protocol_version:
             headers.append(("mcp-protocol-version", self.protocol_version))
-        session = self.session_id if step.session == "keep" else None if step.session == "none" else step.session
+        session = (
+            self.session_id if step.session == "keep" else None if step.session == "none" else step.session
+        )
         if session:
             headers.append(("mcp-session-id", session))
         headers += list(self._extra.items())
@@ -301,8 +311,12 @@ class HttpConnection:
         self._next += 1
         self._exchanges[self._next] = _Exchange(index, step)
         body = step.data if step.http_method == "POST" else b""
-        self._pool.submit(HttpRequest(exchange=self._next, method=step.http_method, url=self._url,
-                                      headers=tuple(headers), body=body), now)
+        self._pool.submit(
+            HttpRequest(
+                exchange=self._next, method=step.http_method, url=self._url, headers=tuple(headers), body=body
+            ),
+            now,
+        )
         self._pump(now)
 
     def _pump(self, now: float) -> list[Record]:
@@ -377,7 +391,9 @@ class HttpConnection:
         if exchange.sse is not None:
             return self._messages([e.data for e in exchange.sse.close() if e.data], now)
         body = bytes(exchange.body).strip()
-        return self._messages([body], now) if body and exchange.status < 400 or body.startswith(b"{") else []
+        return (
+            self._messages([body], now) if (body and exchange.status < 400) or body.startswith(b"{") else []
+        )
 
     def _messages(self, bodies: list[bytes], now: float) -> list[Record]:
         out: list[Record] = []

@@ -146,8 +146,9 @@ def load_schema(version: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def execute(conn: Connection, steps: Sequence[Step], sampler: Callable[[], None] | None = None,
-            settle: float = 5.0) -> list[Record]:
+def execute(
+    conn: Connection, steps: Sequence[Step], sampler: Callable[[], None] | None = None, settle: float = 5.0
+) -> list[Record]:
     """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all."""
     records: list[Record] = []
     waiting: dict[tuple[str, object], int] = {}
@@ -155,7 +156,11 @@ def execute(conn: Connection, steps: Sequence[Step], sampler: Callable[[], None]
     def pump(deadline: float, want: tuple[str, object] | None) -> None:
         while conn.alive():
             now = time.monotonic()
-            if now >= deadline or (want is not None and want not in waiting) or (want is None and not waiting):
+            if (
+                now >= deadline
+                or (want is not None and want not in waiting)
+                or (want is None and not waiting)
+            ):
                 return
             for record in conn.poll(min(deadline - now, 0.05)):
                 records.append(record)
@@ -176,7 +181,11 @@ def execute(conn: Connection, steps: Sequence[Step], sampler: Callable[[], None]
         now = time.monotonic()
         conn.send(index, step, now)
         records.append(Sent(step=index, t=now))
-        key = id_key(step.id) if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED) else None
+        key = (
+            id_key(step.id)
+            if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED)
+            else None
+        )
         if key is not None:
             waiting[key] = index
         if key is not None and step.timeout > 0:
@@ -186,8 +195,10 @@ def execute(conn: Connection, steps: Sequence[Step], sampler: Callable[[], None]
         else:
             pump(now + 0.02, ("", "never"))
     last = time.monotonic()
-    patient = max((steps[i].timeout for i in waiting.values()), default=0.0)
-    pump(last + max(settle, patient), None)
+    # Silence from a patient request (a tool call) is no finding by itself: wait briefly for
+    # a late answer (to judge it), fully only for requests that must be answered.
+    urgent = any(not steps[i].patient for i in waiting.values())
+    pump(last + (settle if urgent else min(settle, 0.5)), None)
     for index in sorted(waiting.values()):
         records.append(TimedOut(step=index, t=time.monotonic()))
     pump(time.monotonic() + 0.05, ("", "never"))
@@ -208,7 +219,9 @@ class Fuzzer:
         progress: called with the live counters after every case.
     """
 
-    def __init__(self, target: Target, options: Options, progress: Callable[[Stats], None] | None = None) -> None:
+    def __init__(
+        self, target: Target, options: Options, progress: Callable[[Stats], None] | None = None
+    ) -> None:
         self.target = target
         self.options = options
         self.progress = progress
@@ -250,9 +263,15 @@ class Fuzzer:
             self._close_main()
         self._memory()
         self.stats.elapsed = time.monotonic() - self._start
-        return Report(target=self.target.name, transport=self.target.transport, version=self.version,
-                      seed=self.options.seed, duration=self.stats.elapsed, stats=self.stats,
-                      findings=sorted(self.findings.values(), key=lambda f: f.time))
+        return Report(
+            target=self.target.name,
+            transport=self.target.transport,
+            version=self.version,
+            seed=self.options.seed,
+            duration=self.stats.elapsed,
+            stats=self.stats,
+            findings=sorted(self.findings.values(), key=lambda f: f.time),
+        )
 
     def _over(self) -> bool:
         return time.monotonic() - self._start >= self.options.budget
@@ -305,13 +324,25 @@ class Fuzzer:
                 cursor = self.surface.learn(method, _result_of(step, records))
                 if cursor is None:
                     break
-        self.stats.surface = {"tools": len(self.surface.tools), "resources": len(self.surface.resources),
-                              "templates": len(self.surface.templates), "prompts": len(self.surface.prompts)}
+        self.stats.surface = {
+            "tools": len(self.surface.tools),
+            "resources": len(self.surface.resources),
+            "templates": len(self.surface.templates),
+            "prompts": len(self.surface.prompts),
+        }
 
-    def _context(self, initialized: bool = True, earlier: frozenset[tuple[str, object]] = frozenset()) -> Context:
+    def _context(
+        self, initialized: bool = True, earlier: frozenset[tuple[str, object]] = frozenset()
+    ) -> Context:
         tools = {str(t.get("name")): t for t in self.surface.tools}
-        return Context(version=self.version or LATEST_VERSION, schema=self.schema, tools=tools,
-                       initialized=initialized, earlier_ids=earlier, stdio=self.target.transport == "stdio")
+        return Context(
+            version=self.version or LATEST_VERSION,
+            schema=self.schema,
+            tools=tools,
+            initialized=initialized,
+            earlier_ids=earlier,
+            stdio=self.target.transport == "stdio",
+        )
 
     def _remember(self, steps: Sequence[Step]) -> None:
         self._history = (self._history + list(steps))[-_MAX_HISTORY:]
@@ -381,8 +412,14 @@ class Fuzzer:
         for finding in judge_children(leftover):
             self._report(finding, list(case.steps), None)
 
-    def _judge(self, case: Case, records: list[Record], *, initialized: bool,
-               earlier: frozenset[tuple[str, object]] = frozenset()) -> None:
+    def _judge(
+        self,
+        case: Case,
+        records: list[Record],
+        *,
+        initialized: bool,
+        earlier: frozenset[tuple[str, object]] = frozenset(),
+    ) -> None:
         for finding in judge(case.steps, records, self._context(initialized, earlier)):
             if (finding.rule, finding.method) in self.findings:
                 self.findings[finding.rule, finding.method].count += 1
@@ -391,7 +428,11 @@ class Fuzzer:
             self._report(finding, prefix + list(case.steps), records)
 
     def _opening_of(self, history: Sequence[Step]) -> list[Step]:
-        return [s for s in history[:2] if s.method in ("initialize", "notifications/initialized", "server/discover")]
+        return [
+            s
+            for s in history[:2]
+            if s.method in ("initialize", "notifications/initialized", "server/discover")
+        ]
 
     def _sample(self) -> None:
         now = time.monotonic()
@@ -421,12 +462,21 @@ class Fuzzer:
         rule = RULES[finding.rule]
         path = self._write_trace(finding, steps, records or [])
         self.findings[key] = ReportedFinding(
-            rule=finding.rule, level=rule.level, method=finding.method, message=finding.message,
-            spec=rule.spec, trace=path, steps=len(steps), time=round(when, 3), reproduced=reproduced)
+            rule=finding.rule,
+            level=rule.level,
+            method=finding.method,
+            message=finding.message,
+            spec=rule.spec,
+            trace=path,
+            steps=len(steps),
+            time=round(when, 3),
+            reproduced=reproduced,
+        )
         self.stats.findings = len(self.findings)
 
-    def _shrink(self, finding: Finding, steps: list[Step], records: list[Record] | None
-                ) -> tuple[list[Step], list[Record] | None, bool]:
+    def _shrink(
+        self, finding: Finding, steps: list[Step], records: list[Record] | None
+    ) -> tuple[list[Step], list[Record] | None, bool]:
         last: dict[str, list[Record]] = {}
         deadline = time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2))
 
@@ -441,8 +491,10 @@ class Fuzzer:
                 got = execute(conn, candidate, settle=1.0)
             finally:
                 conn.close()
-            ok = any(f.rule == finding.rule and f.method == finding.method
-                     for f in judge(candidate, got, self._context(initialized=False)))
+            ok = any(
+                f.rule == finding.rule and f.method == finding.method
+                for f in judge(candidate, got, self._context(initialized=False))
+            )
             if ok:
                 last["records"] = got
             return ok
@@ -459,11 +511,22 @@ class Fuzzer:
         out.mkdir(parents=True, exist_ok=True)
         name = f"{len(self.findings) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
         rule = RULES[finding.rule]
-        header = {"rule": finding.rule, "level": rule.level, "method": finding.method, "message": finding.message,
-                  "spec": rule.spec, "transport": self.target.transport, "target": self.target.name,
-                  "version": self.version, "seed": self.options.seed}
-        usable = records if records and max((r.step for r in records if isinstance(r, Sent)), default=-1)\
-            < len(steps) else []
+        header = {
+            "rule": finding.rule,
+            "level": rule.level,
+            "method": finding.method,
+            "message": finding.message,
+            "spec": rule.spec,
+            "transport": self.target.transport,
+            "target": self.target.name,
+            "version": self.version,
+            "seed": self.options.seed,
+        }
+        usable = (
+            records
+            if records and max((r.step for r in records if isinstance(r, Sent)), default=-1) < len(steps)
+            else []
+        )
         path = out / name
         path.write_bytes(dump_trace(header, steps, usable))
         return str(path)

@@ -106,11 +106,13 @@ def message_step(message: Mapping[str, object], label: str, **fields: object) ->
         "id": request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None,
         "expect": Expect.RESPONSE if "id" in message else Expect.NOTHING,
     }
-    return msgspec.convert({"data": encode(message), "label": label, **defaults, **fields}, Step,
-                           from_attributes=True)
+    return msgspec.convert(
+        {"data": encode(message), "label": label, **defaults, **fields}, Step, from_attributes=True
+    )
 
 
 def raw_step(data: bytes, label: str, **fields: object) -> Step:
     """A step sending ``data`` as is (malformed input): any answer must have a null id."""
-    return msgspec.convert({"data": data, "label": label, "expect": Expect.ANY, **fields}, Step,
-                           from_attributes=True)
+    return msgspec.convert(
+        {"data": data, "label": label, "expect": Expect.ANY, **fields}, Step, from_attributes=True
+    )

@@ -21,19 +21,37 @@ from .rules import Finding
 from .schemacheck import json_type, schema_problems, validate
 
 __all__ = [
-    "Context", "Ended", "HttpAnswer", "Received", "Record", "Sent", "TimedOut",
-    "judge", "judge_children", "judge_memory", "judge_tools", "result_schema",
+    "Context",
+    "Ended",
+    "HttpAnswer",
+    "Received",
+    "Record",
+    "Sent",
+    "TimedOut",
+    "judge",
+    "judge_children",
+    "judge_memory",
+    "judge_tools",
+    "result_schema",
 ]
 
 _TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-_SERVER_REQUESTS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
-                           "roots/list": "roots"}
+_SERVER_REQUESTS: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
 _RESULT_DEFS: Final = {
-    "initialize": "InitializeResult", "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult", "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult", "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult", "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult", "completion/complete": "CompleteResult",
+    "initialize": "InitializeResult",
+    "server/discover": "DiscoverResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
 }
 _decode: Final = msgspec.json.Decoder().decode
 
@@ -167,8 +185,10 @@ class _Judge:
         for index, step in enumerate(self.steps):
             if index in self.sent_at:
                 self._step(index, step)
-        if self.end is not None and not self.end.alive and not any(
-            f.rule == "server-crashed" for f in self.findings
+        if (
+            self.end is not None
+            and not self.end.alive
+            and not any(f.rule == "server-crashed" for f in self.findings)
         ):
             last = max(self.sent_at, default=None)
             self.add("server-crashed", last, f"the server exited ({self._exit()}) after this message")
@@ -200,33 +220,69 @@ class _Judge:
     def _server_request(self, method: str, initialized: bool) -> None:
         capability = _SERVER_REQUESTS.get(method)
         if capability is not None and capability not in self.ctx.client_capabilities:
-            self.findings.append(Finding(rule="capability-not-negotiated", method=method, message=(
-                f"the server sent {method} but the client did not declare the {capability} capability")))
+            self.findings.append(
+                Finding(
+                    rule="capability-not-negotiated",
+                    method=method,
+                    message=(
+                        f"the server sent {method} but the client did not declare the {capability} capability"
+                    ),
+                )
+            )
         if not initialized and method != "ping":
-            self.findings.append(Finding(rule="request-before-initialized", method=method, message=(
-                f"the server sent {method} before notifications/initialized")))
+            self.findings.append(
+                Finding(
+                    rule="request-before-initialized",
+                    method=method,
+                    message=(f"the server sent {method} before notifications/initialized"),
+                )
+            )
 
     def _progress(self, position: int, message: Mapping[str, object]) -> None:
         params = message.get("params")
         token = params.get("progressToken") if isinstance(params, dict) else None
-        owners = [i for i, s in enumerate(self.steps)
-                  if s.progress_token is not None and token is not None and id_key(s.progress_token) == id_key(token)
-                  and self.sent_at.get(i, position) < position]
+        owners = [
+            i
+            for i, s in enumerate(self.steps)
+            if s.progress_token is not None
+            and token is not None
+            and id_key(s.progress_token) == id_key(token)
+            and self.sent_at.get(i, position) < position
+        ]
         if not owners:
-            self.findings.append(Finding(rule="progress-token", method="notifications/progress", message=(
-                f"progress for token {token!r}, which no request in flight carries")))
+            self.findings.append(
+                Finding(
+                    rule="progress-token",
+                    method="notifications/progress",
+                    message=(f"progress for token {token!r}, which no request in flight carries"),
+                )
+            )
         elif all(any(at < position for at, _ in self.answers.get(i, [])) for i in owners):
-            self.findings.append(Finding(rule="progress-token", method="notifications/progress", message=(
-                f"progress for token {token!r} after its request was answered")))
+            self.findings.append(
+                Finding(
+                    rule="progress-token",
+                    method="notifications/progress",
+                    message=(f"progress for token {token!r} after its request was answered"),
+                )
+            )
 
     def _response(self, position: int, message: dict[str, object]) -> None:
         if "id" not in message or ("result" in message) == ("error" in message):
-            self.add("malformed-message", None, f"a response needs an id and one of result or error: {message!r:.120}")
+            self.add(
+                "malformed-message",
+                None,
+                f"a response needs an id and one of result or error: {message!r:.120}",
+            )
             return
         error = message.get("error")
-        if "error" in message and not (isinstance(error, dict) and json_type(error.get("code")) == "integer"
-                                       and isinstance(error.get("message"), str)):
-            self.add("malformed-message", None, f"an error needs an integer code and a message: {error!r:.120}")
+        if "error" in message and not (
+            isinstance(error, dict)
+            and json_type(error.get("code")) == "integer"
+            and isinstance(error.get("message"), str)
+        ):
+            self.add(
+                "malformed-message", None, f"an error needs an integer code and a message: {error!r:.120}"
+            )
             return
         rid = message["id"]
         index = self.by_id.get(id_key(rid))
@@ -260,8 +316,12 @@ class _Judge:
             self.add("http-status", index, f"{step.label}: HTTP {answer.status}, not 400 Bad Request")
         elif step.check is Check.STATUS_404 and answer.status != 404:
             self.add("session-reuse", index, f"{step.label}: HTTP {answer.status}, not 404 Not Found")
-        elif step.expect is Expect.NOTHING and step.http_method == "POST" and answer.status < 400 \
-                and answer.status != 202:
+        elif (
+            step.expect is Expect.NOTHING
+            and step.http_method == "POST"
+            and answer.status < 400
+            and answer.status != 202
+        ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
 
     def _cancelled(self, index: int, answers: list[tuple[int, dict[str, object]]]) -> None:
@@ -272,15 +332,25 @@ class _Judge:
         ping_answers = self.answers.get(later[0], [])
         ping_cancel_order = cancel[0] < later[0]
         if ping_cancel_order and ping_answers and answers[0][0] > ping_answers[0][0]:
-            self.add("answered-cancelled", index, "the cancelled request was answered after the server had "
-                                                  "answered a ping sent after the cancellation")
+            self.add(
+                "answered-cancelled",
+                index,
+                "the cancelled request was answered after the server had "
+                "answered a ping sent after the cancellation",
+            )
 
     def _unanswered(self, index: int, step: Step) -> None:
-        if step.check in (Check.STATUS_400, Check.STATUS_404) or (index in self.http and self.http[index].status >= 400):
+        if step.check in (Check.STATUS_400, Check.STATUS_404) or (
+            index in self.http and self.http[index].status >= 400
+        ):
             return
         dead = self.end is not None and not self.end.alive
         if dead:
-            self.add("server-crashed", index, f"{step.label}: the server exited ({self._exit()}) without answering")
+            if any(f.rule == "server-crashed" for f in self.findings):
+                return  # one crash, blamed on the first message it left unanswered
+            self.add(
+                "server-crashed", index, f"{step.label}: the server exited ({self._exit()}) without answering"
+            )
         elif index in self.timed_out and not step.patient:
             rule = "ping-unanswered" if step.check is Check.PING else "no-response"
             self.add(rule, index, f"{step.label}: no answer within {step.timeout:g} s")
@@ -304,8 +374,11 @@ class _Judge:
                 self.add("accepted-invalid-arguments", index, f"{label}: a successful result")
             elif error is not None and code != -32602:
                 self.add("invalid-arguments-code", index, f"{label}: error {code}, not -32602 or isError")
-        elif step.check is Check.BOGUS_VERSION and isinstance(result, dict) \
-                and result.get("protocolVersion") == _bogus(step):
+        elif (
+            step.check is Check.BOGUS_VERSION
+            and isinstance(result, dict)
+            and result.get("protocolVersion") == _bogus(step)
+        ):
             self.add("version-negotiation", index, f"{label}: the server echoed {_bogus(step)!r}")
         if error is None and step.check in (Check.RESULT, Check.BOGUS_VERSION, Check.INVALID_ARGS):
             self._result(index, step, result)
@@ -316,14 +389,24 @@ class _Judge:
         target = result_schema(self.ctx.schema, step.method, not self._handshake())
         problems = validate(result, target, self.ctx.schema) if target is not None else []
         if problems:
-            self.add("result-schema", index, f"{step.label}: the result does not fit the "
-                                             f"{self.ctx.version} schema: {'; '.join(problems[:3])}")
+            self.add(
+                "result-schema",
+                index,
+                f"{step.label}: the result does not fit the "
+                f"{self.ctx.version} schema: {'; '.join(problems[:3])}",
+            )
         tool = self.ctx.tools.get(step.tool or "")
         output = tool.get("outputSchema") if tool is not None else None
-        if isinstance(output, dict) and isinstance(result, dict) and result.get("isError") is not True \
-                and result.get("resultType") in (None, "complete"):
+        if (
+            isinstance(output, dict)
+            and isinstance(result, dict)
+            and result.get("isError") is not True
+            and result.get("resultType") in (None, "complete")
+        ):
             structured = result.get("structuredContent")
-            misfits = validate(structured, output) if structured is not None else ["structuredContent is missing"]
+            misfits = (
+                validate(structured, output) if structured is not None else ["structuredContent is missing"]
+            )
             if misfits:
                 self.add("structured-content", index, f"{step.label}: {'; '.join(misfits[:3])}")
 
@@ -361,13 +444,27 @@ def judge_tools(tools: Sequence[Mapping[str, object]]) -> list[Finding]:
             if key in tool:
                 problems = schema_problems(tool[key])
                 if problems:
-                    found.append(Finding(rule="tool-input-schema", method="tools/list", message=(
-                        f"tool {name!r}: {key} is not a valid JSON Schema: {'; '.join(problems[:3])}")))
+                    found.append(
+                        Finding(
+                            rule="tool-input-schema",
+                            method="tools/list",
+                            message=(
+                                f"tool {name!r}: {key} is not a valid JSON Schema: {'; '.join(problems[:3])}"
+                            ),
+                        )
+                    )
         if not isinstance(name, str) or not _TOOL_NAME.match(name):
-            found.append(Finding(rule="tool-name", method="tools/list", message=(
-                f"tool name {name!r} is not 1-128 characters of A-Z a-z 0-9 _ - .")))
+            found.append(
+                Finding(
+                    rule="tool-name",
+                    method="tools/list",
+                    message=(f"tool name {name!r} is not 1-128 characters of A-Z a-z 0-9 _ - ."),
+                )
+            )
         if name in seen:
-            found.append(Finding(rule="tool-name", method="tools/list", message=f"tool name {name!r} is used twice"))
+            found.append(
+                Finding(rule="tool-name", method="tools/list", message=f"tool name {name!r} is used twice")
+            )
         seen.add(name if isinstance(name, str) else repr(name))
     return found
 
@@ -381,9 +478,16 @@ def judge_memory(samples: Sequence[tuple[float, int]], limit: int) -> list[Findi
     peak_t, peak = max(samples, key=lambda s: s[1])
     if peak - start <= limit:
         return []
-    return [Finding(rule="memory-growth", method=None, message=(
-        f"resident memory grew from {start >> 20} MiB to {peak >> 20} MiB "
-        f"in {peak_t - samples[0][0]:.1f} s (bound: +{limit >> 20} MiB)"))]
+    return [
+        Finding(
+            rule="memory-growth",
+            method=None,
+            message=(
+                f"resident memory grew from {start >> 20} MiB to {peak >> 20} MiB "
+                f"in {peak_t - samples[0][0]:.1f} s (bound: +{limit >> 20} MiB)"
+            ),
+        )
+    ]
 
 
 def judge_children(leftover: Sequence[tuple[int, str]]) -> list[Finding]:
@@ -392,5 +496,10 @@ def judge_children(leftover: Sequence[tuple[int, str]]) -> list[Finding]:
     if not leftover:
         return []
     names = ", ".join(f"{pid} {cmd[:60]!r}" for pid, cmd in leftover[:5])
-    return [Finding(rule="leftover-process", method=None, message=(
-        f"{len(leftover)} process(es) the server started outlived it: {names}"))]
+    return [
+        Finding(
+            rule="leftover-process",
+            method=None,
+            message=(f"{len(leftover)} process(es) the server started outlived it: {names}"),
+        )
+    ]

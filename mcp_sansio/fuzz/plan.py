@@ -29,8 +29,12 @@ DEEP_LEVELS: Final = (256, 64, 1024, 8192)
 HUGE_STRING: Final = 1 << 20
 _AUTO: Final = object()
 _LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
-_CAPABILITY_OF: Final = {"tools/list": "tools", "resources/list": "resources",
-                         "resources/templates/list": "resources", "prompts/list": "prompts"}
+_CAPABILITY_OF: Final = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "prompts/list": "prompts",
+}
 
 
 class Surface(msgspec.Struct, kw_only=True):
@@ -50,11 +54,19 @@ class Surface(msgspec.Struct, kw_only=True):
         """Add one page of a list result; return its ``nextCursor``, if any."""
         if not isinstance(result, dict):
             return None
-        field = {"tools/list": "tools", "resources/list": "resources",
-                 "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[list_method]
+        field = {
+            "tools/list": "tools",
+            "resources/list": "resources",
+            "resources/templates/list": "resourceTemplates",
+            "prompts/list": "prompts",
+        }[list_method]
         items = result.get(field)
-        target = {"tools/list": self.tools, "resources/list": self.resources,
-                  "resources/templates/list": self.templates, "prompts/list": self.prompts}[list_method]
+        target = {
+            "tools/list": self.tools,
+            "resources/list": self.resources,
+            "resources/templates/list": self.templates,
+            "prompts/list": self.prompts,
+        }[list_method]
         target += [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
         cursor = result.get("nextCursor")
         return cursor if isinstance(cursor, str) and cursor else None
@@ -84,23 +96,37 @@ class Planner:
         self._next_id += 1
         return self._next_id
 
-    def request(self, method: str, params: Mapping[str, object] | None = None, *,
-                label: str | None = None, request_id: object = _AUTO, **fields: object) -> Step:
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        label: str | None = None,
+        request_id: object = _AUTO,
+        **fields: object,
+    ) -> Step:
         """A request step; in the stateless era ``params._meta`` carries the version,
         capabilities and client info."""
         rid = self.new_id() if request_id is _AUTO else request_id
         body: dict[str, object] = dict(params or {})
         if self.rules.request_meta:
             meta = body.get("_meta")
-            body["_meta"] = {**(meta if isinstance(meta, dict) else {}),
-                             **request_meta(self.version, {}, CLIENT_INFO, None)}
+            body["_meta"] = {
+                **(meta if isinstance(meta, dict) else {}),
+                **request_meta(self.version, {}, CLIENT_INFO, None),
+            }
         message: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if body or self.rules.request_meta:
             message["params"] = body
         return message_step(message, label or method, **fields)
 
-    def notification(self, method: str, params: Mapping[str, object] | None = None,
-                     label: str | None = None, **fields: object) -> Step:
+    def notification(
+        self,
+        method: str,
+        params: Mapping[str, object] | None = None,
+        label: str | None = None,
+        **fields: object,
+    ) -> Step:
         """A notification step (no answer expected)."""
         message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -116,9 +142,16 @@ class Planner:
         """The handshake (``initialize`` then ``initialized``), or ``server/discover``."""
         if not self.rules.handshake:
             return [self.request("server/discover", check=check, timeout=10.0)]
-        init = self.request("initialize", {
-            "protocolVersion": version or self.version, "capabilities": {}, "clientInfo": CLIENT_INFO,
-        }, check=check, timeout=10.0)
+        init = self.request(
+            "initialize",
+            {
+                "protocolVersion": version or self.version,
+                "capabilities": {},
+                "clientInfo": CLIENT_INFO,
+            },
+            check=check,
+            timeout=10.0,
+        )
         return [init, self.notification("notifications/initialized")]
 
     def list_page(self, method: str, cursor: str | None) -> Step:
@@ -132,16 +165,37 @@ class Planner:
         if not self.rules.handshake:
             return cases
         list_first = self.request("tools/list", label="tools/list before initialize", check=Check.NONE)
-        cases.append(Case(name="request before initialize", fresh=True,
-                          steps=(list_first, *self.opening(), self.ping())))
+        cases.append(
+            Case(
+                name="request before initialize", fresh=True, steps=(list_first, *self.opening(), self.ping())
+            )
+        )
         init, _initialized = self.opening()
-        cases.append(Case(name="initialized missing", fresh=True, steps=(
-            init, self.request("tools/list", label="tools/list without initialized", check=Check.NONE),
-            self.ping())))
-        cases.append(Case(name="second initialize", fresh=True, steps=(
-            *self.opening(), *self.opening(check=Check.NONE)[:1], self.ping())))
-        cases.append(Case(name="unknown protocol version", fresh=True, steps=(
-            *self.opening(BOGUS_VERSION, check=Check.BOGUS_VERSION), self.ping())))
+        cases.append(
+            Case(
+                name="initialized missing",
+                fresh=True,
+                steps=(
+                    init,
+                    self.request("tools/list", label="tools/list without initialized", check=Check.NONE),
+                    self.ping(),
+                ),
+            )
+        )
+        cases.append(
+            Case(
+                name="second initialize",
+                fresh=True,
+                steps=(*self.opening(), *self.opening(check=Check.NONE)[:1], self.ping()),
+            )
+        )
+        cases.append(
+            Case(
+                name="unknown protocol version",
+                fresh=True,
+                steps=(*self.opening(BOGUS_VERSION, check=Check.BOGUS_VERSION), self.ping()),
+            )
+        )
         return cases
 
     def cases(self, surface: Surface) -> list[Case]:
@@ -160,15 +214,24 @@ class Planner:
     def _case(self, name: str, *steps: Step) -> Case:
         return Case(name=name, steps=(*steps, self.ping()))
 
-    def _call(self, tool: Mapping[str, object], arguments: object, label: str, check: Check,
-              *, data: Callable[[bytes], bytes] | None = None, **fields: object) -> Step:
+    def _call(
+        self,
+        tool: Mapping[str, object],
+        arguments: object,
+        label: str,
+        check: Check,
+        *,
+        data: Callable[[bytes], bytes] | None = None,
+        **fields: object,
+    ) -> Step:
         name = str(tool.get("name"))
         fields = {"timeout": 5.0, "patient": True, **fields}
         params: dict[str, object] = {"name": name, "arguments": arguments}
         if isinstance(fields.get("progress_token"), str):
             params["_meta"] = {"progressToken": fields["progress_token"]}
-        step = self.request("tools/call", params,
-                            label=f"tools/call {name} {label}", check=check, tool=name, **fields)
+        step = self.request(
+            "tools/call", params, label=f"tools/call {name} {label}", check=check, tool=name, **fields
+        )
         return step if data is None else msgspec.structs.replace(step, data=data(step.data))
 
     def _tool_cases(self, tool: Mapping[str, object], rng: Rng) -> list[Case]:
@@ -176,47 +239,106 @@ class Planner:
         schema = schema if isinstance(schema, dict) else {}
         name = str(tool.get("name"))
         out = [self._case(f"{name} valid", self._call(tool, valid_value(schema, rng), "valid", Check.RESULT))]
-        out += [self._case(f"{name} {v.kind} {v.path}", self._call(tool, v.value, f"{v.kind} {v.path}",
-                                                                   Check.INVALID_ARGS))
-                for v in violations(schema, rng)]
+        out += [
+            self._case(
+                f"{name} {v.kind} {v.path}",
+                self._call(tool, v.value, f"{v.kind} {v.path}", Check.INVALID_ARGS),
+            )
+            for v in violations(schema, rng)
+        ]
         bounds = boundary_values(schema, rng)
-        out += [self._case(f"{name} {v.kind} {v.path}", self._call(tool, v.value, f"{v.kind} {v.path}",
-                                                                   Check.RESULT))
-                for v in (bounds[i] for i in sorted({rng.below(len(bounds)) for _ in range(3)}) if bounds)]
+        picks = sorted({rng.below(len(bounds)) for _ in range(3)}) if bounds else []
+        out += [
+            self._case(
+                f"{name} {v.kind} {v.path}", self._call(tool, v.value, f"{v.kind} {v.path}", Check.RESULT)
+            )
+            for v in (bounds[i] for i in picks)
+        ]
         depth = DEEP_LEVELS[(self._round - 1) % len(DEEP_LEVELS)]
-        out.append(self._case(f"{name} deep argument", self._call(
-            tool, {"fuzz_deep": "\x00DEEP\x00"}, f"deep argument ({depth} levels)", Check.NONE,
-            data=lambda raw: raw.replace(b'"\\u0000DEEP\\u0000"', b"[" * depth + b"]" * depth))))
+        out.append(
+            self._case(
+                f"{name} deep argument",
+                self._call(
+                    tool,
+                    {"fuzz_deep": "\x00DEEP\x00"},
+                    f"deep argument ({depth} levels)",
+                    Check.NONE,
+                    timeout=0.0,
+                    data=lambda raw: raw.replace(b'"\\u0000DEEP\\u0000"', b"[" * depth + b"]" * depth),
+                ),
+            )
+        )
         base = valid_value(schema, rng)
-        text_props = [k for k, v in (schema.get("properties") or {}).items()  # type: ignore[union-attr]
-                      if isinstance(v, dict) and v.get("type") == "string"]
+        text_props = [
+            k
+            for k, v in (schema.get("properties") or {}).items()
+            if isinstance(v, dict) and v.get("type") == "string"
+        ]
         if isinstance(base, dict) and text_props:
             base[rng.choice(text_props)] = "\x00DEEP\x00"
-            out.append(self._case(f"{name} huge string", self._call(
-                tool, base, f"huge string ({HUGE_STRING} bytes)", Check.NONE,
-                data=lambda raw: raw.replace(b'"\\u0000DEEP\\u0000"', b'"' + b"h" * HUGE_STRING + b'"'))))
-        call = self._call(tool, valid_value(schema, rng), "cancelled in flight", Check.NONE,
-                          expect=Expect.CANCELLED, timeout=0.0)
+            out.append(
+                self._case(
+                    f"{name} huge string",
+                    self._call(
+                        tool,
+                        base,
+                        f"huge string ({HUGE_STRING} bytes)",
+                        Check.NONE,
+                        timeout=0.0,
+                        data=lambda raw: raw.replace(
+                            b'"\\u0000DEEP\\u0000"', b'"' + b"h" * HUGE_STRING + b'"'
+                        ),
+                    ),
+                )
+            )
+        call = self._call(
+            tool,
+            valid_value(schema, rng),
+            "cancelled in flight",
+            Check.NONE,
+            expect=Expect.CANCELLED,
+            timeout=0.0,
+        )
         out.append(self._case(f"{name} cancelled", call, self._cancel(call.id, "in-flight"), self.ping()))
         token = f"fuzz-progress-{self._round}"
-        calls = [self._call(tool, valid_value(schema, rng), f"concurrent {i} (progress token reused)",
-                            Check.RESULT, timeout=0.0, progress_token=token) for i in range(3)]
+        calls = [
+            self._call(
+                tool,
+                valid_value(schema, rng),
+                f"concurrent {i} (progress token reused)",
+                Check.RESULT,
+                timeout=0.0,
+                progress_token=token,
+            )
+            for i in range(3)
+        ]
         out.append(self._case(f"{name} concurrent calls", *calls))
         return out
 
     def _cancel(self, request_id: object, why: str) -> Step:
-        return self.notification("notifications/cancelled", {"requestId": request_id, "reason": "fuzz"},
-                                 label=f"cancel {why} id {request_id}",
-                                 cancels=request_id if isinstance(request_id, int | str) else None)
+        return self.notification(
+            "notifications/cancelled",
+            {"requestId": request_id, "reason": "fuzz"},
+            label=f"cancel {why} id {request_id}",
+            cancels=request_id if isinstance(request_id, int | str) else None,
+        )
 
     def _protocol_cases(self, surface: Surface, rng: Rng) -> list[Case]:
         out = [
-            self._case("unknown method", self.request("fuzz/unknown", label="unknown method",
-                                                      check=Check.UNKNOWN_METHOD)),
+            self._case(
+                "unknown method",
+                self.request("fuzz/unknown", label="unknown method", check=Check.UNKNOWN_METHOD),
+            ),
             self._case("unknown notification", self.notification("notifications/fuzz_unknown", {})),
-            self._case("unknown params field", self.request(
-                "ping" if self.rules.ping else "server/discover", {"fuzz_unknown": {"a": [1, None]}},
-                label="liveness with an unknown field", check=Check.PING)),
+            self._case(
+                "unknown params field",
+                self.request(
+                    "ping" if self.rules.ping else "server/discover",
+                    {"fuzz_unknown": {"a": [1, None]}},
+                    label="liveness with an unknown field",
+                    check=Check.PING,
+                ),
+            ),
             self._case("cancel unknown id", self._cancel(10_000_000 + self._round, "unknown")),
         ]
         finished = self.ping()
@@ -231,30 +353,66 @@ class Planner:
             out.append(self._case(label, step))
         for method in _LIST_METHODS:
             if surface.offers(method):
-                out.append(self._case(f"{method} forged cursor", self.request(
-                    method, {"cursor": "fuzz-forged-cursor-" + "%" * rng.randint(1, 4)},
-                    label=f"{method} forged cursor", check=Check.FORGED_CURSOR)))
+                out.append(
+                    self._case(
+                        f"{method} forged cursor",
+                        self.request(
+                            method,
+                            {"cursor": "fuzz-forged-cursor-" + "%" * rng.randint(1, 4)},
+                            label=f"{method} forged cursor",
+                            check=Check.FORGED_CURSOR,
+                        ),
+                    )
+                )
         if self.rules.set_level and "logging" in surface.capabilities:
-            out.append(self._case("logging bogus level", self.request(
-                "logging/setLevel", {"level": "fuzz-level"}, label="logging/setLevel bogus level")))
+            out.append(
+                self._case(
+                    "logging bogus level",
+                    self.request(
+                        "logging/setLevel", {"level": "fuzz-level"}, label="logging/setLevel bogus level"
+                    ),
+                )
+            )
         return out
 
     def _resource_cases(self, surface: Surface, rng: Rng) -> list[Case]:
         out = []
         for resource in surface.resources[:8]:
             uri = resource.get("uri")
-            out.append(self._case(f"read {uri}", self.request(
-                "resources/read", {"uri": uri}, label=f"resources/read {uri}", check=Check.RESULT,
-                patient=True, timeout=10.0)))
+            out.append(
+                self._case(
+                    f"read {uri}",
+                    self.request(
+                        "resources/read",
+                        {"uri": uri},
+                        label=f"resources/read {uri}",
+                        check=Check.RESULT,
+                        patient=True,
+                        timeout=10.0,
+                    ),
+                )
+            )
         if surface.offers("resources/list"):
-            out.append(self._case("read unknown resource", self.request(
-                "resources/read", {"uri": f"fuzz://missing/{rng.below(1000)}"},
-                label="resources/read unknown uri", patient=True, timeout=10.0)))
+            out.append(
+                self._case(
+                    "read unknown resource",
+                    self.request(
+                        "resources/read",
+                        {"uri": f"fuzz://missing/{rng.below(1000)}"},
+                        label="resources/read unknown uri",
+                        patient=True,
+                        timeout=10.0,
+                    ),
+                )
+            )
         caps = surface.capabilities.get("resources")
         if self.rules.subscribe and isinstance(caps, dict) and caps.get("subscribe") and surface.resources:
             uri = surface.resources[0].get("uri")
-            storm = [self.request(method, {"uri": uri}, label=f"{method} storm", timeout=0.0)
-                     for _ in range(20) for method in ("resources/subscribe", "resources/unsubscribe")]
+            storm = [
+                self.request(method, {"uri": uri}, label=f"{method} storm", timeout=0.0)
+                for _ in range(20)
+                for method in ("resources/subscribe", "resources/unsubscribe")
+            ]
             out.append(self._case("subscribe storm", *storm))
         return out
 
@@ -265,14 +423,34 @@ class Planner:
             args = prompt.get("arguments")
             specs = [a for a in args if isinstance(a, dict)] if isinstance(args, list) else []
             values = {str(a.get("name")): str(valid_value({"type": "string"}, rng)) for a in specs}
-            out.append(self._case(f"prompt {name}", self.request(
-                "prompts/get", {"name": name, "arguments": values}, label=f"prompts/get {name}",
-                check=Check.RESULT, patient=True, timeout=10.0)))
+            out.append(
+                self._case(
+                    f"prompt {name}",
+                    self.request(
+                        "prompts/get",
+                        {"name": name, "arguments": values},
+                        label=f"prompts/get {name}",
+                        check=Check.RESULT,
+                        patient=True,
+                        timeout=10.0,
+                    ),
+                )
+            )
             if "completions" in surface.capabilities and specs:
-                out.append(self._case(f"complete {name}", self.request("completion/complete", {
-                    "ref": {"type": "ref/prompt", "name": name},
-                    "argument": {"name": str(specs[0].get("name")), "value": "f"}},
-                    label=f"completion/complete {name}", check=Check.RESULT)))
+                out.append(
+                    self._case(
+                        f"complete {name}",
+                        self.request(
+                            "completion/complete",
+                            {
+                                "ref": {"type": "ref/prompt", "name": name},
+                                "argument": {"name": str(specs[0].get("name")), "value": "f"},
+                            },
+                            label=f"completion/complete {name}",
+                            check=Check.RESULT,
+                        ),
+                    )
+                )
         return out
 
 

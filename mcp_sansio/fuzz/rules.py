@@ -47,93 +47,174 @@ def _rule(name: str, level: str, spec: str) -> Rule:
     return Rule(name=name, level=level, spec=spec)
 
 
-RULES: Final = {rule.name: rule for rule in (
-    _rule("server-crashed", "MUST",
-          f"{_JSONRPC}: \"When a rpc call is made, the Server MUST reply with a Response, except for "
-          "in the case of Notifications.\" (the server exited before answering)"),
-    _rule("no-response", "MUST",
-          f"{_JSONRPC}: \"When a rpc call is made, the Server MUST reply with a Response, except for "
-          "in the case of Notifications.\" (no answer within the deadline)"),
-    _rule("ping-unanswered", "MUST",
-          "MCP 2025-11-25 basic/utilities/ping (Behavior Requirements): \"The receiver MUST respond "
-          "promptly with an empty response\""),
-    _rule("duplicate-response", "MUST",
-          f"{_JSONRPC}: \"the Server MUST reply with a Response\" (one Response per request; a second "
-          "answer to the same id)"),
-    _rule("unknown-response-id", "MUST",
-          f"{_BASIC}: \"Result responses MUST include the same ID as the request they correspond to.\""),
-    _rule("malformed-message", "MUST",
-          f"{_BASIC}: \"All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
-          "specification\"; \"Error responses MUST include an error field with a code and message.\""),
-    _rule("stdout-not-mcp", "MUST",
-          "MCP 2025-11-25 basic/transports (stdio): \"The server MUST NOT write anything to its "
-          "stdout that is not a valid MCP message.\""),
-    _rule("result-schema", "MUST",
-          f"{_BASIC}: \"All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 "
-          "specification\" with the payloads of the revision's schema (schema.json, generated from "
-          "schema.ts, the source of truth)"),
-    _rule("invalid-request-accepted", "MUST",
-          f"{_BASIC} (Requests): \"Requests MUST include a string or integer ID.\" \"Unlike base "
-          "JSON-RPC, the ID MUST NOT be null.\" (a message that is no valid request got a result)"),
-    _rule("method-not-found-code", "SHOULD",
-          "JSON-RPC 2.0 §5.1: \"-32601 Method not found: The method does not exist / is not "
-          "available.\" (an unknown method got a result, or another code)"),
-    _rule("accepted-invalid-arguments", "MUST",
-          "MCP 2025-11-25 server/tools (Security Considerations): \"Servers MUST: Validate all tool "
-          "inputs\" (arguments that break inputSchema got a successful result)"),
-    _rule("invalid-arguments-code", "SHOULD",
-          "MCP 2025-11-25 server/tools (Error Handling): malformed requests are protocol errors and "
-          "input validation errors are tool execution errors (isError: true); JSON-RPC 2.0 §5.1: "
-          "\"-32602 Invalid params\" (another error code answered invalid arguments)"),
-    _rule("structured-content", "MUST",
-          "MCP 2025-11-25 server/tools (Output Schema): \"Servers MUST provide structured results "
-          "that conform to this schema.\""),
-    _rule("tool-input-schema", "MUST",
-          "MCP 2025-11-25 server/tools (Tool): inputSchema \"MUST be a valid JSON Schema object\"; "
-          "basic/index (JSON Schema Usage): \"Schemas MUST be valid according to their declared or "
-          "default dialect\""),
-    _rule("tool-name", "SHOULD",
-          "MCP 2025-11-25 server/tools (Tool Names): \"Tool names SHOULD be between 1 and 128 "
-          "characters in length (inclusive).\" \"The following SHOULD be the only allowed "
-          "characters: uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore "
-          "(_), hyphen (-), and dot (.)\" \"Tool names SHOULD be unique within a server.\""),
-    _rule("answered-cancelled", "SHOULD",
-          "MCP 2025-11-25 basic/utilities/cancellation: \"Receivers of cancellation notifications "
-          "SHOULD: ... Not send a response for the cancelled request\""),
-    _rule("progress-token", "MUST",
-          "MCP 2025-11-25 basic/utilities/progress: \"Progress notifications MUST only reference "
-          "tokens that: Were provided in an active request; Are associated with an in-progress "
-          "operation\"; \"Progress notifications MUST stop after completion\""),
-    _rule("capability-not-negotiated", "MUST",
-          "MCP 2025-11-25 basic/lifecycle (Operation): \"Both parties MUST: ... Only use "
-          "capabilities that were successfully negotiated\" (a server request the client's "
-          "capabilities did not allow)"),
-    _rule("request-before-initialized", "SHOULD",
-          "MCP 2025-11-25 basic/lifecycle: \"The server SHOULD NOT send requests other than pings "
-          "and logging before receiving the initialized notification.\""),
-    _rule("version-negotiation", "MUST",
-          "MCP 2025-11-25 basic/lifecycle (Version Negotiation): \"If the server supports the "
-          "requested protocol version, it MUST respond with the same version. Otherwise, the server "
-          "MUST respond with another protocol version it supports.\" (it echoed a version that does "
-          "not exist)"),
-    _rule("invalid-cursor-code", "SHOULD",
-          "MCP 2025-11-25 server/utilities/pagination: \"Invalid cursors SHOULD result in an error "
-          "with code -32602 (Invalid params).\""),
-    _rule("http-status", "MUST",
-          "MCP 2025-11-25 basic/transports (Streamable HTTP): \"If the server cannot accept the "
-          "input, it MUST return an HTTP error status code\"; \"If the server receives a request with "
-          "an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request.\""),
-    _rule("session-reuse", "MUST",
-          "MCP 2025-11-25 basic/transports (Session Management): \"The server MAY terminate the "
-          "session at any time, after which it MUST respond to requests containing that session ID "
-          "with HTTP 404 Not Found.\""),
-    _rule("request-state", "MUST",
-          "MCP 2026-07-28 basic/patterns/mrtr: a server MUST verify the integrity of requestState it "
-          "issued and refuse a tampered or replayed one"),
-    _rule("memory-growth", "ROBUSTNESS",
-          "no MCP sentence: the server's resident memory grew past the bound while it was fuzzed "
-          "(cancellation.mdx asks receivers to \"Free associated resources\")"),
-    _rule("leftover-process", "ROBUSTNESS",
-          "no MCP sentence: processes the server started outlived it (basic/lifecycle, Shutdown: "
-          "the client closes stdin and ends the server; what it started should end with it)"),
-)}
+RULES: Final = {
+    rule.name: rule
+    for rule in (
+        _rule(
+            "server-crashed",
+            "MUST",
+            f'{_JSONRPC}: "When a rpc call is made, the Server MUST reply with a Response, except for '
+            'in the case of Notifications." (the server exited before answering)',
+        ),
+        _rule(
+            "no-response",
+            "MUST",
+            f'{_JSONRPC}: "When a rpc call is made, the Server MUST reply with a Response, except for '
+            'in the case of Notifications." (no answer within the deadline)',
+        ),
+        _rule(
+            "ping-unanswered",
+            "MUST",
+            'MCP 2025-11-25 basic/utilities/ping (Behavior Requirements): "The receiver MUST respond '
+            'promptly with an empty response"',
+        ),
+        _rule(
+            "duplicate-response",
+            "MUST",
+            f'{_JSONRPC}: "the Server MUST reply with a Response" (one Response per request; a second '
+            "answer to the same id)",
+        ),
+        _rule(
+            "unknown-response-id",
+            "MUST",
+            f'{_BASIC}: "Result responses MUST include the same ID as the request they correspond to."',
+        ),
+        _rule(
+            "malformed-message",
+            "MUST",
+            f'{_BASIC}: "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 '
+            'specification"; "Error responses MUST include an error field with a code and message."',
+        ),
+        _rule(
+            "stdout-not-mcp",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (stdio): "The server MUST NOT write anything to its '
+            'stdout that is not a valid MCP message."',
+        ),
+        _rule(
+            "result-schema",
+            "MUST",
+            f'{_BASIC}: "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 '
+            "specification\" with the payloads of the revision's schema (schema.json, generated from "
+            "schema.ts, the source of truth)",
+        ),
+        _rule(
+            "invalid-request-accepted",
+            "MUST",
+            f'{_BASIC} (Requests): "Requests MUST include a string or integer ID." "Unlike base '
+            'JSON-RPC, the ID MUST NOT be null." (a message that is no valid request got a result)',
+        ),
+        _rule(
+            "method-not-found-code",
+            "SHOULD",
+            'JSON-RPC 2.0 §5.1: "-32601 Method not found: The method does not exist / is not '
+            'available." (an unknown method got a result, or another code)',
+        ),
+        _rule(
+            "accepted-invalid-arguments",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Security Considerations): "Servers MUST: Validate all tool '
+            'inputs" (arguments that break inputSchema got a successful result)',
+        ),
+        _rule(
+            "invalid-arguments-code",
+            "SHOULD",
+            "MCP 2025-11-25 server/tools (Error Handling): malformed requests are protocol errors and "
+            "input validation errors are tool execution errors (isError: true); JSON-RPC 2.0 §5.1: "
+            '"-32602 Invalid params" (another error code answered invalid arguments)',
+        ),
+        _rule(
+            "structured-content",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Output Schema): "Servers MUST provide structured results '
+            'that conform to this schema."',
+        ),
+        _rule(
+            "tool-input-schema",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Tool): inputSchema "MUST be a valid JSON Schema object"; '
+            'basic/index (JSON Schema Usage): "Schemas MUST be valid according to their declared or '
+            'default dialect"',
+        ),
+        _rule(
+            "tool-name",
+            "SHOULD",
+            'MCP 2025-11-25 server/tools (Tool Names): "Tool names SHOULD be between 1 and 128 '
+            'characters in length (inclusive)." "The following SHOULD be the only allowed '
+            "characters: uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore "
+            '(_), hyphen (-), and dot (.)" "Tool names SHOULD be unique within a server."',
+        ),
+        _rule(
+            "answered-cancelled",
+            "SHOULD",
+            'MCP 2025-11-25 basic/utilities/cancellation: "Receivers of cancellation notifications '
+            'SHOULD: ... Not send a response for the cancelled request"',
+        ),
+        _rule(
+            "progress-token",
+            "MUST",
+            'MCP 2025-11-25 basic/utilities/progress: "Progress notifications MUST only reference '
+            "tokens that: Were provided in an active request; Are associated with an in-progress "
+            'operation"; "Progress notifications MUST stop after completion"',
+        ),
+        _rule(
+            "capability-not-negotiated",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Operation): "Both parties MUST: ... Only use '
+            "capabilities that were successfully negotiated\" (a server request the client's "
+            "capabilities did not allow)",
+        ),
+        _rule(
+            "request-before-initialized",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle: "The server SHOULD NOT send requests other than pings '
+            'and logging before receiving the initialized notification."',
+        ),
+        _rule(
+            "version-negotiation",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the server supports the '
+            "requested protocol version, it MUST respond with the same version. Otherwise, the server "
+            'MUST respond with another protocol version it supports." (it echoed a version that does '
+            "not exist)",
+        ),
+        _rule(
+            "invalid-cursor-code",
+            "SHOULD",
+            'MCP 2025-11-25 server/utilities/pagination: "Invalid cursors SHOULD result in an error '
+            'with code -32602 (Invalid params)."',
+        ),
+        _rule(
+            "http-status",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Streamable HTTP): "If the server cannot accept the '
+            'input, it MUST return an HTTP error status code"; "If the server receives a request with '
+            'an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."',
+        ),
+        _rule(
+            "session-reuse",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Session Management): "The server MAY terminate the '
+            "session at any time, after which it MUST respond to requests containing that session ID "
+            'with HTTP 404 Not Found."',
+        ),
+        _rule(
+            "request-state",
+            "MUST",
+            "MCP 2026-07-28 basic/patterns/mrtr: a server MUST verify the integrity of requestState it "
+            "issued and refuse a tampered or replayed one",
+        ),
+        _rule(
+            "memory-growth",
+            "ROBUSTNESS",
+            "no MCP sentence: the server's resident memory grew past the bound while it was fuzzed "
+            '(cancellation.mdx asks receivers to "Free associated resources")',
+        ),
+        _rule(
+            "leftover-process",
+            "ROBUSTNESS",
+            "no MCP sentence: processes the server started outlived it (basic/lifecycle, Shutdown: "
+            "the client closes stdin and ends the server; what it started should end with it)",
+        ),
+    )
+}

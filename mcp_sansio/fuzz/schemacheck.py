@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 __all__ = ["TYPE_NAMES", "json_type", "pointer", "schema_problems", "validate"]
@@ -140,7 +140,9 @@ class _Validator:
             branch = "then" if self.ok(value, schema["if"], depth + 1) else "else"
             self.check(value, schema.get(branch, True), path, depth + 1)
 
-    def _object(self, value: Mapping[str, object], schema: Mapping[str, object], path: str, depth: int) -> None:
+    def _object(
+        self, value: Mapping[str, object], schema: Mapping[str, object], path: str, depth: int
+    ) -> None:
         required = schema.get("required")
         for name in required if isinstance(required, list) else []:
             if isinstance(name, str) and name not in value:
@@ -194,16 +196,26 @@ class _Validator:
             self.fail(path, f"does not match the pattern {source!r}")
 
     def _number(self, value: float, schema: Mapping[str, object], path: str) -> None:
-        for key, bad in (
-            ("minimum", lambda v, b: v < b), ("maximum", lambda v, b: v > b),
-            ("exclusiveMinimum", lambda v, b: v <= b), ("exclusiveMaximum", lambda v, b: v >= b),
-        ):
-            bound = schema.get(key)
-            if _is_number(bound) and bad(value, bound):
+        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            bound = _as_number(schema.get(key))
+            if bound is not None and _NUMBER_TESTS[key](value, bound):
                 self.fail(path, f"{value!r} breaks {key} {bound!r}")
-        step = schema.get("multipleOf")
-        if _is_number(step) and step > 0 and not _multiple(value, step):
+        step = _as_number(schema.get("multipleOf"))
+        if step is not None and step > 0 and not _multiple(value, step):
             self.fail(path, f"{value!r} is not a multiple of {step!r}")
+
+
+_NUMBER_TESTS: Final[Mapping[str, Callable[[float, float], bool]]] = {
+    "minimum": lambda v, b: v < b,
+    "maximum": lambda v, b: v > b,
+    "exclusiveMinimum": lambda v, b: v <= b,
+    "exclusiveMaximum": lambda v, b: v >= b,
+}
+
+
+def _as_number(value: object) -> float | None:
+    """``value`` if it is a finite JSON number (not a boolean), else ``None``."""
+    return value if isinstance(value, int | float) and _is_number(value) else None
 
 
 def _is_number(value: object) -> bool:
@@ -215,8 +227,9 @@ def _multiple(value: float, step: float) -> bool:
     return math.isfinite(quotient) and abs(quotient - round(quotient)) < 1e-9
 
 
-def _bound(v: _Validator, path: str, size: int, schema: Mapping[str, object], low: str, high: str,
-           unit: str) -> None:
+def _bound(
+    v: _Validator, path: str, size: int, schema: Mapping[str, object], low: str, high: str, unit: str
+) -> None:
     least, most = schema.get(low), schema.get(high)
     if isinstance(least, int) and size < least:
         v.fail(path, f"has {size} {unit}, fewer than {low} {least}")
@@ -239,8 +252,17 @@ def validate(value: object, schema: object, root: object | None = None) -> list[
 
 _SCHEMA_MAPS: Final = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SCHEMA_ONE: Final = ("additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-                      "unevaluatedProperties", "unevaluatedItems")
+_SCHEMA_ONE: Final = (
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
 _COUNTS: Final = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 _NUMBERS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
@@ -267,17 +289,19 @@ def _problems(schema: object, path: str, depth: int, draft07: bool) -> list[str]
     here = path or "/"
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if "type" in schema else []
-    if not kinds and "type" in schema or any(k not in TYPE_NAMES for k in kinds):
+    if (not kinds and "type" in schema) or any(k not in TYPE_NAMES for k in kinds):
         found.append(f"{here}: type {kind!r} is not a JSON type name (or a list of them)")
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         found.append(f"{here}: required must be an array of strings, not {required!r}")
     for key in _COUNTS:
-        if key in schema and not (isinstance(schema[key], int) and not isinstance(schema[key], bool)
-                                  and schema[key] >= 0):
+        if key in schema and not (
+            isinstance(schema[key], int) and not isinstance(schema[key], bool) and schema[key] >= 0
+        ):
             found.append(f"{here}: {key} must be a non-negative integer")
-    found += [f"{here}: {key} must be a number" for key in _NUMBERS
-              if key in schema and not _is_number(schema[key])]
+    found += [
+        f"{here}: {key} must be a number" for key in _NUMBERS if key in schema and not _is_number(schema[key])
+    ]
     if "enum" in schema and not isinstance(schema["enum"], list):
         found.append(f"{here}: enum must be an array")
     for key in _SCHEMA_MAPS:
@@ -298,5 +322,7 @@ def _problems(schema: object, path: str, depth: int, draft07: bool) -> list[str]
         found += _problems(schema[key], f"{path}/{key}", depth + 1, draft07)
     items = schema.get("items", True)
     for index, item in enumerate(items if isinstance(items, list) and draft07 else [items]):
-        found += _problems(item, f"{path}/items" + (f"/{index}" if isinstance(items, list) else ""), depth + 1, draft07)
+        found += _problems(
+            item, f"{path}/items" + (f"/{index}" if isinstance(items, list) else ""), depth + 1, draft07
+        )
     return found

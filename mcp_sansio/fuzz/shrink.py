@@ -17,8 +17,13 @@ __all__ = ["ddmin"]
 T = TypeVar("T")
 
 
-def ddmin(items: Sequence[T], fails: Callable[[list[T]], bool], *, keep: Callable[[T], bool] | None = None,
-          budget: int = 64) -> list[T]:
+def ddmin(
+    items: Sequence[T],
+    fails: Callable[[list[T]], bool],
+    *,
+    keep: Callable[[T], bool] | None = None,
+    budget: int = 64,
+) -> list[T]:
     """The smallest subsequence of ``items`` found for which ``fails`` holds (``items``
     itself is assumed to fail). Items for which ``keep`` is true are never removed; at most
     ``budget`` calls of ``fails`` are made."""
@@ -33,7 +38,7 @@ def ddmin(items: Sequence[T], fails: Callable[[list[T]], bool], *, keep: Callabl
         for start in range(0, len(movable), size):
             if tests >= budget:
                 break
-            drop = set(movable[start:start + size])
+            drop = set(movable[start : start + size])
             candidate = [i for i in current if i not in drop]
             tests += 1
             if fails([items[i] for i in candidate]):

@@ -92,15 +92,23 @@ def load_trace(data: bytes) -> Trace:
     try:
         header = _decode(lines[0]) if lines else None
         if not isinstance(header, dict) or header.get("mcp-sansio-trace") != FORMAT:
-            raise TraceError("not an mcp-sansio trace (the first line has no \"mcp-sansio-trace\": 1)")
+            raise TraceError('not an mcp-sansio trace (the first line has no "mcp-sansio-trace": 1)')
         steps = []
         for number, line in enumerate(lines[1:], start=2):
             entry = _decode(line)
             if not isinstance(entry, dict) or entry.get("dir") != "send":
                 continue
             meta = entry.get("step")
-            steps.append(msgspec.convert({**(meta if isinstance(meta, dict) else {"label": f"line {number}"}),
-                                          "data": _data(entry)}, Step, from_attributes=True))
+            steps.append(
+                msgspec.convert(
+                    {
+                        **(meta if isinstance(meta, dict) else {"label": f"line {number}"}),
+                        "data": _data(entry),
+                    },
+                    Step,
+                    from_attributes=True,
+                )
+            )
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         raise TraceError(f"broken trace: {exc}") from exc
     return Trace(header=header, steps=steps)

