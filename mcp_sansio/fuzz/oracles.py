@@ -384,6 +384,10 @@ class _Judge:
             self._result(index, step, result)
 
     def _result(self, index: int, step: Step, result: object) -> None:
+        tools = result.get("tools") if isinstance(result, dict) and step.method == "tools/list" else None
+        if isinstance(tools, list):
+            listed = [tool for tool in tools if isinstance(tool, dict)]
+            self.findings += [msgspec.structs.replace(f, step=index) for f in judge_tools(listed)]
         if self.ctx.schema is None or step.method is None:
             return
         target = result_schema(self.ctx.schema, step.method, not self._handshake())

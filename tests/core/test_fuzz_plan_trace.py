@@ -1,0 +1,142 @@
+"""The fuzzer's protocol planner (deterministic by seed, era-aware), trace format
+(round trip, every byte kept) and shrinker (delta debugging)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_sansio.fuzz import Planner, Received, Rng, Sent, Surface, TraceError, ddmin, dump_trace, load_trace
+from mcp_sansio.fuzz.case import Expect, raw_step
+
+SURFACE = Surface(
+    capabilities={
+        "tools": {},
+        "resources": {"subscribe": True},
+        "prompts": {},
+        "logging": {},
+        "completions": {},
+    },
+    tools=[
+        {
+            "name": "add",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "s": {"type": "string"}},
+                "required": ["a"],
+            },
+        }
+    ],
+    resources=[{"uri": "file:///a"}],
+    prompts=[{"name": "p", "arguments": [{"name": "x", "required": True}]}],
+)
+
+
+def _bytes(planner: Planner) -> list[bytes]:
+    return [step.data for case in (planner.fresh_cases() + planner.cases(SURFACE)) for step in case.steps]
+
+
+def test_the_same_seed_plans_the_same_bytes() -> None:
+    assert _bytes(Planner(Rng(3), "2025-11-25")) == _bytes(Planner(Rng(3), "2025-11-25"))
+    assert _bytes(Planner(Rng(3), "2025-11-25")) != _bytes(Planner(Rng(4), "2025-11-25"))
+
+
+def test_a_round_covers_tools_protocol_resources_and_prompts() -> None:
+    names = {case.name for case in Planner(Rng(1), "2025-11-25").cases(SURFACE)}
+    assert {
+        "add valid",
+        "add deep argument",
+        "add huge string",
+        "add cancelled",
+        "add concurrent calls",
+        "unknown method",
+        "invalid UTF-8",
+        "null id",
+        "tools/list forged cursor",
+        "read file:///a",
+        "subscribe storm",
+        "prompt p",
+        "complete p",
+        "logging bogus level",
+    } <= names
+
+
+def test_every_case_ends_with_a_liveness_probe() -> None:
+    for case in Planner(Rng(1), "2025-11-25").cases(SURFACE):
+        assert case.steps[-1].method == "ping"
+
+
+def test_handshake_era_opens_with_initialize() -> None:
+    planner = Planner(Rng(1), "2025-06-18")
+    assert [s.method for s in planner.opening()] == ["initialize", "notifications/initialized"]
+    assert {c.name for c in planner.fresh_cases()} == {
+        "ping first",
+        "request before initialize",
+        "initialized missing",
+        "second initialize",
+        "unknown protocol version",
+    }
+
+
+def test_stateless_era_carries_meta_and_probes_with_discover() -> None:
+    planner = Planner(Rng(1), "2026-07-28")
+    assert [s.method for s in planner.opening()] == ["server/discover"]
+    assert planner.ping().method == "server/discover"
+    assert b"io.modelcontextprotocol/protocolVersion" in planner.request("tools/list").data
+    assert [c.name for c in planner.fresh_cases()] == ["ping first"]
+    assert "subscribe storm" not in {c.name for c in planner.cases(SURFACE)}
+
+
+def test_unknown_versions_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown protocol version"):
+        Planner(Rng(1), "1999-01-01")
+
+
+def test_surface_learns_pages() -> None:
+    surface = Surface(capabilities={"tools": {}})
+    assert surface.offers("tools/list") and not surface.offers("prompts/list")
+    assert surface.learn("tools/list", {"tools": [{"name": "a"}, 3], "nextCursor": "c"}) == "c"
+    assert surface.learn("tools/list", {"tools": "no"}) is None
+    assert surface.learn("tools/list", None) is None
+    assert [t["name"] for t in surface.tools] == ["a"]
+
+
+def test_traces_round_trip_every_byte() -> None:
+    planner = Planner(Rng(1), "2025-11-25")
+    steps = [
+        *planner.opening(),
+        raw_step(b"\xff\xfe", "bad utf-8"),
+        raw_step(b"{ }", "spaced"),
+        planner.ping(),
+    ]
+    records = [
+        Sent(step=0, t=10.0),
+        Received(t=10.5, data=b'{"jsonrpc":"2.0","id":1,"result":{}}'),
+        Received(t=10.6, data=b"not json"),
+    ]
+    data = dump_trace({"rule": "x"}, steps, records)
+    lines = data.splitlines()
+    assert b'"mcp-sansio-trace":1' in lines[0]
+    assert b'"dir":"recv","t":0.5' in lines[2]
+    trace = load_trace(data)
+    assert trace.header["rule"] == "x"
+    assert [s.data for s in trace.steps] == [s.data for s in steps]
+    assert trace.steps[2].expect is Expect.ANY
+
+
+def test_broken_traces_are_refused() -> None:
+    for data in (b"", b"[]", b'{"mcp-sansio-trace": 2}', b'{"mcp-sansio-trace": 1}\n{'):
+        with pytest.raises(TraceError):
+            load_trace(data)
+    trace = load_trace(
+        b'{"mcp-sansio-trace": 1}\n{"dir":"recv"}\n{"dir":"send","text":"x"}\n{"dir":"send"}\n'
+    )
+    assert [(s.label, s.data) for s in trace.steps] == [("line 3", b"x"), ("line 4", b"")]
+
+
+def test_ddmin_finds_a_minimal_failing_subsequence() -> None:
+    assert ddmin(list(range(16)), lambda s: 3 in s and 11 in s) == [3, 11]
+    assert ddmin(list(range(8)), lambda s: 5 in s, keep=lambda i: i == 0) == [0, 5]
+    calls: list[int] = []
+    ddmin(list(range(64)), lambda s: calls.append(1) is None and 7 in s, budget=5)
+    assert len(calls) == 5
+    assert ddmin([1, 2], lambda s: len(s) == 2) == [1, 2]
