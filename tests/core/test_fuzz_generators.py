@@ -90,7 +90,8 @@ def test_validate_accepts_what_fits() -> None:
 
 
 def test_json_types_and_pointers() -> None:
-    assert [json_type(v) for v in (None, True, 1, 1.5, 2.0, "s", [], {})] == [
+    values: list[object] = [None, True, 1, 1.5, 2.0, "s", [], {}]
+    assert [json_type(v) for v in values] == [
         "null",
         "boolean",
         "integer",

@@ -104,7 +104,7 @@ def test_results_must_fit_the_revision_schema() -> None:
     assert rules([lister], [Sent(step=0, t=0), res(1, {"tool": []})], ctx) == ["result-schema"]
     assert rules([lister], [Sent(step=0, t=0), res(1, {"tools": [{"name": "a b"}]})], ctx) == ["tool-name"]
     assert result_schema(schema, "ping", False) is None
-    modern = {"$defs": {"CallToolResult": {}, "InputRequiredResult": {}}}
+    modern: dict[str, object] = {"$defs": {"CallToolResult": {}, "InputRequiredResult": {}}}
     assert "anyOf" in result_schema(modern, "tools/call", True)  # type: ignore[operator]
     assert result_schema({"definitions": {"CallToolResult": {}}}, "tools/call", False) == {
         "$ref": "#/definitions/CallToolResult"

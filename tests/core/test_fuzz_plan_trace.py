@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sansio.fuzz import Planner, Received, Rng, Sent, Surface, TraceError, ddmin, dump_trace, load_trace
+from mcp_sansio.fuzz import (
+    Planner,
+    Received,
+    Record,
+    Rng,
+    Sent,
+    Surface,
+    TraceError,
+    ddmin,
+    dump_trace,
+    load_trace,
+)
 from mcp_sansio.fuzz.case import Expect, raw_step
 
 SURFACE = Surface(
@@ -108,7 +119,7 @@ def test_traces_round_trip_every_byte() -> None:
         raw_step(b"{ }", "spaced"),
         planner.ping(),
     ]
-    records = [
+    records: list[Record] = [
         Sent(step=0, t=10.0),
         Received(t=10.5, data=b'{"jsonrpc":"2.0","id":1,"result":{}}'),
         Received(t=10.6, data=b"not json"),
@@ -137,6 +148,25 @@ def test_ddmin_finds_a_minimal_failing_subsequence() -> None:
     assert ddmin(list(range(16)), lambda s: 3 in s and 11 in s) == [3, 11]
     assert ddmin(list(range(8)), lambda s: 5 in s, keep=lambda i: i == 0) == [0, 5]
     calls: list[int] = []
-    ddmin(list(range(64)), lambda s: calls.append(1) is None and 7 in s, budget=5)
+
+    def fails(s: list[int]) -> bool:
+        calls.append(1)
+        return 7 in s
+
+    ddmin(list(range(64)), fails, budget=5)
     assert len(calls) == 5
     assert ddmin([1, 2], lambda s: len(s) == 2) == [1, 2]
+
+
+def test_the_fuzz_client_paces_on_responses_and_refuses_server_requests() -> None:
+    from mcp_sansio.fuzz.peer import answer_key, reply_for
+
+    assert answer_key(b'{"jsonrpc":"2.0","id":3,"result":{}}') == ("integer", 3)
+    assert answer_key(b'{"jsonrpc":"2.0","id":3,"method":"ping"}') is None
+    assert answer_key(b"nope") is None
+    assert reply_for(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == b'{"jsonrpc":"2.0","id":"a","result":{}}'
+    refused = reply_for(b'{"jsonrpc":"2.0","id":4,"method":"roots/list"}')
+    assert refused is not None and b'"code":-32601' in refused
+    assert reply_for(b'{"jsonrpc":"2.0","method":"notifications/x"}') is None
+    assert reply_for(b'{"jsonrpc":"2.0","id":true,"method":"x"}') is None
+    assert reply_for(b"[1]") is None
