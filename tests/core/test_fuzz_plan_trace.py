@@ -164,7 +164,9 @@ def test_the_fuzz_client_paces_on_responses_and_refuses_server_requests() -> Non
     assert answer_key(b'{"jsonrpc":"2.0","id":3,"result":{}}') == ("integer", 3)
     assert answer_key(b'{"jsonrpc":"2.0","id":3,"method":"ping"}') is None
     assert answer_key(b"nope") is None
-    assert reply_for(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == b'{"jsonrpc":"2.0","id":"a","result":{}}'
+    assert (
+        reply_for(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == b'{"jsonrpc":"2.0","id":"a","result":{}}'
+    )
     refused = reply_for(b'{"jsonrpc":"2.0","id":4,"method":"roots/list"}')
     assert refused is not None and b'"code":-32601' in refused
     assert reply_for(b'{"jsonrpc":"2.0","method":"notifications/x"}') is None
