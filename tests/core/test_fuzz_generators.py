@@ -174,3 +174,43 @@ def test_generators_cover_every_json_type() -> None:
         )
         == []
     )
+
+
+def test_validator_edges() -> None:
+    assert validate([1, {"a": [2]}], {"enum": [[1, {"a": [2]}]]}) == []
+    assert validate([1, {"a": [3]}], {"enum": [[1, {"a": [2]}]]})
+    assert validate("x", {"pattern": "("}) == []  # a pattern Python cannot compile constrains nothing
+    assert len(validate(list(range(20)), {"items": {"type": "string"}})) == 8  # at most eight misfits
+    assert validate(
+        {"b": 1}, {"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": False}
+    )
+    deep: dict[str, object] = {"type": "object"}
+    for _ in range(70):
+        deep = {"properties": {"a": deep}}
+    assert schema_problems(deep) == []
+    draft07 = {"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "nope"}]}
+    assert schema_problems(draft07) == ["/items/0: type 'nope' is not a JSON type name (or a list of them)"]
+    assert schema_problems({"anyOf": [{"type": 1}]}) == [
+        "/anyOf/0: type 1 is not a JSON type name (or a list of them)"
+    ]
+
+
+def test_generator_edges() -> None:
+    rng = Rng(11)
+    assert valid_value(True, rng) is not None or True  # any value fits ``true``
+    assert json_type(valid_value({"type": ["integer", "string", 5]}, rng)) in ("integer", "string")
+    assert isinstance(valid_value({"properties": {"a": {"const": 1}}, "required": ["a"]}, rng), dict)
+    nested: dict[str, object] = {"type": ["object", "null"], "properties": {}}
+    for _ in range(10):
+        nested = {"type": ["object", "null"], "properties": {"a": nested}, "required": ["a"]}
+    assert validate(valid_value(nested, rng), nested) == []
+    recursive = {
+        "$ref": "#/$defs/n",
+        "$defs": {"n": {"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}, "required": ["a"]}},
+    }
+    assert validate(valid_value(recursive, rng), recursive)  # cut off, so it cannot fit: callers check
+    assert valid_value({"type": "object", "required": ["x"], "additionalProperties": {"const": 2}}, rng) == {
+        "x": 2
+    }
+    assert boundary_values({"type": "string", "properties": {"a": {}}}, rng) == []
+    assert violations({"type": "object", "required": [1], "properties": {}}, rng) != []

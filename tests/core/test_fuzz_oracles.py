@@ -175,6 +175,7 @@ def test_a_cancelled_request_answered_after_a_later_ping_is_reported() -> None:
     sent = [Sent(step=0, t=0), Sent(step=1, t=0), Sent(step=2, t=0)]
     assert rules([call, cancel, ping], [*sent, res(2), res(1)]) == ["answered-cancelled"]
     assert rules([call, cancel, ping], [*sent, res(1), res(2)]) == []
+    assert rules([call, cancel, ping], [*sent, res(2)]) == []
 
 
 def test_a_bogus_version_must_not_be_echoed() -> None:
@@ -222,3 +223,15 @@ def test_findings_group_by_rule_and_method() -> None:
     found = judge([req(1)], [Sent(step=0, t=0), TimedOut(step=0, t=1), Ended(t=1, alive=True)], CTX)
     assert found[0].key() == ("no-response", "ping")
     assert msgspec.json.decode(encode(msgspec.to_builtins(found[0])))["rule"] == "no-response"
+
+
+def test_unsent_steps_and_other_notifications_are_not_judged() -> None:
+    log = Received(t=1, data=encode({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}))
+    assert rules([req(1), req(2)], [Sent(step=0, t=0), log, res(1), Ended(t=1, alive=True)]) == []
+    garbage = raw_step(b"{not json", "bad")
+    assert rules([garbage], [Sent(step=0, t=0), res(None, error={"code": -32700, "message": "x"})]) == []
+    refused = req(1, check=Check.STATUS_400)
+    assert (
+        rules([refused], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=400), TimedOut(step=0, t=2)])
+        == []
+    )

@@ -172,3 +172,26 @@ def test_the_fuzz_client_paces_on_responses_and_refuses_server_requests() -> Non
     assert reply_for(b'{"jsonrpc":"2.0","method":"notifications/x"}') is None
     assert reply_for(b'{"jsonrpc":"2.0","id":true,"method":"x"}') is None
     assert reply_for(b"[1]") is None
+
+
+def test_small_surfaces_plan_fewer_cases() -> None:
+    planner = Planner(Rng(2), "2025-11-25")
+    assert b'"cursor":"c1"' in planner.list_page("tools/list", "c1").data
+    bare = Surface(
+        capabilities={"tools": {}, "prompts": {}},
+        tools=[{"name": "n", "inputSchema": {"type": "object", "properties": {"k": {"type": "integer"}}}}],
+        prompts=[{"name": "q"}],
+    )
+    names = {case.name for case in planner.cases(bare)}
+    assert "n huge string" not in names
+    assert "read unknown resource" not in names
+    assert "complete q" not in names
+    assert "prompt q" in names
+
+
+def test_traces_skip_http_records() -> None:
+    from mcp_sansio.fuzz import HttpAnswer
+
+    planner = Planner(Rng(1), "2025-11-25")
+    data = dump_trace({}, [planner.ping()], [Sent(step=0, t=0.0), HttpAnswer(step=0, t=0.1, status=200)])
+    assert len(data.splitlines()) == 2
