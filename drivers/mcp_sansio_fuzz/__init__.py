@@ -13,6 +13,15 @@ from .connections import HttpConnection, StdioConnection, TargetUnavailable
 from .runner import Fuzzer, Options, Report, ReportedFinding, Stats, Target, execute, load_schema
 
 __all__ = [
-    "Fuzzer", "HttpConnection", "Options", "Report", "ReportedFinding", "Stats", "StdioConnection", "Target",
-    "TargetUnavailable", "execute", "load_schema",
+    "Fuzzer",
+    "HttpConnection",
+    "Options",
+    "Report",
+    "ReportedFinding",
+    "Stats",
+    "StdioConnection",
+    "Target",
+    "TargetUnavailable",
+    "execute",
+    "load_schema",
 ]

@@ -292,6 +292,7 @@ class HttpConnection:
         self.protocol_version: str | None = None
         self.dead = False
         self.last_error = ""
+        self._ready: list[Record] = []  # what arrived while sending, for the next poll
 
     def send(self, index: int, step: Step, now: float) -> None:
         """Start an exchange for ``step``."""
@@ -317,7 +318,7 @@ class HttpConnection:
             ),
             now,
         )
-        self._pump(now)
+        self._ready += self._pump(now)
 
     def _pump(self, now: float) -> list[Record]:
         out: list[Record] = []
@@ -407,7 +408,7 @@ class HttpConnection:
     def poll(self, timeout: float) -> list[Record]:
         """Read responses for up to ``timeout`` seconds."""
         now = time.monotonic()
-        out = self._pump(now)
+        out, self._ready = self._ready + self._pump(now), []
         if out:
             return out
         for key, _ in self._selector.select(max(timeout, 0.0) if self._socks else 0):

@@ -236,6 +236,7 @@ class Fuzzer:
         self._conn: Connection | None = None
         self._history: list[Step] = []
         self._ids: set[tuple[str, object]] = set()
+        self._tokens: set[tuple[str, object]] = set()
         self._over_memory = False
 
     # -- the run ------------------------------------------------------------------
@@ -250,12 +251,13 @@ class Fuzzer:
         rng = Rng(self.options.seed)
         try:
             planner = self._open_main(rng)
-            for case in planner.fresh_cases():
+            http = self.target.transport == "http"
+            for case in planner.fresh_cases() + (planner.http_fresh_cases() if http else []):
                 if self._over():
                     break
                 self._fresh(case, planner)
             while not self._over():
-                for case in planner.cases(self.surface):
+                for case in planner.cases(self.surface) + (planner.http_cases() if http else []):
                     if self._over():
                         break
                     self._case(case, planner)
@@ -341,12 +343,14 @@ class Fuzzer:
             tools=tools,
             initialized=initialized,
             earlier_ids=earlier,
+            earlier_tokens=frozenset(self._tokens) if earlier else frozenset(),
             stdio=self.target.transport == "stdio",
         )
 
     def _remember(self, steps: Sequence[Step]) -> None:
         self._history = (self._history + list(steps))[-_MAX_HISTORY:]
         self._ids |= {id_key(s.id) for s in steps if s.id is not None}
+        self._tokens |= {id_key(s.progress_token) for s in steps if s.progress_token is not None}
 
     def _run_steps(self, case: Case) -> list[Record]:
         conn = self._conn
@@ -390,6 +394,7 @@ class Fuzzer:
         self._conn = conn
         self._history = []
         self._ids = set()
+        self._tokens = set()
         self._samples = []
         self._remember(opening)
 
@@ -425,7 +430,7 @@ class Fuzzer:
                 self.findings[finding.rule, finding.method].count += 1
                 continue
             prefix = [] if case.fresh else self._opening_of(self._history)
-            self._report(finding, prefix + list(case.steps), records)
+            self._report(finding, prefix + list(case.steps), _shift(records, len(prefix)))
 
     def _opening_of(self, history: Sequence[Step]) -> list[Step]:
         return [
@@ -530,6 +535,16 @@ class Fuzzer:
         path = out / name
         path.write_bytes(dump_trace(header, steps, usable))
         return str(path)
+
+
+def _shift(records: Sequence[Record], by: int) -> list[Record]:
+    """``records`` with their step numbers moved by ``by`` (steps put before the case)."""
+    if not by:
+        return list(records)
+    return [
+        msgspec.structs.replace(r, step=r.step + by) if isinstance(r, Sent | HttpAnswer | TimedOut) else r
+        for r in records
+    ]
 
 
 def _result_of(step: Step, records: Sequence[Record]) -> object:

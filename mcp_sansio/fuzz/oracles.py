@@ -110,6 +110,8 @@ class Context(msgspec.Struct, kw_only=True):
         initialized: ``notifications/initialized`` was sent before this case.
         earlier_ids: ids of requests sent on this connection before the case (their late
             answers are not "unknown").
+        earlier_tokens: progress tokens of requests sent before the case (a request of an
+            earlier case may still be running and reporting progress).
         stdio: the transport is stdio (every stdout line must be a message).
     """
 
@@ -119,6 +121,7 @@ class Context(msgspec.Struct, kw_only=True):
     client_capabilities: Mapping[str, object] = msgspec.field(default_factory=dict)
     initialized: bool = True
     earlier_ids: frozenset[tuple[str, object]] = frozenset()
+    earlier_tokens: frozenset[tuple[str, object]] = frozenset()
     stdio: bool = True
 
 
@@ -159,6 +162,7 @@ class _Judge:
                 self.echoes |= _ids_in(step.data)
         self.answers: dict[int, list[tuple[int, dict[str, object]]]] = {}
         self.sent_at: dict[int, int] = {}
+        self.sent_t: dict[int, float] = {}
         self.timed_out: set[int] = set()
         self.http: dict[int, HttpAnswer] = {}
         self.end: Ended | None = None
@@ -173,6 +177,7 @@ class _Judge:
         for position, record in enumerate(self.records):
             if isinstance(record, Sent):
                 self.sent_at[record.step] = position
+                self.sent_t[record.step] = record.t
                 initialized = initialized or self.steps[record.step].method == "notifications/initialized"
             elif isinstance(record, Received):
                 self._received(position, record, initialized)
@@ -249,6 +254,8 @@ class _Judge:
             and id_key(s.progress_token) == id_key(token)
             and self.sent_at.get(i, position) < position
         ]
+        if not owners and token is not None and id_key(token) in self.ctx.earlier_tokens:
+            return
         if not owners:
             self.findings.append(
                 Finding(
@@ -314,7 +321,7 @@ class _Judge:
     def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
         if step.check is Check.STATUS_400 and answer.status != 400:
             self.add("http-status", index, f"{step.label}: HTTP {answer.status}, not 400 Bad Request")
-        elif step.check is Check.STATUS_404 and answer.status != 404:
+        elif step.check is Check.STATUS_404 and answer.status != 404 and self._deleted():
             self.add("session-reuse", index, f"{step.label}: HTTP {answer.status}, not 404 Not Found")
         elif (
             step.expect is Expect.NOTHING
@@ -324,6 +331,12 @@ class _Judge:
         ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
 
+    def _deleted(self) -> bool:
+        """A DELETE of the session was accepted (a server may refuse it with 405)."""
+        return any(
+            self.steps[i].http_method == "DELETE" and 200 <= a.status < 300 for i, a in self.http.items()
+        )
+
     def _cancelled(self, index: int, answers: list[tuple[int, dict[str, object]]]) -> None:
         later = [i for i in range(index + 1, len(self.steps)) if self.steps[i].check is Check.PING]
         cancel = [i for i in range(index + 1, len(self.steps)) if self.steps[i].cancels is not None]
@@ -331,12 +344,27 @@ class _Judge:
             return
         ping_answers = self.answers.get(later[0], [])
         ping_cancel_order = cancel[0] < later[0]
-        if ping_cancel_order and ping_answers and answers[0][0] > ping_answers[0][0]:
+        # Over HTTP each message has its own exchange: the cancellation counts as delivered
+        # before the ping only if its 202 came back before the ping was sent.
+        accepted = self.http.get(cancel[0])
+        delivered = accepted is None or accepted.t <= self.sent_t.get(later[0], accepted.t)
+        if ping_cancel_order and delivered and ping_answers and answers[0][0] > ping_answers[0][0]:
             self.add(
                 "answered-cancelled",
                 index,
                 "the cancelled request was answered after the server had "
                 "answered a ping sent after the cancellation",
+            )
+            return
+        position, answer = answers[0]
+        error = answer.get("error")
+        text = str(error.get("message", "")).lower() if isinstance(error, dict) else ""
+        says_cancelled = isinstance(error, dict) and (error.get("code") == -32800 or "cancel" in text)
+        if says_cancelled and self.sent_at.get(cancel[0], position) < position:
+            self.add(
+                "answered-cancelled",
+                index,
+                f"the server answered the cancelled request with an error saying so: {error!r:.120}",
             )
 
     def _unanswered(self, index: int, step: Step) -> None:

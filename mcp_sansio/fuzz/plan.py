@@ -315,6 +315,68 @@ class Planner:
         out.append(self._case(f"{name} concurrent calls", *calls))
         return out
 
+    def http_cases(self) -> list[Case]:
+        """Streamable HTTP probes on the open session: a wrong ``MCP-Protocol-Version``,
+        a session id never issued, no session id, a forged ``Last-Event-ID``."""
+        out: list[Case] = []
+        if self.rules.protocol_version_header:
+            out.append(
+                self._case(
+                    "bogus protocol version header",
+                    msgspec.structs.replace(
+                        self.ping(),
+                        label="liveness with MCP-Protocol-Version: fuzz-0000",
+                        check=Check.STATUS_400,
+                        headers=(("mcp-protocol-version", "fuzz-0000"),),
+                    ),
+                )
+            )
+        if self.rules.sessions:
+            out.append(
+                self._case(
+                    "forged session id",
+                    msgspec.structs.replace(
+                        self.ping(),
+                        label="liveness with a forged Mcp-Session-Id",
+                        check=Check.NONE,
+                        session="fuzz-forged-session",
+                    ),
+                )
+            )
+            out.append(
+                self._case(
+                    "no session id",
+                    msgspec.structs.replace(
+                        self.ping(), label="liveness without Mcp-Session-Id", check=Check.NONE, session="none"
+                    ),
+                )
+            )
+        if self.rules.resumable_streams:
+            out.append(
+                self._case(
+                    "forged Last-Event-ID",
+                    Step(
+                        label="GET with a forged Last-Event-ID",
+                        expect=Expect.NOTHING,
+                        http_method="GET",
+                        timeout=0.0,
+                        headers=(("last-event-id", "fuzz-forged-event-" + "9" * 40),),
+                    ),
+                )
+            )
+        return out
+
+    def http_fresh_cases(self) -> list[Case]:
+        """Streamable HTTP probes that need a session of their own: the session is
+        deleted, then used again (it must get 404)."""
+        if not self.rules.sessions or not self.rules.handshake:
+            return []
+        delete = Step(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=0.0)
+        stale = msgspec.structs.replace(
+            self.ping(), label="liveness on the deleted session", check=Check.STATUS_404
+        )
+        return [Case(name="session deleted then reused", fresh=True, steps=(*self.opening(), delete, stale))]
+
     def _cancel(self, request_id: object, why: str) -> Step:
         return self.notification(
             "notifications/cancelled",

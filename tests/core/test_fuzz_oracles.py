@@ -192,8 +192,8 @@ def test_http_statuses() -> None:
     bad_version = req(1, check=Check.STATUS_400)
     assert rules([bad_version], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=200)]) == ["http-status"]
     assert rules([bad_version], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=400)]) == []
-    stale = req(1, check=Check.STATUS_404)
-    assert rules([stale], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=200)]) == ["session-reuse"]
+    stale = req(1, check=Check.STATUS_404)  # no DELETE was accepted: nothing to judge
+    assert rules([stale], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=200)]) == []
     note = message_step({"jsonrpc": "2.0", "method": "notifications/x"}, "n")
     assert rules([note], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=200)]) == ["http-status"]
     assert (
@@ -235,3 +235,58 @@ def test_unsent_steps_and_other_notifications_are_not_judged() -> None:
         rules([refused], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=400), TimedOut(step=0, t=2)])
         == []
     )
+
+
+def test_over_http_a_cancel_counts_once_accepted_before_the_ping() -> None:
+    call = req(1, "tools/call", expect=Expect.CANCELLED, timeout=0.0)
+    cancel = message_step(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        "cancel",
+        cancels=1,
+    )
+    ping = req(2, check=Check.PING)
+    sent = [Sent(step=0, t=0), Sent(step=1, t=1), Sent(step=2, t=2)]
+    late = HttpAnswer(step=1, t=3, status=202)
+    early = HttpAnswer(step=1, t=1.5, status=202)
+    assert rules([call, cancel, ping], [*sent, late, res(2), res(1)]) == []
+    assert rules([call, cancel, ping], [*sent, early, res(2), res(1)]) == ["answered-cancelled"]
+
+
+def test_a_deleted_session_must_get_404_once_the_delete_was_accepted() -> None:
+    delete = Step(label="DELETE", expect=Expect.NOTHING, http_method="DELETE", timeout=0.0)
+    stale = req(1, check=Check.STATUS_404)
+    sent = [Sent(step=0, t=0), Sent(step=1, t=1)]
+    ok = HttpAnswer(step=0, t=0.5, status=200)
+    assert rules([delete, stale], [*sent, ok, HttpAnswer(step=1, t=2, status=200), res(1)]) == [
+        "session-reuse"
+    ]
+    refused = HttpAnswer(step=0, t=0.5, status=405)
+    assert rules([delete, stale], [*sent, refused, HttpAnswer(step=1, t=2, status=200), res(1)]) == []
+
+
+def test_progress_of_a_request_from_an_earlier_case_is_tolerated() -> None:
+    progress = Received(
+        t=1,
+        data=encode(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "old"}}
+        ),
+    )
+    ctx = Context(version="2025-11-25", earlier_tokens=frozenset({("string", "old")}))
+    assert rules([req(1)], [Sent(step=0, t=0), progress, res(1)], ctx) == []
+
+
+def test_an_error_that_reports_the_cancellation_is_an_answer_to_it() -> None:
+    call = req(1, "tools/call", expect=Expect.CANCELLED, timeout=0.0)
+    cancel = message_step(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        "cancel",
+        cancels=1,
+    )
+    ping = req(2, check=Check.PING)
+    sent = [Sent(step=0, t=0), Sent(step=1, t=1), Sent(step=2, t=2)]
+    said = res(1, error={"code": -32800, "message": "Request cancelled"})
+    assert rules([call, cancel, ping], [*sent, said, res(2)]) == ["answered-cancelled"]
+    failed = res(1, error={"code": -32603, "message": "boom"})
+    assert rules([call, cancel, ping], [*sent, failed, res(2)]) == []
+    early = [Sent(step=0, t=0), said, Sent(step=1, t=1), Sent(step=2, t=2), res(2)]
+    assert rules([call, cancel, ping], early) == []

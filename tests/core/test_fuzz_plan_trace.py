@@ -195,3 +195,24 @@ def test_traces_skip_http_records() -> None:
     planner = Planner(Rng(1), "2025-11-25")
     data = dump_trace({}, [planner.ping()], [Sent(step=0, t=0.0), HttpAnswer(step=0, t=0.1, status=200)])
     assert len(data.splitlines()) == 2
+
+
+def test_http_cases_follow_the_era() -> None:
+    handshake = Planner(Rng(1), "2025-11-25")
+    assert [c.name for c in handshake.http_cases()] == [
+        "bogus protocol version header",
+        "forged session id",
+        "no session id",
+        "forged Last-Event-ID",
+    ]
+    assert [s.http_method for s in handshake.http_fresh_cases()[0].steps] == [
+        "POST",
+        "POST",
+        "DELETE",
+        "POST",
+    ]
+    old = Planner(Rng(1), "2024-11-05")
+    assert [c.name for c in old.http_cases()] == ["forged session id", "no session id"]
+    modern = Planner(Rng(1), "2026-07-28")
+    assert [c.name for c in modern.http_cases()] == ["bogus protocol version header"]
+    assert modern.http_fresh_cases() == []
