@@ -177,16 +177,41 @@ def ours(target: list[str], era: str, budget: float, out: Path) -> dict[str, obj
     }
 
 
+def _reap(marker: str) -> int:
+    """Kill every process whose environment carries ``marker`` (servers a peer left
+    running: mcp-fuzzer starts them in sessions of their own); return how many."""
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
 def _run(argv: list[str], limit: float, cwd: Path) -> tuple[float, str]:
-    """Run a peer; its wall time and the tail of its output (or why it did not finish)."""
+    """Run a peer; its wall time and the tail of its output (or why it did not finish).
+    Processes it leaves behind are killed, and counted in the tail."""
     started = time.monotonic()
+    marker = f"MCP_SANSIO_FUZZ_BENCH={os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "MCP_SANSIO_FUZZ_BENCH": marker.split("=", 1)[1]}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=limit, cwd=cwd)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, check=False, timeout=limit, cwd=cwd, env=env
+        )
+        tail = (done.stdout + done.stderr)[-300:]
     except subprocess.TimeoutExpired:
-        return time.monotonic() - started, "timed out"
+        tail = "timed out"
     except OSError as exc:
-        return time.monotonic() - started, f"could not run: {exc}"
-    return time.monotonic() - started, (done.stdout + done.stderr)[-300:]
+        tail = f"could not run: {exc}"
+    leaked = _reap(marker)
+    return time.monotonic() - started, tail + (f" [{leaked} process(es) left running]" if leaked else "")
 
 
 def mcp_fuzzer(peers: Path, command: str, budget: float, out: Path) -> dict[str, object]:

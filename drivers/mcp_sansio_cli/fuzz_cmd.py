@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
+from mcp_sansio.fuzz.case import Replies
 from mcp_sansio.fuzz.oracles import Context, judge
 from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace
@@ -216,7 +217,7 @@ def junit(report: Report) -> str:
         cases.append('  <testcase classname="mcp-sansio-fuzz" name="no findings" time="0"/>')
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuite name={quoteattr("mcp-sansio fuzz " + report.target)} '
+        f"<testsuite name={quoteattr('mcp-sansio fuzz ' + report.target)} "
         f'tests="{len(cases)}" failures="{len(report.findings)}" time="{report.duration:.3f}">\n'
         + "\n".join(cases)
         + "\n</testsuite>\n"
@@ -274,13 +275,19 @@ def _replay(args: argparse.Namespace) -> int:
         )
     target = resolve_target(argparse.Namespace(stdio=args.stdio, url=args.url, server=None))
     conn = target.connect()
+    replies, capabilities = header.get("replies"), header.get("capabilities")
+    conn.replies = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
     try:
         records = execute(conn, trace.steps, settle=2.0)
     finally:
         conn.close()
     version = str(header.get("version") or "2025-11-25")
     ctx = Context(
-        version=version, schema=load_schema(version), initialized=False, stdio=target.transport == "stdio"
+        version=version,
+        schema=load_schema(version),
+        initialized=False,
+        stdio=target.transport == "stdio",
+        client_capabilities=capabilities if isinstance(capabilities, dict) else {},
     )
     found = judge(trace.steps, records, ctx)
     rule, method = header.get("rule"), header.get("method")

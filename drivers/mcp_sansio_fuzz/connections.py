@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from mcp_sansio.framing import LineBuffer
-from mcp_sansio.fuzz.case import Expect, Step
+from mcp_sansio.fuzz.case import Expect, Replies, Step
 from mcp_sansio.fuzz.oracles import HttpAnswer, Received, Record
 from mcp_sansio.fuzz.peer import reply_for
 from mcp_sansio.http11 import (
@@ -54,6 +54,8 @@ class TargetUnavailable(Exception):
 class Connection(Protocol):
     """One connection to the server under test."""
 
+    replies: Replies
+
     def send(self, index: int, step: Step, now: float) -> None:
         """Send ``step`` (number ``index`` of the current case)."""
 
@@ -75,6 +77,28 @@ class Connection(Protocol):
 
     def stderr_tail(self) -> str:
         """The last bytes the server wrote to stderr, for error messages."""
+
+
+class _Replies:
+    """Answers to the server's own requests, some held back (``Replies.LATE``)."""
+
+    def __init__(self) -> None:
+        self.replies = Replies.REFUSE
+        self._held: list[tuple[float, bytes]] = []
+
+    def _answer(self, data: bytes, now: float) -> None:
+        reply = reply_for(data, self.replies)
+        if reply is not None:
+            self._held.append((now + reply[1], reply[0]))
+
+    def _due(self, now: float) -> list[bytes]:
+        due = [data for at, data in self._held if at <= now]
+        self._held = [(at, data) for at, data in self._held if at > now]
+        return due
+
+    def _wait(self, timeout: float, now: float) -> float:
+        """``timeout``, shortened to the next held answer's time."""
+        return min([timeout, *(at - now for at, _ in self._held)])
 
 
 def _session_members(sid: int) -> list[tuple[int, str]]:
@@ -104,12 +128,13 @@ def _rss(pid: int) -> int:
     return 0
 
 
-class StdioConnection:
+class StdioConnection(_Replies):
     """A server started as ``argv`` and spoken to over its stdin and stdout."""
 
     def __init__(
         self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
     ) -> None:
+        super().__init__()
         try:
             self._proc = subprocess.Popen(
                 list(argv),
@@ -160,10 +185,14 @@ class StdioConnection:
     def poll(self, timeout: float) -> list[Record]:
         """Read what the server wrote within ``timeout`` seconds; answer its requests."""
         out: list[Record] = []
+        now = time.monotonic()
+        for reply in self._due(now):
+            self._pending += reply + b"\n"
+            self._flush()
         if self._eof and not self._pending:
             time.sleep(min(timeout, 0.05))
             return out
-        for key, _ in self._selector.select(max(timeout, 0.0)):
+        for key, _ in self._selector.select(max(self._wait(timeout, now), 0.0)):
             if key.data == "in":
                 self._flush()
             elif key.data == "err":
@@ -186,10 +215,10 @@ class StdioConnection:
         out: list[Record] = []
         for line in lines:
             out.append(Received(t=now, data=line))
-            reply = reply_for(line)
-            if reply is not None:
-                self._pending += reply + b"\n"
-                self._flush()
+            self._answer(line, now)
+        for reply in self._due(now):
+            self._pending += reply + b"\n"
+            self._flush()
         if self._lines.overflow is not None:
             out.append(Received(t=now, data=b"<a line over %d bytes>" % MAX_LINE))
             self._eof = True
@@ -270,7 +299,7 @@ class _Exchange:
         self.sse: SseParser | None = None
 
 
-class HttpConnection:
+class HttpConnection(_Replies):
     """A Streamable HTTP endpoint, one exchange per step.
 
     It keeps the ``Mcp-Session-Id`` the server gave, sends ``MCP-Protocol-Version`` once a
@@ -282,6 +311,7 @@ class HttpConnection:
             self._url: Url = parse_url(url)
         except ValueError as exc:
             raise TargetUnavailable(f"not an http(s) URL: {url!r}: {exc}") from exc
+        super().__init__()
         self._extra = dict(headers or {})
         self._pool = HttpPool(max_connections=32)
         self._socks: dict[int, socket.socket] = {}
@@ -400,18 +430,22 @@ class HttpConnection:
         out: list[Record] = []
         for body in bodies:
             out.append(Received(t=now, data=body))
-            reply = reply_for(body)
-            if reply is not None:
-                self.send(-1, Step(data=reply, label="reply to a server request", expect=Expect.NOTHING), now)
+            self._answer(body, now)
+        self._release(now)
         return out
+
+    def _release(self, now: float) -> None:
+        for reply in self._due(now):
+            self.send(-1, Step(data=reply, label="reply to a server request", expect=Expect.NOTHING), now)
 
     def poll(self, timeout: float) -> list[Record]:
         """Read responses for up to ``timeout`` seconds."""
         now = time.monotonic()
+        self._release(now)
         out, self._ready = self._ready + self._pump(now), []
         if out:
             return out
-        for key, _ in self._selector.select(max(timeout, 0.0) if self._socks else 0):
+        for key, _ in self._selector.select(max(self._wait(timeout, now), 0.0) if self._socks else 0):
             connection = key.data
             try:
                 data = key.fileobj.recv(_READ)  # type: ignore[union-attr]  # always a socket here
@@ -421,7 +455,7 @@ class HttpConnection:
                 data = b""
             self._pool.receive_data(connection, data, time.monotonic())
         if not self._socks:
-            time.sleep(min(timeout, 0.05))
+            time.sleep(max(min(self._wait(timeout, now), 0.05), 0.0))
         return out + self._pump(time.monotonic())
 
     def cancel_open(self, now: float) -> None:

@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from mcp_sansio.fuzz.case import Case, Expect, Step
+from mcp_sansio.fuzz.case import Case, Expect, Replies, Step
 from mcp_sansio.fuzz.oracles import (
     Context,
     Ended,
@@ -252,7 +252,8 @@ class Fuzzer:
         try:
             planner = self._open_main(rng)
             http = self.target.transport == "http"
-            for case in planner.fresh_cases() + (planner.http_fresh_cases() if http else []):
+            fresh = planner.fresh_cases() + (planner.http_fresh_cases() if http else [])
+            for case in fresh + planner.input_cases(self.surface):
                 if self._over():
                     break
                 self._fresh(case, planner)
@@ -407,15 +408,17 @@ class Fuzzer:
 
     def _fresh(self, case: Case, planner: Planner) -> None:
         conn = self.target.connect()
+        conn.replies = case.replies
         self.stats.current = case.name
         records = execute(conn, case.steps)
         leftover = conn.close()
         self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
         self.stats.cases += 1
-        for finding in judge(case.steps, records, self._context(initialized=False)):
-            self._report(finding, list(case.steps), records)
+        ctx = msgspec.structs.replace(self._context(initialized=False), client_capabilities=case.capabilities)
+        for finding in judge(case.steps, records, ctx):
+            self._report(finding, list(case.steps), records, case)
         for finding in judge_children(leftover):
-            self._report(finding, list(case.steps), None)
+            self._report(finding, list(case.steps), None, case)
 
     def _judge(
         self,
@@ -455,7 +458,9 @@ class Fuzzer:
             self._report(finding, list(self._history), None)
 
     # -- findings -----------------------------------------------------------------
-    def _report(self, finding: Finding, steps: list[Step], records: list[Record] | None) -> None:
+    def _report(
+        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None = None
+    ) -> None:
         key = (finding.rule, finding.method)
         if key in self.findings:
             self.findings[key].count += 1
@@ -463,9 +468,9 @@ class Fuzzer:
         when = time.monotonic() - self._start
         reproduced = True
         if finding.rule not in ("memory-growth", "leftover-process"):
-            steps, records, reproduced = self._shrink(finding, steps, records)
+            steps, records, reproduced = self._shrink(finding, steps, records, case)
         rule = RULES[finding.rule]
-        path = self._write_trace(finding, steps, records or [])
+        path = self._write_trace(finding, steps, records or [], case)
         self.findings[key] = ReportedFinding(
             rule=finding.rule,
             level=rule.level,
@@ -480,8 +485,13 @@ class Fuzzer:
         self.stats.findings = len(self.findings)
 
     def _shrink(
-        self, finding: Finding, steps: list[Step], records: list[Record] | None
+        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None
     ) -> tuple[list[Step], list[Record] | None, bool]:
+        replies = case.replies if case is not None else Replies.REFUSE
+        ctx = msgspec.structs.replace(
+            self._context(initialized=False),
+            client_capabilities=case.capabilities if case is not None else {},
+        )
         last: dict[str, list[Record]] = {}
         deadline = time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2))
 
@@ -492,13 +502,13 @@ class Fuzzer:
                 conn = self.target.connect()
             except TargetUnavailable:
                 return False
+            conn.replies = replies
             try:
                 got = execute(conn, candidate, settle=1.0)
             finally:
                 conn.close()
             ok = any(
-                f.rule == finding.rule and f.method == finding.method
-                for f in judge(candidate, got, self._context(initialized=False))
+                f.rule == finding.rule and f.method == finding.method for f in judge(candidate, got, ctx)
             )
             if ok:
                 last["records"] = got
@@ -511,7 +521,9 @@ class Fuzzer:
             return steps, records, True
         return small, last.get("records", records), True
 
-    def _write_trace(self, finding: Finding, steps: list[Step], records: list[Record]) -> str:
+    def _write_trace(
+        self, finding: Finding, steps: list[Step], records: list[Record], case: Case | None = None
+    ) -> str:
         out = Path(self.options.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         name = f"{len(self.findings) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
@@ -526,6 +538,8 @@ class Fuzzer:
             "target": self.target.name,
             "version": self.version,
             "seed": self.options.seed,
+            "replies": (case.replies if case is not None else Replies.REFUSE).value,
+            "capabilities": case.capabilities if case is not None else {},
         }
         usable = (
             records

@@ -14,7 +14,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["Case", "Check", "Expect", "Step", "encode", "message_step", "raw_step"]
+__all__ = ["Case", "Check", "Expect", "Replies", "Step", "encode", "message_step", "raw_step"]
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -26,6 +26,16 @@ class Expect(enum.Enum):
     NOTHING = "nothing"  # a notification: no response
     ANY = "any"  # malformed input: an answer, if any, has a null id; the server stays up
     CANCELLED = "cancelled"  # a request we cancel: no answer once the cancel was processed
+
+
+class Replies(enum.Enum):
+    """How the fuzz client answers the server's own requests (sampling, elicitation,
+    roots) during a case; ``ping`` is always answered at once."""
+
+    REFUSE = "refuse"  # -32601 at once (the client declared no capability)
+    WRONG = "wrong"  # a result that fits no schema
+    NEVER = "never"  # no answer at all
+    LATE = "late"  # a plausible result, 1.5 s late
 
 
 class Check(enum.Enum):
@@ -84,11 +94,15 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 class Case(msgspec.Struct, frozen=True, kw_only=True):
     """A sequence of steps that probes one thing; ``fresh`` cases start on a new
-    connection, before any handshake (their steps include it when they need one)."""
+    connection, before any handshake (their steps include it when they need one).
+    ``capabilities`` is what the client declares in them, ``replies`` how it answers the
+    server's requests."""
 
     name: str
     steps: tuple[Step, ...]
     fresh: bool = False
+    capabilities: dict[str, object] = msgspec.field(default_factory=dict)
+    replies: Replies = Replies.REFUSE
 
 
 def encode(message: object) -> bytes:

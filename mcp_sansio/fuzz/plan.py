@@ -17,13 +17,14 @@ import msgspec
 
 from ..modern import request_meta
 from ..versions import VersionRules, rules_for
-from .case import Case, Check, Expect, Step, encode, message_step, raw_step
+from .case import Case, Check, Expect, Replies, Step, encode, message_step, raw_step
 from .rng import Rng
 from .values import boundary_values, valid_value, violations
 
-__all__ = ["BOGUS_VERSION", "CLIENT_INFO", "DEEP_LEVELS", "Planner", "Surface"]
+__all__ = ["BOGUS_VERSION", "CLIENT_CAPABILITIES", "CLIENT_INFO", "DEEP_LEVELS", "Planner", "Surface"]
 
 CLIENT_INFO: Final = {"name": "mcp-sansio-fuzz", "version": "0.1.0"}
+CLIENT_CAPABILITIES: Final = {"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": True}}
 BOGUS_VERSION: Final = "fuzz-1999-01-01"
 DEEP_LEVELS: Final = (256, 64, 1024, 8192)
 HUGE_STRING: Final = 1 << 20
@@ -138,7 +139,12 @@ class Planner:
         method = "ping" if self.rules.ping else "server/discover"
         return self.request(method, label=f"liveness {method}", check=Check.PING, timeout=5.0)
 
-    def opening(self, version: str | None = None, check: Check = Check.RESULT) -> list[Step]:
+    def opening(
+        self,
+        version: str | None = None,
+        check: Check = Check.RESULT,
+        capabilities: Mapping[str, object] | None = None,
+    ) -> list[Step]:
         """The handshake (``initialize`` then ``initialized``), or ``server/discover``."""
         if not self.rules.handshake:
             return [self.request("server/discover", check=check, timeout=10.0)]
@@ -146,7 +152,7 @@ class Planner:
             "initialize",
             {
                 "protocolVersion": version or self.version,
-                "capabilities": {},
+                "capabilities": dict(capabilities or {}),
                 "clientInfo": CLIENT_INFO,
             },
             check=check,
@@ -197,6 +203,36 @@ class Planner:
             )
         )
         return cases
+
+    def input_cases(self, surface: Surface) -> list[Case]:
+        """Sessions that declare sampling, elicitation and roots, then call every tool while
+        answering the server's requests wrongly, never, or late: the server must stay up."""
+        if not self.rules.handshake or not surface.tools:
+            return []
+        rng = self._rng.fork("input")
+        out = []
+        for replies in (Replies.WRONG, Replies.NEVER, Replies.LATE):
+            calls = [
+                self._call(
+                    t,
+                    valid_value(t.get("inputSchema") or {}, rng),
+                    f"with {replies.value} answers",
+                    Check.NONE,
+                    timeout=0.0,
+                )
+                for t in sorted(surface.tools, key=lambda t: str(t.get("name")))[:10]
+            ]
+            steps = (*self.opening(capabilities=CLIENT_CAPABILITIES), *calls, self.ping())
+            out.append(
+                Case(
+                    name=f"server requests answered {replies.value}",
+                    fresh=True,
+                    steps=steps,
+                    capabilities=dict(CLIENT_CAPABILITIES),
+                    replies=replies,
+                )
+            )
+        return out
 
     def cases(self, surface: Surface) -> list[Case]:
         """One round of cases over the whole surface and the protocol; each round draws

@@ -3,6 +3,8 @@ records that keep it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from mcp_sansio.fuzz import Check, Context, Ended, Expect, HttpAnswer, Received, Sent, Step, TimedOut, judge
@@ -22,7 +24,7 @@ def res(rid: object, result: object = None, error: object = None) -> Received:
     return Received(t=1.0, data=encode(body))
 
 
-def rules(steps: list[Step], records: list[object], ctx: Context = CTX) -> list[str]:
+def rules(steps: list[Step], records: Sequence[object], ctx: Context = CTX) -> list[str]:
     return [f.rule for f in judge(steps, records, ctx)]  # type: ignore[arg-type]
 
 
