@@ -17,7 +17,7 @@ from mcp_sansio.fuzz import (
     dump_trace,
     load_trace,
 )
-from mcp_sansio.fuzz.case import Expect, raw_step
+from mcp_sansio.fuzz.case import Expect, Replies, raw_step
 
 SURFACE = Surface(
     capabilities={
@@ -164,14 +164,51 @@ def test_the_fuzz_client_paces_on_responses_and_refuses_server_requests() -> Non
     assert answer_key(b'{"jsonrpc":"2.0","id":3,"result":{}}') == ("integer", 3)
     assert answer_key(b'{"jsonrpc":"2.0","id":3,"method":"ping"}') is None
     assert answer_key(b"nope") is None
-    assert (
-        reply_for(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == b'{"jsonrpc":"2.0","id":"a","result":{}}'
-    )
-    refused = reply_for(b'{"jsonrpc":"2.0","id":4,"method":"roots/list"}')
-    assert refused is not None and b'"code":-32601' in refused
+    ping = b'{"jsonrpc":"2.0","id":"a","method":"ping"}'
+    assert reply_for(ping) == (b'{"jsonrpc":"2.0","id":"a","result":{}}', 0.0)
+    assert reply_for(ping, Replies.NEVER) == (b'{"jsonrpc":"2.0","id":"a","result":{}}', 0.0)
+    roots = b'{"jsonrpc":"2.0","id":4,"method":"roots/list"}'
+    refused = reply_for(roots)
+    assert refused is not None and b'"code":-32601' in refused[0]
     assert reply_for(b'{"jsonrpc":"2.0","method":"notifications/x"}') is None
     assert reply_for(b'{"jsonrpc":"2.0","id":true,"method":"x"}') is None
     assert reply_for(b"[1]") is None
+
+
+def test_server_requests_are_answered_as_the_case_says() -> None:
+    from mcp_sansio.fuzz.peer import LATE_DELAY, reply_for
+
+    sampling = b'{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{}}'
+    assert reply_for(sampling, Replies.NEVER) is None
+    wrong = reply_for(sampling, Replies.WRONG)
+    assert wrong is not None and b"fits no schema" in wrong[0] and wrong[1] == 0.0
+    late = reply_for(sampling, Replies.LATE)
+    assert late is not None and b'"model":"fuzz"' in late[0] and late[1] == LATE_DELAY
+    other = reply_for(b'{"jsonrpc":"2.0","id":9,"method":"tasks/list"}', Replies.LATE)
+    assert other is not None and b"-32601" in other[0]
+
+
+def test_input_cases_declare_capabilities_and_call_every_tool() -> None:
+    cases = Planner(Rng(1), "2025-11-25").input_cases(SURFACE)
+    assert [(c.replies, c.fresh) for c in cases] == [
+        (Replies.WRONG, True),
+        (Replies.NEVER, True),
+        (Replies.LATE, True),
+    ]
+    assert cases[0].capabilities == {
+        "sampling": {},
+        "elicitation": {"form": {}},
+        "roots": {"listChanged": True},
+    }
+    assert b'"sampling":{}' in cases[0].steps[0].data
+    assert [s.method for s in cases[0].steps] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+        "ping",
+    ]
+    assert Planner(Rng(1), "2026-07-28").input_cases(SURFACE) == []
+    assert Planner(Rng(1), "2025-11-25").input_cases(Surface()) == []
 
 
 def test_small_surfaces_plan_fewer_cases() -> None:
