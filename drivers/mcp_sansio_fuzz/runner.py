@@ -147,9 +147,17 @@ def load_schema(version: str) -> dict[str, object] | None:
 
 
 def execute(
-    conn: Connection, steps: Sequence[Step], sampler: Callable[[], None] | None = None, settle: float = 5.0
+    conn: Connection,
+    steps: Sequence[Step],
+    sampler: Callable[[], None] | None = None,
+    settle: float = 5.0,
+    follow: Callable[[Step, bytes], list[Step]] | None = None,
 ) -> list[Record]:
-    """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all."""
+    """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all.
+
+    With ``follow``, the answer to a step marked ``follow`` is handed to it and the steps it
+    returns are sent after the others (``steps`` must then be a list: they are appended).
+    """
     records: list[Record] = []
     waiting: dict[tuple[str, object], int] = {}
 
@@ -168,7 +176,10 @@ def execute(
                     got = answer_key(record.data)
                     if got == ("null", None) and waiting:  # an unreadable request's error: stop waiting
                         got = list(waiting)[-1]
-                    waiting.pop(got or ("", None), None)
+                    index = waiting.pop(got or ("", None), None)
+                    if follow is not None and index is not None and steps[index].follow:
+                        assert isinstance(steps, list)
+                        steps.extend(follow(steps[index], record.data))
                 elif isinstance(record, HttpAnswer) and record.status >= 400:
                     for key in [k for k, v in waiting.items() if v == record.step]:
                         waiting.pop(key)
@@ -410,15 +421,16 @@ class Fuzzer:
         conn = self.target.connect()
         conn.replies = case.replies
         self.stats.current = case.name
-        records = execute(conn, case.steps)
+        steps = list(case.steps)
+        records = execute(conn, steps, follow=planner.follow_up)
         leftover = conn.close()
         self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
         self.stats.cases += 1
         ctx = msgspec.structs.replace(self._context(initialized=False), client_capabilities=case.capabilities)
-        for finding in judge(case.steps, records, ctx):
-            self._report(finding, list(case.steps), records, case)
+        for finding in judge(steps, records, ctx):
+            self._report(finding, steps, records, case)
         for finding in judge_children(leftover):
-            self._report(finding, list(case.steps), None, case)
+            self._report(finding, steps, None, case)
 
     def _judge(
         self,

@@ -70,6 +70,9 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         tool: the tool a ``tools/call`` calls (for its ``outputSchema``).
         cancels: the id a ``notifications/cancelled`` cancels.
         progress_token: the progress token the request carries, if any.
+        follow: its answer may call for more steps (the planner's ``follow_up``: a
+            2026-07-28 ``input_required`` result is retried, with its ``requestState``
+            tampered and replayed).
         headers: extra HTTP request headers, as sent (HTTP only; the last wins).
         session: ``"keep"`` (default), ``"none"`` (no session id) or a literal session
             id to send (HTTP only).
@@ -87,6 +90,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tool: str | None = None
     cancels: int | str | None = None
     progress_token: int | str | None = None
+    follow: bool = False
     headers: tuple[tuple[str, str], ...] = ()
     session: str = "keep"
     http_method: str = "POST"

@@ -416,6 +416,8 @@ class _Judge:
         if isinstance(tools, list):
             listed = [tool for tool in tools if isinstance(tool, dict)]
             self.findings += [msgspec.structs.replace(f, step=index) for f in judge_tools(listed)]
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            self._input_required(index, step, result)
         if self.ctx.schema is None or step.method is None:
             return
         target = result_schema(self.ctx.schema, step.method, not self._handshake())
@@ -441,6 +443,25 @@ class _Judge:
             )
             if misfits:
                 self.add("structured-content", index, f"{step.label}: {'; '.join(misfits[:3])}")
+
+    def _input_required(self, index: int, step: Step, result: Mapping[str, object]) -> None:
+        requests = result.get("inputRequests")
+        if requests is None and result.get("requestState") is None:
+            self.add(
+                "input-required",
+                index,
+                f"{step.label}: input_required with neither inputRequests nor requestState",
+            )
+        for key, request in requests.items() if isinstance(requests, dict) else []:
+            method = request.get("method") if isinstance(request, dict) else None
+            capability = _SERVER_REQUESTS.get(str(method))
+            if capability is not None and capability not in self.ctx.client_capabilities:
+                self.add(
+                    "input-required",
+                    index,
+                    f"{step.label}: inputRequests[{key!r}] is {method}, but the "
+                    f"client did not declare {capability}",
+                )
 
     def _handshake(self) -> bool:
         return not self.ctx.version.startswith("2026")

@@ -104,17 +104,18 @@ class Planner:
         *,
         label: str | None = None,
         request_id: object = _AUTO,
+        capabilities: Mapping[str, object] | None = None,
         **fields: object,
     ) -> Step:
         """A request step; in the stateless era ``params._meta`` carries the version,
-        capabilities and client info."""
+        ``capabilities`` (none by default) and client info."""
         rid = self.new_id() if request_id is _AUTO else request_id
         body: dict[str, object] = dict(params or {})
         if self.rules.request_meta:
             meta = body.get("_meta")
             body["_meta"] = {
                 **(meta if isinstance(meta, dict) else {}),
-                **request_meta(self.version, {}, CLIENT_INFO, None),
+                **request_meta(self.version, dict(capabilities or {}), CLIENT_INFO, None),
             }
         message: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if body or self.rules.request_meta:
@@ -206,10 +207,33 @@ class Planner:
 
     def input_cases(self, surface: Surface) -> list[Case]:
         """Sessions that declare sampling, elicitation and roots, then call every tool while
-        answering the server's requests wrongly, never, or late: the server must stay up."""
-        if not self.rules.handshake or not surface.tools:
+        answering the server's requests wrongly, never, or late: the server must stay up.
+        In the stateless era the calls declare the capabilities in ``_meta`` instead, and an
+        ``input_required`` answer is followed up (:meth:`follow_up`)."""
+        if not surface.tools:
             return []
         rng = self._rng.fork("input")
+        tools = sorted(surface.tools, key=lambda t: str(t.get("name")))[:10]
+        if not self.rules.handshake:
+            calls = [
+                self._call(
+                    t,
+                    valid_value(t.get("inputSchema") or {}, rng),
+                    "declaring every capability",
+                    Check.RESULT,
+                    capabilities=CLIENT_CAPABILITIES,
+                    follow=True,
+                )
+                for t in tools
+            ]
+            return [
+                Case(
+                    name="input rounds",
+                    fresh=True,
+                    steps=(*calls, self.ping()),
+                    capabilities=dict(CLIENT_CAPABILITIES),
+                )
+            ]
         out = []
         for replies in (Replies.WRONG, Replies.NEVER, Replies.LATE):
             calls = [
@@ -233,6 +257,47 @@ class Planner:
                 )
             )
         return out
+
+    def follow_up(self, step: Step, answer: bytes) -> list[Step]:
+        """After an ``input_required`` answer to ``step``: the retry with answers to its
+        ``inputRequests`` and a tampered ``requestState``, then the untampered state twice
+        (a replay), then a liveness probe; nothing for any other answer."""
+        result = _result(answer)
+        if result.get("resultType") != "input_required":
+            return []
+        state = result.get("requestState")
+        requests = result.get("inputRequests")
+        responses = {
+            key: _PLAUSIBLE_INPUT.get(str(value.get("method")), {})
+            for key, value in (requests.items() if isinstance(requests, dict) else [])
+            if isinstance(value, dict)
+        }
+        original = _decode(step.data)
+        params = original.get("params") if isinstance(original, dict) else None
+        if not isinstance(params, dict):
+            return []
+        base = {k: v for k, v in params.items() if k != "_meta"}
+        caps = dict(CLIENT_CAPABILITIES)
+        steps = []
+        states: list[tuple[str, object]] = [("replayed", state), ("replayed twice", state)]
+        if isinstance(state, str):
+            states.insert(0, ("tampered", state[:-4] + "fuzz" if len(state) >= 8 else state + "fuzz"))
+        for why, value in states:
+            retry = {**base, "inputResponses": responses}
+            if value is not None:
+                retry["requestState"] = value
+            steps.append(
+                self.request(
+                    str(step.method),
+                    retry,
+                    label=f"{step.label}: retry, requestState {why}",
+                    capabilities=caps,
+                    tool=step.tool,
+                    patient=True,
+                    timeout=10.0,
+                )
+            )
+        return [*steps, self.ping()]
 
     def cases(self, surface: Surface) -> list[Case]:
         """One round of cases over the whole surface and the protocol; each round draws
@@ -258,6 +323,7 @@ class Planner:
         check: Check,
         *,
         data: Callable[[bytes], bytes] | None = None,
+        capabilities: Mapping[str, object] | None = None,
         **fields: object,
     ) -> Step:
         name = str(tool.get("name"))
@@ -266,7 +332,13 @@ class Planner:
         if isinstance(fields.get("progress_token"), str):
             params["_meta"] = {"progressToken": fields["progress_token"]}
         step = self.request(
-            "tools/call", params, label=f"tools/call {name} {label}", check=check, tool=name, **fields
+            "tools/call",
+            params,
+            label=f"tools/call {name} {label}",
+            check=check,
+            tool=name,
+            capabilities=capabilities,
+            **fields,
         )
         return step if data is None else msgspec.structs.replace(step, data=data(step.data))
 
@@ -550,6 +622,31 @@ class Planner:
                     )
                 )
         return out
+
+
+_PLAUSIBLE_INPUT: Final[Mapping[str, object]] = {
+    "sampling/createMessage": {
+        "role": "assistant",
+        "content": {"type": "text", "text": "fuzz"},
+        "model": "fuzz",
+    },
+    "elicitation/create": {"action": "decline"},
+    "roots/list": {"roots": []},
+}
+
+
+def _decode(data: bytes) -> object:
+    try:
+        return msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _result(answer: bytes) -> dict[str, object]:
+    """The ``result`` member of a response, or ``{}``."""
+    message = _decode(answer)
+    result = message.get("result") if isinstance(message, dict) else None
+    return result if isinstance(result, dict) else {}
 
 
 def _garbage(rng: Rng, new_id: Callable[[], int]) -> list[tuple[str, bytes]]:

@@ -199,10 +199,11 @@ RULES: Final = {
             'with HTTP 404 Not Found."',
         ),
         _rule(
-            "request-state",
+            "input-required",
             "MUST",
-            "MCP 2026-07-28 basic/patterns/mrtr: a server MUST verify the integrity of requestState it "
-            "issued and refuse a tampered or replayed one",
+            'MCP 2026-07-28 basic/patterns/mrtr (Server Requirements): "Servers MUST include at least one '
+            'of inputRequests or requestState in every InputRequiredResult response." "Servers MUST NOT '
+            'send an inputRequests that the client has not declared support for in its capabilities."',
         ),
         _rule(
             "memory-growth",

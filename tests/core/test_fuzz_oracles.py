@@ -292,3 +292,18 @@ def test_an_error_that_reports_the_cancellation_is_an_answer_to_it() -> None:
     assert rules([call, cancel, ping], [*sent, failed, res(2)]) == []
     early = [Sent(step=0, t=0), said, Sent(step=1, t=1), Sent(step=2, t=2), res(2)]
     assert rules([call, cancel, ping], early) == []
+
+
+def test_input_required_results_are_checked() -> None:
+    call = req(1, "tools/call", check=Check.RESULT)
+    sent = [Sent(step=0, t=0)]
+    empty = res(1, {"resultType": "input_required"})
+    assert rules([call], [*sent, empty]) == ["input-required"]
+    asks = res(
+        1, {"resultType": "input_required", "inputRequests": {"k": {"method": "sampling/createMessage"}}}
+    )
+    assert rules([call], [*sent, asks]) == ["input-required"]
+    allowed = Context(version="2026-07-28", client_capabilities={"sampling": {}})
+    assert rules([call], [*sent, asks], allowed) == []
+    odd = res(1, {"resultType": "input_required", "requestState": "s", "inputRequests": {"k": 1, "j": {}}})
+    assert rules([call], [*sent, odd]) == []

@@ -207,7 +207,7 @@ def test_input_cases_declare_capabilities_and_call_every_tool() -> None:
         "tools/call",
         "ping",
     ]
-    assert Planner(Rng(1), "2026-07-28").input_cases(SURFACE) == []
+    assert [c.name for c in Planner(Rng(1), "2026-07-28").input_cases(SURFACE)] == ["input rounds"]
     assert Planner(Rng(1), "2025-11-25").input_cases(Surface()) == []
 
 
@@ -253,3 +253,33 @@ def test_http_cases_follow_the_era() -> None:
     modern = Planner(Rng(1), "2026-07-28")
     assert [c.name for c in modern.http_cases()] == ["bogus protocol version header"]
     assert modern.http_fresh_cases() == []
+
+
+def test_an_input_required_answer_is_retried_tampered_then_replayed() -> None:
+    planner = Planner(Rng(1), "2026-07-28")
+    case = planner.input_cases(SURFACE)[0]
+    call = case.steps[0]
+    assert call.follow and case.fresh
+    assert b'"io.modelcontextprotocol/clientCapabilities":{"sampling":{}' in call.data
+    answer = (
+        b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"state-12345678",'
+        b'"inputRequests":{"a":{"method":"elicitation/create","params":{}},"b":"junk"}}}'
+    )
+    steps = planner.follow_up(call, answer)
+    assert [s.label.rsplit("requestState ", 1)[-1] for s in steps[:3]] == [
+        "tampered",
+        "replayed",
+        "replayed twice",
+    ]
+    assert b'"requestState":"state-1234fuzz"' in steps[0].data
+    assert b'"requestState":"state-12345678"' in steps[1].data
+    assert b'"inputResponses":{"a":{"action":"decline"}}' in steps[0].data
+    assert steps[-1].method == "server/discover"
+    short = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}'
+    assert b'"requestState":"sfuzz"' in planner.follow_up(call, short)[0].data
+    no_state = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}'
+    assert [b"requestState" in s.data for s in planner.follow_up(call, no_state)] == [False, False, False]
+    assert planner.follow_up(call, b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}') == []
+    assert planner.follow_up(call, b"garbage") == []
+    bare = raw_step(b'{"jsonrpc":"2.0","id":1,"method":"x"}', "no params")
+    assert planner.follow_up(bare, answer) == []  # nothing to retry without params
