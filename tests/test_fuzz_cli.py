@@ -54,6 +54,8 @@ def test_planted_bug_is_found_and_replays(bug: str, rule: str, method: str | Non
         "traces",
         "--memory-limit",
         "64",
+        "--ping-timeout",
+        "1",
         cwd=tmp_path,
     )
     assert done.returncode == 1, done.stderr

@@ -68,6 +68,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="MIB",
         help="resident memory growth that counts as a leak (default 256 MiB)",
     )
+    fuzz.add_argument(
+        "--ping-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long a liveness ping may take before the server counts as stalled (default 5)",
+    )
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
     fuzz.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     fuzz.add_argument("--sarif", metavar="FILE", help="write a SARIF 2.1.0 report")
@@ -154,6 +161,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         budget=args.budget,
         out_dir=args.out,
         memory_limit=args.memory_limit << 20,
+        ping_timeout=args.ping_timeout,
     )
     show = not args.json and sys.stderr.isatty()
     live, update = _live(None) if show else (None, None)

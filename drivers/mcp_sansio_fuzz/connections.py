@@ -159,6 +159,7 @@ class StdioConnection(_Replies):
         self._stderr_size = 0
         self._eof = False
         self._census: dict[int, str] = {}
+        self.grace = 2.0
 
     def send(self, index: int, step: Step, now: float) -> None:
         """Queue ``step``'s bytes and a newline; written as the server reads."""
@@ -255,8 +256,9 @@ class StdioConnection(_Replies):
         return sum(_rss(pid) for pid, _ in members) or None
 
     def close(self) -> list[tuple[int, str]]:
-        """Close stdin, give the server 2 s to exit, then SIGTERM and SIGKILL it; any
-        process of its session still running after it exited is a leftover (killed)."""
+        """Close stdin, give the server ``grace`` seconds to exit (2 by default), then
+        SIGTERM and SIGKILL it; any process of its session still running after it exited is
+        a leftover (killed)."""
         for pid, cmd in _session_members(self._proc.pid):
             self._census.setdefault(pid, cmd)
         with contextlib.suppress(OSError):
@@ -267,7 +269,7 @@ class StdioConnection(_Replies):
                 with contextlib.suppress(ProcessLookupError):
                     self._proc.send_signal(sig)
             try:
-                self._proc.wait(timeout=2.0 if sig is None else 1.0)
+                self._proc.wait(timeout=self.grace if sig is None else 1.0)
                 break
             except subprocess.TimeoutExpired:
                 continue

@@ -19,7 +19,7 @@ from typing import Final
 
 import msgspec
 
-from mcp_sansio.fuzz.case import Case, Expect, Replies, Step
+from mcp_sansio.fuzz.case import Case, Check, Expect, Replies, Step
 from mcp_sansio.fuzz.oracles import (
     Context,
     Ended,
@@ -85,7 +85,8 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Options(msgspec.Struct, frozen=True, kw_only=True):
-    """How to fuzz: seed, era, time budget, memory bound, where traces go."""
+    """How to fuzz: seed, era, time budget, memory bound, where traces go, how many replays
+    a shrink may make, and how long a liveness ping may take."""
 
     seed: int = 0
     era: str = "auto"
@@ -93,6 +94,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     memory_limit: int = 256 << 20
     out_dir: str = "mcp-sansio-fuzz"
     shrink_tests: int = 16
+    ping_timeout: float = 5.0
 
 
 class ReportedFinding(msgspec.Struct, kw_only=True):
@@ -201,8 +203,9 @@ def execute(
             waiting[key] = index
         if key is not None and step.timeout > 0:
             pump(now + step.timeout, key)
-            if key in waiting:
+            if key in waiting:  # given up: a late answer is still recorded, but not waited for
                 records.append(TimedOut(step=index, t=time.monotonic()))
+                del waiting[key]
         else:
             pump(now + 0.02, ("", "never"))
     last = time.monotonic()
@@ -302,7 +305,7 @@ class Fuzzer:
         """Connect, open the session in the first version that works, list the surface."""
         problems = []
         for version in self._versions():
-            planner = Planner(rng.fork(version), version)
+            planner = Planner(rng.fork(version), version, ping_timeout=self.options.ping_timeout)
             conn = self.target.connect()
             opening = planner.opening()
             records = execute(conn, opening, self._sample, settle=0.0)
@@ -388,7 +391,10 @@ class Fuzzer:
                 self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
         if self._conn is None or not self._conn.alive():
             self._restart(planner)
-        self._run_steps(case)
+        records = self._run_steps(case)
+        stalled = any(isinstance(r, TimedOut) and case.steps[r.step].check is Check.PING for r in records)
+        if stalled and self.target.transport == "stdio":  # a stalled server would stall every later case
+            self._restart(planner)
         if self._over_memory:  # judge now, and stop the server before it eats the machine
             self._memory()
             self._over_memory = False
@@ -515,6 +521,8 @@ class Fuzzer:
             except TargetUnavailable:
                 return False
             conn.replies = replies
+            if isinstance(conn, StdioConnection):
+                conn.grace = 0.5  # a replay judges no leftover processes: end it quickly
             try:
                 got = execute(conn, candidate, settle=1.0)
             finally:
@@ -528,9 +536,8 @@ class Fuzzer:
 
         if not fails(steps):
             return steps, records, False
+        # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
         small = ddmin(steps, fails, budget=self.options.shrink_tests)
-        if len(small) < len(steps) and "records" in last and not fails(small):
-            return steps, records, True
         return small, last.get("records", records), True
 
     def _write_trace(

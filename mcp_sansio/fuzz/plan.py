@@ -79,9 +79,10 @@ class Planner:
     Args:
         rng: the run's generator (the planner forks its own streams from it).
         version: the revision to speak (a row of ``versions.py``).
+        ping_timeout: seconds a liveness probe may take ("promptly", says the spec).
     """
 
-    def __init__(self, rng: Rng, version: str) -> None:
+    def __init__(self, rng: Rng, version: str, ping_timeout: float = 5.0) -> None:
         rules = rules_for(version)
         if rules is None:
             raise ValueError(f"unknown protocol version {version!r}")
@@ -90,6 +91,7 @@ class Planner:
         self._rng = rng
         self._next_id = 0
         self._round = 0
+        self.ping_timeout = ping_timeout
 
     # -- messages ---------------------------------------------------------------
     def new_id(self) -> int:
@@ -138,7 +140,7 @@ class Planner:
     def ping(self) -> Step:
         """The liveness probe: ``ping``, or ``server/discover`` where ping does not exist."""
         method = "ping" if self.rules.ping else "server/discover"
-        return self.request(method, label=f"liveness {method}", check=Check.PING, timeout=5.0)
+        return self.request(method, label=f"liveness {method}", check=Check.PING, timeout=self.ping_timeout)
 
     def opening(
         self,
