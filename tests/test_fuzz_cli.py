@@ -4,9 +4,13 @@ that ``replay`` confirms), plus exit statuses and report formats."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -143,3 +147,68 @@ def test_a_configured_server_is_fuzzed_by_name(tmp_path: Path) -> None:
     done = cli("fuzz", "planted", "--budget", "2s", "--json", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["target"] == "planted"
+
+
+PLANTED_HTTP = ROOT / "tests" / "fuzz_servers" / "planted_http.py"
+
+
+@contextlib.contextmanager
+def http_server(bug: str) -> Iterator[str]:
+    """The planted server over Streamable HTTP on a free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(PLANTED_HTTP), bug, str(port)])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("bug", "rule", "method", "replays"),
+    [
+        ("deep", "server-crashed", "tools/call", False),
+        ("code", "method-not-found-code", "fuzz/unknown", True),
+        ("cancel", "ping-unanswered", "ping", False),
+        ("version", "http-status", "ping", True),
+        ("session", "session-reuse", "ping", True),
+    ],
+)
+def test_planted_bug_is_found_over_http(
+    bug: str, rule: str, method: str, replays: bool, tmp_path: Path
+) -> None:
+    with http_server(bug) as url:
+        done = cli("fuzz", "--url", url, "--budget", "4s", "--json", "--ping-timeout", "1", cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        found = {(f["rule"], f["method"]): f for f in json.loads(done.stdout)["findings"]}
+        assert (rule, method) in found, found
+        if replays:
+            trace = found[rule, method]["trace"]
+            assert cli("replay", trace, "--url", url, cwd=tmp_path).returncode == 1
+    if replays:
+        with http_server("none") as url:
+            assert cli("replay", trace, "--url", url, cwd=tmp_path).returncode == 0
+
+
+def test_a_clean_http_server_has_no_findings(tmp_path: Path) -> None:
+    with http_server("none") as url:
+        done = cli("fuzz", "--url", url, "--budget", "3s", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["transport"] == "http"
+
+
+def test_an_unreachable_url_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = cli("fuzz", "--url", f"http://127.0.0.1:{port}/mcp", "--budget", "2s", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "did not open a session" in done.stderr
+    assert cli("fuzz", "--url", "ftp://example", cwd=tmp_path).returncode == 2

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
+from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.framing import LineBuffer
 from mcp_sansio.fuzz.case import Expect, Replies, Step
 from mcp_sansio.fuzz.oracles import HttpAnswer, Received, Record
@@ -311,7 +312,7 @@ class HttpConnection(_Replies):
     def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
         try:
             self._url: Url = parse_url(url)
-        except ValueError as exc:
+        except (ValueError, LocalProtocolError) as exc:
             raise TargetUnavailable(f"not an http(s) URL: {url!r}: {exc}") from exc
         super().__init__()
         self._extra = dict(headers or {})
@@ -323,6 +324,7 @@ class HttpConnection(_Replies):
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.dead = False
+        self._suspect = False
         self.last_error = ""
         self._ready: list[Record] = []  # what arrived while sending, for the next poll
 
@@ -420,6 +422,7 @@ class HttpConnection(_Replies):
         del self._exchanges[event.exchange]
         if isinstance(event, ExchangeFailed):
             self.last_error = event.message
+            self._suspect = True  # the server may have died: alive() will knock
             return []
         if exchange.sse is not None:
             return self._messages([e.data for e in exchange.sse.close() if e.data], now)
@@ -468,7 +471,15 @@ class HttpConnection(_Replies):
         self._pump(now)
 
     def alive(self) -> bool:
-        """Whether the endpoint could still be reached."""
+        """Whether the endpoint can still be reached: after an exchange failed, a TCP
+        connection is tried, and a refused one means the server is gone."""
+        if self._suspect and not self.dead:
+            self._suspect = False
+            try:
+                socket.create_connection((self._url.host, self._url.port), timeout=1.0).close()
+            except OSError as exc:
+                self.dead = True
+                self.last_error = f"cannot connect to {self._url.host}:{self._url.port}: {exc}"
         return not self.dead
 
     def returncode(self) -> int | None:

@@ -252,6 +252,7 @@ class Fuzzer:
         self._ids: set[tuple[str, object]] = set()
         self._tokens: set[tuple[str, object]] = set()
         self._over_memory = False
+        self._gone = False  # the server can no longer be reached: the run ends
 
     # -- the run ------------------------------------------------------------------
     def run(self) -> Report:
@@ -291,7 +292,7 @@ class Fuzzer:
         )
 
     def _over(self) -> bool:
-        return time.monotonic() - self._start >= self.options.budget
+        return self._gone or time.monotonic() - self._start >= self.options.budget
 
     def _versions(self) -> list[str]:
         era = self.options.era
@@ -391,6 +392,8 @@ class Fuzzer:
                 self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
         if self._conn is None or not self._conn.alive():
             self._restart(planner)
+            if self._gone:
+                return
         records = self._run_steps(case)
         stalled = any(isinstance(r, TimedOut) and case.steps[r.step].check is Check.PING for r in records)
         if stalled and self.target.transport == "stdio":  # a stalled server would stall every later case
@@ -404,9 +407,17 @@ class Fuzzer:
     def _restart(self, planner: Planner) -> None:
         self._close_main()
         self.stats.restarts += 1
-        conn = self.target.connect()
+        try:
+            conn = self.target.connect()
+        except TargetUnavailable:
+            self._gone = True
+            return
         opening = planner.opening()
-        execute(conn, opening, settle=0.0)
+        records = execute(conn, opening, settle=0.0)
+        if _result_of(opening[0], records) is None:  # it will not come back (an HTTP server died)
+            conn.close()
+            self._gone = True
+            return
         if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
             conn.protocol_version = planner.version
         self._conn = conn

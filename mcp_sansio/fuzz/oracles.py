@@ -193,9 +193,10 @@ class _Judge:
         if (
             self.end is not None
             and not self.end.alive
+            and self.sent_at
             and not any(f.rule == "server-crashed" for f in self.findings)
         ):
-            last = max(self.sent_at, default=None)
+            last = max(self.sent_at)
             self.add("server-crashed", last, f"the server exited ({self._exit()}) after this message")
         return self.findings
 
