@@ -268,15 +268,20 @@ class Fuzzer:
             planner = self._open_main(rng)
             http = self.target.transport == "http"
             fresh = planner.fresh_cases() + (planner.http_fresh_cases() if http else [])
-            for case in fresh + planner.input_cases(self.surface):
-                if self._over():
-                    break
-                self._fresh(case, planner)
+            fresh += planner.input_cases(self.surface)
+            # One round on the open session first (the surface finds most bugs, and a fresh
+            # connection costs a process start on stdio), then the fresh cases, then more rounds.
+            rounds = 0
             while not self._over():
                 for case in planner.cases(self.surface) + (planner.http_cases() if http else []):
                     if self._over():
                         break
                     self._case(case, planner)
+                rounds += 1
+                for case in fresh if rounds == 1 else []:
+                    if self._over():
+                        break
+                    self._fresh(case, planner)
         finally:
             self._close_main()
         self._memory()

@@ -56,6 +56,9 @@ _WRONG: Final[Mapping[str, object]] = {
     "object": "not an object",
     "null": "not null",
 }
+# A value of another JSON type that lax parsers do turn into the wanted one (pydantic's lax
+# mode takes ``true`` for an integer and ``"true"`` for a boolean): the schema still forbids it.
+_COERCIBLE: Final[Mapping[str, object]] = {"integer": True, "number": True, "boolean": "true"}
 _MAX_DEPTH: Final = 6
 
 
@@ -245,8 +248,9 @@ def boundary_values(schema: object, rng: Rng) -> list[Variant]:
 
 def violations(schema: object, rng: Rng) -> list[Variant]:
     """Arguments that break ``schema`` (an object schema) in exactly one place each: a
-    required property left out, a property of the wrong type, a bound crossed, a value
-    outside the enum, an unexpected property where none are allowed, a non-object.
+    required property left out, a property of the wrong type (one no parser coerces, and
+    one lax parsers do: ``true`` for a number, ``"true"`` for a boolean), a bound crossed,
+    a value outside the enum, an unexpected property where none are allowed, a non-object.
     Each is confirmed to misfit."""
     root = schema
     node = _resolve(schema, root)
@@ -265,6 +269,9 @@ def violations(schema: object, rng: Rng) -> list[Variant]:
         wrong = [_WRONG[k] for k in _WRONG if k not in kinds and not (k == "number" and "integer" in kinds)]
         if kinds and wrong:
             found.append(("type", f"/{name}", {**base, name: wrong[0]}))
+        found += [
+            ("type-coercible", f"/{name}", {**base, name: _COERCIBLE[k]}) for k in kinds if k in _COERCIBLE
+        ]
         for key, value in _crossings(spec):
             found.append((key, f"/{name}", {**base, name: value}))
     if node.get("additionalProperties") is False:

@@ -145,6 +145,7 @@ def test_valid_values_fit_and_violations_misfit(seed: int) -> None:
 def test_violations_break_one_constraint_each() -> None:
     kinds = {v.kind + " " + v.path for v in violations(SCHEMA, Rng(3))}
     assert {
+        "invalid:type-coercible /n",
         "invalid:required /n",
         "invalid:type /n",
         "invalid:minimum /n",
