@@ -273,7 +273,7 @@ class Fuzzer:
             # connection costs a process start on stdio), then the fresh cases, then more rounds.
             rounds = 0
             while not self._over():
-                for case in planner.cases(self.surface) + (planner.http_cases() if http else []):
+                for case in planner.cases(self.surface) + (planner.http_cases(self.surface) if http else []):
                     if self._over():
                         break
                     self._case(case, planner)

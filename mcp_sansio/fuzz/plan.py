@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 
-from ..modern import request_meta
+from ..modern import request_meta, standard_headers
 from ..versions import VersionRules, rules_for
 from .case import Case, Check, Expect, Replies, Step, encode, message_step, raw_step
 from .rng import Rng
@@ -122,6 +122,10 @@ class Planner:
         message: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if body or self.rules.request_meta:
             message["params"] = body
+        if self.rules.standard_headers and "headers" not in fields:
+            # Streamable HTTP in the stateless era names the method (and tool, prompt or
+            # resource) in headers, and the version on every request (ignored over stdio).
+            fields["headers"] = (("mcp-protocol-version", self.version), *standard_headers(method, body))
         return message_step(message, label or method, **fields)
 
     def notification(
@@ -135,6 +139,8 @@ class Planner:
         message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = dict(params)
+        if self.rules.standard_headers:
+            fields["headers"] = (("mcp-protocol-version", self.version), *standard_headers(method, params))
         return message_step(message, label or method, **fields)
 
     def ping(self) -> Step:
@@ -425,22 +431,56 @@ class Planner:
         out.append(self._case(f"{name} concurrent calls", *calls))
         return out
 
-    def http_cases(self) -> list[Case]:
+    def http_cases(self, surface: Surface | None = None) -> list[Case]:
         """Streamable HTTP probes on the open session: a wrong ``MCP-Protocol-Version``,
-        a session id never issued, no session id, a forged ``Last-Event-ID``."""
+        a session id never issued, no session id, a forged ``Last-Event-ID``; in the
+        stateless era, ``Mcp-Method`` and ``Mcp-Name`` headers that contradict the body."""
         out: list[Case] = []
         if self.rules.protocol_version_header:
+            ping = self.ping()
             out.append(
                 self._case(
                     "bogus protocol version header",
                     msgspec.structs.replace(
-                        self.ping(),
+                        ping,
                         label="liveness with MCP-Protocol-Version: fuzz-0000",
                         check=Check.STATUS_400,
-                        headers=(("mcp-protocol-version", "fuzz-0000"),),
+                        headers=(
+                            *_without(ping.headers, "mcp-protocol-version"),
+                            ("mcp-protocol-version", "fuzz-0000"),
+                        ),
                     ),
                 )
             )
+        if self.rules.standard_headers:
+            ping = self.ping()
+            out.append(
+                self._case(
+                    "Mcp-Method mismatch",
+                    msgspec.structs.replace(
+                        ping,
+                        label="liveness with Mcp-Method: tools/list",
+                        check=Check.STATUS_400,
+                        headers=(*_without(ping.headers, "mcp-method"), ("mcp-method", "tools/list")),
+                    ),
+                )
+            )
+            tools = surface.tools if surface is not None else []
+            if tools:
+                call = self._call(
+                    tools[0], valid_value(tools[0].get("inputSchema") or {}, self._rng), "", Check.NONE
+                )
+                out.append(
+                    self._case(
+                        "Mcp-Name mismatch",
+                        msgspec.structs.replace(
+                            call,
+                            label=f"{call.label}with Mcp-Name: fuzz-other-tool",
+                            check=Check.STATUS_400,
+                            headers=(*_without(call.headers, "mcp-name"), ("mcp-name", "fuzz-other-tool")),
+                        ),
+                    )
+                )
         if self.rules.sessions:
             out.append(
                 self._case(
@@ -635,6 +675,10 @@ _PLAUSIBLE_INPUT: Final[Mapping[str, object]] = {
     "elicitation/create": {"action": "decline"},
     "roots/list": {"roots": []},
 }
+
+
+def _without(headers: tuple[tuple[str, str], ...], name: str) -> tuple[tuple[str, str], ...]:
+    return tuple(h for h in headers if h[0] != name)
 
 
 def _decode(data: bytes) -> object:

@@ -189,7 +189,10 @@ RULES: Final = {
             "MUST",
             'MCP 2025-11-25 basic/transports (Streamable HTTP): "If the server cannot accept the '
             'input, it MUST return an HTTP error status code"; "If the server receives a request with '
-            'an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."',
+            'an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."; '
+            '2026-07-28 basic/transports/streamable-http (Server Validation): "Servers MUST reject requests '
+            "with a 400 Bad Request HTTP status and JSON-RPC error code -32020 (HeaderMismatch) if any "
+            'validation fails." (and 202 Accepted for an accepted notification)',
         ),
         _rule(
             "session-reuse",

@@ -251,7 +251,15 @@ def test_http_cases_follow_the_era() -> None:
     old = Planner(Rng(1), "2024-11-05")
     assert [c.name for c in old.http_cases()] == ["forged session id", "no session id"]
     modern = Planner(Rng(1), "2026-07-28")
-    assert [c.name for c in modern.http_cases()] == ["bogus protocol version header"]
+    assert [c.name for c in modern.http_cases()] == ["bogus protocol version header", "Mcp-Method mismatch"]
+    named = modern.http_cases(SURFACE)[-1]
+    assert named.name == "Mcp-Name mismatch"
+    assert ("mcp-name", "fuzz-other-tool") in named.steps[0].headers
+    assert ("mcp-method", "tools/call") in named.steps[0].headers
+    bogus = modern.http_cases()[0].steps[0].headers
+    assert [v for k, v in bogus if k == "mcp-protocol-version"] == ["fuzz-0000"]
+    note = modern.notification("notifications/cancelled", {"requestId": 1})
+    assert note.headers == (("mcp-protocol-version", "2026-07-28"), ("mcp-method", "notifications/cancelled"))
     assert modern.http_fresh_cases() == []
 
 
