@@ -34,10 +34,11 @@ from mcp_sansio.fuzz.oracles import (
     judge_memory,
 )
 from mcp_sansio.fuzz.peer import answer_key
-from mcp_sansio.fuzz.plan import Planner, Surface
+from mcp_sansio.fuzz.plan import Planner
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES, Finding
 from mcp_sansio.fuzz.shrink import ddmin
+from mcp_sansio.fuzz.surface import Surface
 from mcp_sansio.fuzz.trace import dump_trace
 from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
 

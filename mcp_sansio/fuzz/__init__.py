@@ -6,11 +6,12 @@ protocol model, oracles, shrinker and trace format. No I/O (the runner in
 from .case import Case, Check, Expect, Step
 from .errors import TraceError
 from .oracles import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut, judge
-from .plan import Planner, Surface
+from .plan import Planner
 from .rng import Rng
 from .rules import RULES, Finding, Rule
 from .schemacheck import schema_problems, validate
 from .shrink import ddmin
+from .surface import Surface
 from .trace import Trace, dump_trace, load_trace
 from .values import Variant, boundary_values, valid_value, violations
 

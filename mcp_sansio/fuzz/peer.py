@@ -9,6 +9,7 @@ answer them wrongly, never, or late (:class:`~.case.Replies`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 import msgspec
@@ -17,7 +18,7 @@ from ..jsonrpc import METHOD_NOT_FOUND, encode_error, encode_result
 from .case import Replies
 from .oracles import id_key
 
-__all__ = ["answer_key", "reply_for"]
+__all__ = ["LATE_DELAY", "PLAUSIBLE_ANSWERS", "answer_key", "reply_for"]
 
 _decode: Final = msgspec.json.Decoder().decode
 
@@ -38,7 +39,7 @@ def answer_key(data: bytes) -> tuple[str, object] | None:
     return id_key(message["id"])
 
 
-_PLAUSIBLE: Final[dict[str, object]] = {
+PLAUSIBLE_ANSWERS: Final[Mapping[str, object]] = {
     "sampling/createMessage": {
         "role": "assistant",
         "content": {"type": "text", "text": "fuzz"},
@@ -62,11 +63,11 @@ def reply_for(data: bytes, replies: Replies = Replies.REFUSE) -> tuple[bytes, fl
         return None
     if method == "ping":
         return encode_result(rid, {}), 0.0
-    known = method in _PLAUSIBLE
+    known = method in PLAUSIBLE_ANSWERS
     if replies is Replies.NEVER and known:
         return None
     if replies is Replies.WRONG and known:
         return encode_result(rid, {"fuzz": "this result fits no schema", "content": 42}), 0.0
     if replies is Replies.LATE and known:
-        return encode_result(rid, _PLAUSIBLE[method]), LATE_DELAY
+        return encode_result(rid, PLAUSIBLE_ANSWERS[method]), LATE_DELAY
     return encode_error(rid, METHOD_NOT_FOUND, f"the fuzz client does not support {method}"), 0.0

@@ -10,16 +10,19 @@ connection), so the steps it makes are exact bytes that replay unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import msgspec
 
 from ..modern import request_meta, standard_headers
 from ..versions import VersionRules, rules_for
-from .case import Case, Check, Expect, Replies, Step, encode, message_step, raw_step
+from .case import Case, Check, Expect, Replies, Step, message_step, raw_step
+from .peer import PLAUSIBLE_ANSWERS
 from .rng import Rng
+from .surface import LIST_METHODS, Surface
 from .values import boundary_values, valid_value, violations
+from .wire import decode_json, garbage, odd_ids, result_of, without_header
 
 __all__ = ["BOGUS_VERSION", "CLIENT_CAPABILITIES", "CLIENT_INFO", "DEEP_LEVELS", "Planner", "Surface"]
 
@@ -29,48 +32,6 @@ BOGUS_VERSION: Final = "fuzz-1999-01-01"
 DEEP_LEVELS: Final = (256, 64, 1024, 8192)
 HUGE_STRING: Final = 1 << 20
 _AUTO: Final = object()
-_LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
-_CAPABILITY_OF: Final = {
-    "tools/list": "tools",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-    "prompts/list": "prompts",
-}
-
-
-class Surface(msgspec.Struct, kw_only=True):
-    """What the server offers, as learnt from its answers (plain JSON values)."""
-
-    capabilities: dict[str, object] = msgspec.field(default_factory=dict)
-    tools: list[dict[str, object]] = msgspec.field(default_factory=list)
-    resources: list[dict[str, object]] = msgspec.field(default_factory=list)
-    templates: list[dict[str, object]] = msgspec.field(default_factory=list)
-    prompts: list[dict[str, object]] = msgspec.field(default_factory=list)
-
-    def offers(self, list_method: str) -> bool:
-        """Whether the server declared the capability behind ``list_method``."""
-        return _CAPABILITY_OF[list_method] in self.capabilities
-
-    def learn(self, list_method: str, result: object) -> str | None:
-        """Add one page of a list result; return its ``nextCursor``, if any."""
-        if not isinstance(result, dict):
-            return None
-        field = {
-            "tools/list": "tools",
-            "resources/list": "resources",
-            "resources/templates/list": "resourceTemplates",
-            "prompts/list": "prompts",
-        }[list_method]
-        items = result.get(field)
-        target = {
-            "tools/list": self.tools,
-            "resources/list": self.resources,
-            "resources/templates/list": self.templates,
-            "prompts/list": self.prompts,
-        }[list_method]
-        target += [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
-        cursor = result.get("nextCursor")
-        return cursor if isinstance(cursor, str) and cursor else None
 
 
 class Planner:
@@ -270,17 +231,17 @@ class Planner:
         """After an ``input_required`` answer to ``step``: the retry with answers to its
         ``inputRequests`` and a tampered ``requestState``, then the untampered state twice
         (a replay), then a liveness probe; nothing for any other answer."""
-        result = _result(answer)
+        result = result_of(answer)
         if result.get("resultType") != "input_required":
             return []
         state = result.get("requestState")
         requests = result.get("inputRequests")
         responses = {
-            key: _PLAUSIBLE_INPUT.get(str(value.get("method")), {})
+            key: PLAUSIBLE_ANSWERS.get(str(value.get("method")), {})
             for key, value in (requests.items() if isinstance(requests, dict) else [])
             if isinstance(value, dict)
         }
-        original = _decode(step.data)
+        original = decode_json(step.data)
         params = original.get("params") if isinstance(original, dict) else None
         if not isinstance(params, dict):
             return []
@@ -446,7 +407,7 @@ class Planner:
                         label="liveness with MCP-Protocol-Version: fuzz-0000",
                         check=Check.STATUS_400,
                         headers=(
-                            *_without(ping.headers, "mcp-protocol-version"),
+                            *without_header(ping.headers, "mcp-protocol-version"),
                             ("mcp-protocol-version", "fuzz-0000"),
                         ),
                     ),
@@ -461,7 +422,7 @@ class Planner:
                         ping,
                         label="liveness with Mcp-Method: tools/list",
                         check=Check.STATUS_400,
-                        headers=(*_without(ping.headers, "mcp-method"), ("mcp-method", "tools/list")),
+                        headers=(*without_header(ping.headers, "mcp-method"), ("mcp-method", "tools/list")),
                     ),
                 )
             )
@@ -477,7 +438,10 @@ class Planner:
                             call,
                             label=f"{call.label}with Mcp-Name: fuzz-other-tool",
                             check=Check.STATUS_400,
-                            headers=(*_without(call.headers, "mcp-name"), ("mcp-name", "fuzz-other-tool")),
+                            headers=(
+                                *without_header(call.headers, "mcp-name"),
+                                ("mcp-name", "fuzz-other-tool"),
+                            ),
                         ),
                     )
                 )
@@ -555,15 +519,15 @@ class Planner:
         ]
         finished = self.ping()
         out.append(self._case("cancel finished", finished, self._cancel(finished.id, "finished")))
-        for label, data in _garbage(rng, self.new_id):
+        for label, data in garbage(rng, self.new_id):
             out.append(self._case(label, raw_step(data, label)))
-        for label, rid, check in _odd_ids(self.new_id()):
+        for label, rid, check in odd_ids(self.new_id()):
             method = "ping" if self.rules.ping else "server/discover"
             step = self.request(method, label=label, request_id=rid, check=check)
             if check is Check.INVALID_REQUEST:
                 step = msgspec.structs.replace(step, id=None, expect=Expect.ANY)
             out.append(self._case(label, step))
-        for method in _LIST_METHODS:
+        for method in LIST_METHODS:
             if surface.offers(method):
                 out.append(
                     self._case(
@@ -664,65 +628,3 @@ class Planner:
                     )
                 )
         return out
-
-
-_PLAUSIBLE_INPUT: Final[Mapping[str, object]] = {
-    "sampling/createMessage": {
-        "role": "assistant",
-        "content": {"type": "text", "text": "fuzz"},
-        "model": "fuzz",
-    },
-    "elicitation/create": {"action": "decline"},
-    "roots/list": {"roots": []},
-}
-
-
-def _without(headers: tuple[tuple[str, str], ...], name: str) -> tuple[tuple[str, str], ...]:
-    return tuple(h for h in headers if h[0] != name)
-
-
-def _decode(data: bytes) -> object:
-    try:
-        return msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-
-
-def _result(answer: bytes) -> dict[str, object]:
-    """The ``result`` member of a response, or ``{}``."""
-    message = _decode(answer)
-    result = message.get("result") if isinstance(message, dict) else None
-    return result if isinstance(result, dict) else {}
-
-
-def _garbage(rng: Rng, new_id: Callable[[], int]) -> list[tuple[str, bytes]]:
-    """Malformed messages: each must get a null-id error or nothing, and not hurt."""
-    rid = new_id()
-    return [
-        ("invalid JSON", b'{"jsonrpc":"2.0","id":' + str(rid).encode() + b',"method":"ping"'),
-        ("invalid UTF-8", b'{"jsonrpc":"2.0","method":"notifications/fuzz","params":{"s":"\xff\xfe"}}'),
-        ("not an object", encode(rng.choice([1, "text", None, True]))),
-        ("empty batch", b"[]"),
-        ("wrong jsonrpc version", encode({"jsonrpc": "1.0", "id": new_id(), "method": "ping"})),
-        ("no jsonrpc member", encode({"id": new_id(), "method": "ping"})),
-        ("deep nesting", b"[" * 100_000 + b"]" * 100_000),
-        ("response to nothing", encode({"jsonrpc": "2.0", "id": 987654321, "result": {}})),
-        ("method not a string", encode({"jsonrpc": "2.0", "id": new_id(), "method": 42})),
-    ]
-
-
-def _odd_ids(rid: int) -> Sequence[tuple[str, object, Check]]:
-    """Ids of every JSON type and size: valid ones must come back unchanged; invalid ones
-    must not get a result."""
-    return (
-        ("string id", f"fuzz-{rid}", Check.PING),
-        ("empty string id", "", Check.PING),
-        ("long string id", "i" * 4096 + str(rid), Check.PING),
-        ("zero id", 0, Check.PING),
-        ("negative id", -rid, Check.PING),
-        ("2^53-1 id", 2**53 - 1, Check.PING),
-        ("null id", None, Check.INVALID_REQUEST),
-        ("boolean id", True, Check.INVALID_REQUEST),
-        ("object id", {"fuzz": rid}, Check.INVALID_REQUEST),
-        ("fractional id", rid + 0.5, Check.INVALID_REQUEST),
-    )
