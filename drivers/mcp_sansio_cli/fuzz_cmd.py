@@ -194,20 +194,20 @@ def _print(report: Report) -> None:
     )
     if not report.findings:
         console.print("[green]no findings[/]")
-        return
-    table = Table("rule", "level", "method", "finding", "first", "steps", "trace")
-    for f in report.findings:
-        table.add_row(
-            f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-"
-        )
-    console.print(table)
+    for title, group in (("findings", report.findings), ("unconfirmed (did not replay)", report.unconfirmed)):
+        if not group:
+            continue
+        table = Table("rule", "level", "method", "finding", "first", "steps", "trace", title=title)
+        for f in group:
+            table.add_row(
+                f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-"
+            )
+        console.print(table)
+    flag = "--url" if report.transport == "http" else "--stdio"
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:
-            console.print(
-                f"  replay: mcp-sansio replay {f.trace} --{(report.transport == 'http' and 'url') or 'stdio'}"
-                f" {report.target!r}"
-            )
+            console.print(f"  replay: mcp-sansio replay {f.trace} {flag} {report.target!r}")
 
 
 def junit(report: Report) -> str:

@@ -128,7 +128,10 @@ class Stats(msgspec.Struct, kw_only=True):
 
 
 class Report(msgspec.Struct, kw_only=True):
-    """The outcome of a run."""
+    """The outcome of a run. ``findings`` replayed from their trace on a fresh server (or
+    are facts a replay cannot repeat: a crash, memory, leftover processes); ``unconfirmed``
+    ones were seen once but did not happen again in the replay (timing, load, state built
+    up over the run): they are listed with their traces, and do not fail the run."""
 
     target: str
     transport: str
@@ -137,6 +140,7 @@ class Report(msgspec.Struct, kw_only=True):
     duration: float
     stats: Stats
     findings: list[ReportedFinding]
+    unconfirmed: list[ReportedFinding] = msgspec.field(default_factory=list)
     error: str | None = None
 
 
@@ -242,6 +246,7 @@ class Fuzzer:
         self.progress = progress
         self.stats = Stats()
         self.findings: dict[tuple[str, str | None], ReportedFinding] = {}
+        self.unconfirmed: dict[tuple[str, str | None], ReportedFinding] = {}
         self.version: str | None = None
         self.schema: dict[str, object] | None = None
         self.surface = Surface()
@@ -252,6 +257,7 @@ class Fuzzer:
         self._history: list[Step] = []
         self._ids: set[tuple[str, object]] = set()
         self._tokens: set[tuple[str, object]] = set()
+        self._opening: list[Step] = []  # how the open connection was opened: every reproducer's prefix
         self._over_memory = False
         self._gone = False  # the server can no longer be reached: the run ends
 
@@ -295,6 +301,7 @@ class Fuzzer:
             duration=self.stats.elapsed,
             stats=self.stats,
             findings=sorted(self.findings.values(), key=lambda f: f.time),
+            unconfirmed=sorted(self.unconfirmed.values(), key=lambda f: f.time),
         )
 
     def _over(self) -> bool:
@@ -328,6 +335,7 @@ class Fuzzer:
                 if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
                     conn.protocol_version = planner.version
                 self._remember(opening)
+                self._opening = list(opening)
                 self._judge(Case(name="opening", steps=tuple(opening)), records, initialized=False)
                 caps = answer.get("capabilities")
                 self.surface.capabilities = caps if isinstance(caps, dict) else {}
@@ -428,6 +436,7 @@ class Fuzzer:
             conn.protocol_version = planner.version
         self._conn = conn
         self._history = []
+        self._opening = list(opening)
         self._ids = set()
         self._tokens = set()
         self._samples = []
@@ -467,15 +476,8 @@ class Fuzzer:
             if (finding.rule, finding.method) in self.findings:
                 self.findings[finding.rule, finding.method].count += 1
                 continue
-            prefix = [] if case.fresh else self._opening_of(self._history)
+            prefix = [] if case.fresh else list(self._opening)
             self._report(finding, prefix + list(case.steps), _shift(records, len(prefix)))
-
-    def _opening_of(self, history: Sequence[Step]) -> list[Step]:
-        return [
-            s
-            for s in history[:2]
-            if s.method in ("initialize", "notifications/initialized", "server/discover")
-        ]
 
     def _sample(self) -> None:
         now = time.monotonic()
@@ -497,8 +499,9 @@ class Fuzzer:
         self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None = None
     ) -> None:
         key = (finding.rule, finding.method)
-        if key in self.findings:
-            self.findings[key].count += 1
+        known = self.findings.get(key) or self.unconfirmed.get(key)
+        if known is not None:
+            known.count += 1
             return
         when = time.monotonic() - self._start
         reproduced = True
@@ -506,7 +509,8 @@ class Fuzzer:
             steps, records, reproduced = self._shrink(finding, steps, records, case)
         rule = RULES[finding.rule]
         path = self._write_trace(finding, steps, records or [], case)
-        self.findings[key] = ReportedFinding(
+        confirmed = reproduced or finding.rule == "server-crashed"  # a dead server cannot be replayed
+        (self.findings if confirmed else self.unconfirmed)[key] = ReportedFinding(
             rule=finding.rule,
             level=rule.level,
             method=finding.method,
@@ -562,7 +566,7 @@ class Fuzzer:
     ) -> str:
         out = Path(self.options.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        name = f"{len(self.findings) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
+        name = f"{len(self.findings) + len(self.unconfirmed) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
         rule = RULES[finding.rule]
         header = {
             "rule": finding.rule,

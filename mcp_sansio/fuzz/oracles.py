@@ -275,6 +275,10 @@ class _Judge:
             )
 
     def _response(self, position: int, message: dict[str, object]) -> None:
+        if "id" not in message and "error" in message and "result" not in message and not self.ctx.stdio:
+            # Streamable HTTP: "The HTTP response body MAY comprise a JSON-RPC error response
+            # that has no id" (an input the server cannot accept).
+            return
         if "id" not in message or ("result" in message) == ("error" in message):
             self.add(
                 "malformed-message",

@@ -307,3 +307,10 @@ def test_input_required_results_are_checked() -> None:
     assert rules([call], [*sent, asks], allowed) == []
     odd = res(1, {"resultType": "input_required", "requestState": "s", "inputRequests": {"k": 1, "j": {}}})
     assert rules([call], [*sent, odd]) == []
+
+
+def test_over_http_an_error_without_id_is_allowed() -> None:
+    http = Context(version="2025-11-25", stdio=False)
+    bare = Received(t=1, data=b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request"}}')
+    assert rules([req(1)], [Sent(step=0, t=0), bare, res(1)], http) == []
+    assert rules([req(1)], [Sent(step=0, t=0), bare, res(1)]) == ["malformed-message"]
