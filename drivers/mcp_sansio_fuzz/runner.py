@@ -566,7 +566,8 @@ class Fuzzer:
     ) -> str:
         out = Path(self.options.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        name = f"{len(self.findings) + len(self.unconfirmed) + 1:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
+        number = len(self.findings) + len(self.unconfirmed) + 1
+        name = f"{number:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
         rule = RULES[finding.rule]
         header = {
             "rule": finding.rule,
