@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_sansio.fuzz import (
     Planner,
@@ -291,3 +295,25 @@ def test_an_input_required_answer_is_retried_tampered_then_replayed() -> None:
     assert planner.follow_up(call, b"garbage") == []
     bare = raw_step(b'{"jsonrpc":"2.0","id":1,"method":"x"}', "no params")
     assert planner.follow_up(bare, answer) == []  # nothing to retry without params
+
+
+@given(
+    st.binary(max_size=200)
+    | st.lists(
+        st.sampled_from(
+            [
+                b'{"mcp-sansio-trace":1}',
+                b'{"dir":"send","b64":"!!"}',
+                b'{"dir":"send","step":{"expect":"x"}}',
+                b'{"dir":"send","step":[1]}',
+                b'{"dir":"send","msg":{"a":[1,2]}}',
+                b"\xff",
+                b"{",
+                b'{"dir":"recv"}',
+            ]
+        )
+    ).map(b"\n".join)
+)
+def test_loading_any_bytes_raises_only_trace_error(data: bytes) -> None:
+    with contextlib.suppress(TraceError):
+        load_trace(data)
