@@ -132,11 +132,12 @@ def _live(report_to: object) -> tuple[object, object]:
 
     def update(stats: Stats) -> None:
         tools = stats.surface.get("tools", 0)
-        hit = sum(1 for key in stats.covered if key not in ("tools/list", "fuzz/unknown"))
+        called = sum(1 for key in stats.covered if "/" not in key)  # tool names; methods have a slash
+        methods = sum(1 for key in stats.covered if "/" in key)
         live.update(
-            f"[bold]fuzzing[/] {stats.elapsed:5.1f}s  requests {stats.requests}  cases {stats.cases}  "
+            f"[bold]fuzzing[/] {stats.elapsed:5.1f}s  sent {stats.requests}  cases {stats.cases}  "
             f"findings [red]{stats.findings}[/]  restarts {stats.restarts}  "
-            f"surface {min(hit, tools)}/{tools} tools  [dim]{stats.current[:40]}[/]"
+            f"tools {min(called, tools)}/{tools}  methods {methods}  [dim]{stats.current[:40]}[/]"
         )
 
     return live, update
