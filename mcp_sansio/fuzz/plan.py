@@ -10,8 +10,10 @@ connection), so the steps it makes are exact bytes that replay unchanged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Final
+from urllib.parse import quote
 
 import msgspec
 
@@ -21,7 +23,7 @@ from .case import Case, Check, Expect, Replies, Step, message_step, raw_step
 from .peer import PLAUSIBLE_ANSWERS
 from .rng import Rng
 from .surface import LIST_METHODS, Surface
-from .values import boundary_values, valid_value, violations
+from .values import EDGE_STRINGS, boundary_values, valid_value, violations
 from .wire import decode_json, garbage, odd_ids, result_of, without_header
 
 __all__ = ["BOGUS_VERSION", "CLIENT_CAPABILITIES", "CLIENT_INFO", "DEEP_LEVELS", "Planner", "Surface"]
@@ -576,6 +578,23 @@ class Planner:
                         "resources/read",
                         {"uri": f"fuzz://missing/{rng.below(1000)}"},
                         label="resources/read unknown uri",
+                        patient=True,
+                        timeout=10.0,
+                    ),
+                )
+            )
+        for template in surface.templates[:4]:
+            pattern = str(template.get("uriTemplate", ""))
+            filler = quote(rng.choice(("fuzz", *EDGE_STRINGS[:10])), safe="")
+            uri = re.sub(r"\{[^}]*\}", filler, pattern)  # percent-encoded: no backslash for re.sub
+            out.append(
+                self._case(
+                    f"read template {pattern}",
+                    self.request(
+                        "resources/read",
+                        {"uri": uri},
+                        label=f"resources/read {uri[:80]} (from {pattern})",
+                        check=Check.RESULT,
                         patient=True,
                         timeout=10.0,
                     ),

@@ -42,6 +42,7 @@ SURFACE = Surface(
         }
     ],
     resources=[{"uri": "file:///a"}],
+    templates=[{"uriTemplate": "notes://{name}/x", "name": "notes"}],
     prompts=[{"name": "p", "arguments": [{"name": "x", "required": True}]}],
 )
 
@@ -68,6 +69,7 @@ def test_a_round_covers_tools_protocol_resources_and_prompts() -> None:
         "null id",
         "tools/list forged cursor",
         "read file:///a",
+        "read template notes://{name}/x",
         "subscribe storm",
         "prompt p",
         "complete p",
