@@ -211,6 +211,10 @@ class _Judge:
             rule = "stdout-not-mcp" if self.ctx.stdio else "malformed-message"
             self.add(rule, None, f"the server wrote something that is not JSON: {record.data[:80]!r}")
             return
+        if isinstance(message, list) and message:  # a batch answer (2025-03-26 allows batches)
+            for item in message:
+                self._received(position, Received(t=record.t, data=msgspec.json.encode(item)), initialized)
+            return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self.add("malformed-message", None, f"not a JSON-RPC 2.0 message: {record.data[:80]!r}")
             return
@@ -473,12 +477,13 @@ class _Judge:
 
 
 def _ids_in(data: bytes) -> set[tuple[str, object]]:
-    """The id of a message we sent, if it has a readable one."""
+    """The readable ids of a message we sent (of each message, for a batch)."""
     try:
         value = _decode(data)
     except (msgspec.DecodeError, RecursionError):
         return set()
-    return {id_key(value["id"])} if isinstance(value, dict) and "id" in value else set()
+    items = value if isinstance(value, list) else [value]
+    return {id_key(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
 
 
 def _bogus(step: Step) -> object:

@@ -467,6 +467,16 @@ class Planner:
                     ),
                 )
             )
+        for name, value in (("accept", "text/html"), ("content-type", "text/plain")):
+            ping = self.ping()
+            headers = (*without_header(ping.headers, name), (name, value))
+            label = f"liveness with {name}: {value}"
+            out.append(
+                self._case(
+                    f"{name}: {value}",
+                    msgspec.structs.replace(ping, label=label, check=Check.NONE, headers=headers),
+                )
+            )
         if self.rules.resumable_streams:
             out.append(
                 self._case(
@@ -521,6 +531,10 @@ class Planner:
         ]
         finished = self.ping()
         out.append(self._case("cancel finished", finished, self._cancel(finished.id, "finished")))
+        twin = msgspec.structs.replace(
+            self.ping(), label="two requests with one id", id=None, expect=Expect.ANY
+        )
+        out.append(self._case("duplicate ids", twin, twin))
         for label, data in garbage(rng, self.new_id):
             out.append(self._case(label, raw_step(data, label)))
         for label, rid, check in odd_ids(self.new_id()):

@@ -32,7 +32,9 @@ def result_of(answer: bytes) -> dict[str, object]:
 
 
 def garbage(rng: Rng, new_id: Callable[[], int]) -> list[tuple[str, bytes]]:
-    """Malformed messages: each must get a null-id error or nothing, and not hurt."""
+    """Malformed messages (a batch is one since 2025-06-18; before, a batch of pings is
+    answered by a batch): each must get a null-id error, an answer echoing its id, or
+    nothing, and not hurt."""
     rid = new_id()
     return [
         ("invalid JSON", b'{"jsonrpc":"2.0","id":' + str(rid).encode() + b',"method":"ping"'),
@@ -44,6 +46,10 @@ def garbage(rng: Rng, new_id: Callable[[], int]) -> list[tuple[str, bytes]]:
         ("deep nesting", b"[" * 100_000 + b"]" * 100_000),
         ("response to nothing", encode({"jsonrpc": "2.0", "id": 987654321, "result": {}})),
         ("method not a string", encode({"jsonrpc": "2.0", "id": new_id(), "method": 42})),
+        (
+            "batch of two pings",
+            encode([{"jsonrpc": "2.0", "id": new_id(), "method": "ping"} for _ in range(2)]),
+        ),
     ]
 
 

@@ -314,3 +314,15 @@ def test_over_http_an_error_without_id_is_allowed() -> None:
     bare = Received(t=1, data=b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request"}}')
     assert rules([req(1)], [Sent(step=0, t=0), bare, res(1)], http) == []
     assert rules([req(1)], [Sent(step=0, t=0), bare, res(1)]) == ["malformed-message"]
+
+
+def test_a_batch_answer_is_judged_message_by_message() -> None:
+    batch = raw_step(
+        b'[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]', "b"
+    )
+    answer = Received(
+        t=1, data=b'[{"jsonrpc":"2.0","id":7,"result":{}},{"jsonrpc":"2.0","id":8,"result":{}}]'
+    )
+    assert rules([batch], [Sent(step=0, t=0), answer]) == []
+    stray = Received(t=1, data=b'[{"jsonrpc":"2.0","id":9,"result":{}}]')
+    assert rules([batch], [Sent(step=0, t=0), stray]) == ["unknown-response-id"]

@@ -246,6 +246,8 @@ def test_http_cases_follow_the_era() -> None:
         "bogus protocol version header",
         "forged session id",
         "no session id",
+        "accept: text/html",
+        "content-type: text/plain",
         "forged Last-Event-ID",
     ]
     assert [s.http_method for s in handshake.http_fresh_cases()[0].steps] == [
@@ -255,13 +257,25 @@ def test_http_cases_follow_the_era() -> None:
         "POST",
     ]
     old = Planner(Rng(1), "2024-11-05")
-    assert [c.name for c in old.http_cases()] == ["forged session id", "no session id"]
+    assert [c.name for c in old.http_cases()] == [
+        "forged session id",
+        "no session id",
+        "accept: text/html",
+        "content-type: text/plain",
+    ]
     modern = Planner(Rng(1), "2026-07-28")
-    assert [c.name for c in modern.http_cases()] == ["bogus protocol version header", "Mcp-Method mismatch"]
-    named = modern.http_cases(SURFACE)[-1]
+    assert [c.name for c in modern.http_cases()] == [
+        "bogus protocol version header",
+        "Mcp-Method mismatch",
+        "accept: text/html",
+        "content-type: text/plain",
+    ]
+    named = modern.http_cases(SURFACE)[2]
     assert named.name == "Mcp-Name mismatch"
     assert ("mcp-name", "fuzz-other-tool") in named.steps[0].headers
     assert ("mcp-method", "tools/call") in named.steps[0].headers
+    accept = modern.http_cases()[2].steps[0].headers
+    assert ("accept", "text/html") in accept and ("mcp-method", "server/discover") in accept
     bogus = modern.http_cases()[0].steps[0].headers
     assert [v for k, v in bogus if k == "mcp-protocol-version"] == ["fuzz-0000"]
     note = modern.notification("notifications/cancelled", {"requestId": 1})
