@@ -61,20 +61,39 @@ def _venv_tool(name: str, *args: str) -> str | None:
 
 class Server:
     """One corpus entry: a stdio command, or an HTTP server to start (``{port}`` in its
-    command or environment) and the path of its endpoint."""
+    command or environment) and the path of its endpoint; ``{scratch}`` in the command is a
+    new empty directory for each fuzzer (a git repository with one commit when ``git``)."""
 
     def __init__(
         self,
         command: str | None,
         *,
+        git: bool = False,
         http_path: str | None = None,
         env: dict[str, str] | None = None,
         era: str = "auto",
     ) -> None:
         self.command = command
+        self.git = git
         self.http_path = http_path
         self.env = env or {}
         self.era = era
+
+    @contextlib.contextmanager
+    def prepared(self) -> Iterator[str]:
+        """The command with its ``{scratch}`` directory made (and removed afterwards)."""
+        assert self.command is not None
+        scratch = Path(tempfile.mkdtemp(prefix="fuzz-scratch-"))
+        try:
+            if self.git:
+                git = ["git", "-C", str(scratch), "-c", "user.name=fuzz", "-c", "user.email=fuzz@example.com"]
+                subprocess.run([*git, "init", "-q"], check=True)
+                (scratch / "README").write_text("scratch repository for the fuzz corpus\n")
+                subprocess.run([*git, "add", "README"], check=True)
+                subprocess.run([*git, "commit", "-q", "-m", "init"], check=True)
+            yield self.command.replace("{scratch}", str(scratch))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def corpus() -> dict[str, Server]:
@@ -93,11 +112,16 @@ def corpus() -> dict[str, Server]:
         "everything http": Server(
             everything and f"{everything} streamableHttp", http_path="/mcp", env={"PORT": "{port}"}
         ),
-        "filesystem": Server(_node_server("@modelcontextprotocol/server-filesystem", tempfile.gettempdir())),
-        "memory": Server(_node_server("@modelcontextprotocol/server-memory")),
+        # Fuzzers call every tool: the filesystem, memory and git servers get a scratch
+        # directory (``{scratch}``, new for each fuzzer) and never this checkout or /tmp.
+        "filesystem": Server(_node_server("@modelcontextprotocol/server-filesystem", "{scratch}")),
+        "memory": Server(
+            (memory := _node_server("@modelcontextprotocol/server-memory"))
+            and f"env MEMORY_FILE_PATH={{scratch}}/memory.jsonl {memory}"
+        ),
         "sequential-thinking": Server(_node_server("@modelcontextprotocol/server-sequential-thinking")),
         "mcp-server-time": Server(_venv_tool("mcp-server-time")),
-        "mcp-server-git": Server(_venv_tool("mcp-server-git", "--repository", str(ROOT))),
+        "mcp-server-git": Server(_venv_tool("mcp-server-git", "--repository", "{scratch}"), git=True),
         "fastmcp": Server(_venv_tool("python", str(ROOT / "bench" / "fuzz_fastmcp_server.py"))),
         "planted deep": Server(f"{planted} deep"),
         "planted code": Server(f"{planted} code"),
@@ -305,9 +329,14 @@ def main() -> None:
             fuzzer: dict[str, object] = {"findings": "not run (HTTP)"}
             proof: dict[str, object] = {"findings": "not run (HTTP)"}
         else:
-            mine = ours(["--stdio", server.command], server.era, args.budget, out / "ours")
-            fuzzer = {} if args.no_peers else mcp_fuzzer(peers, server.command, args.budget, out)
-            proof = {} if args.no_peers else toolproof(peers, server.command, args.budget, out)
+            with server.prepared() as command:
+                mine = ours(["--stdio", command], server.era, args.budget, out / "ours")
+            fuzzer = proof = {}
+            if not args.no_peers:
+                with server.prepared() as command:
+                    fuzzer = mcp_fuzzer(peers, command, args.budget, out)
+                with server.prepared() as command:
+                    proof = toolproof(peers, command, args.budget, out)
         print(
             f"| {name} | {mine.get('findings')} | {mine.get('first', '-')} | {mine.get('size', '-')} "
             f"| {fuzzer.get('findings', 'n/a')} | {proof.get('findings', 'n/a')} |",
