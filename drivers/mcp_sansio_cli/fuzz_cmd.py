@@ -27,8 +27,8 @@ from mcp_sansio.fuzz.oracles import Context, judge
 from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace
 from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, load_documents, merge_scopes
+from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
 from mcp_sansio_fuzz.connections import TargetUnavailable
-from mcp_sansio_fuzz.runner import Fuzzer, Options, Report, Stats, Target, execute, load_schema
 
 __all__ = ["COMMANDS", "add_parsers", "main", "parse_budget", "resolve_target", "run"]
 

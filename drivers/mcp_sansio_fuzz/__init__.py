@@ -10,7 +10,9 @@ Use from a server's own test suite::
 """
 
 from .connections import HttpConnection, StdioConnection, TargetUnavailable
-from .runner import Fuzzer, Options, Report, ReportedFinding, Stats, Target, execute, load_schema
+from .execute import execute
+from .model import Options, Report, ReportedFinding, Stats, Target, load_schema
+from .runner import Fuzzer
 
 __all__ = [
     "Fuzzer",

@@ -9,9 +9,7 @@ the same sequence of inputs; the time budget only decides where it stops.
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,10 +17,9 @@ from typing import Final
 
 import msgspec
 
-from mcp_sansio.fuzz.case import Case, Check, Expect, Replies, Step
+from mcp_sansio.fuzz.case import Case, Check, Replies, Step
 from mcp_sansio.fuzz.oracles import (
     Context,
-    Ended,
     HttpAnswer,
     Received,
     Record,
@@ -38,191 +35,18 @@ from mcp_sansio.fuzz.plan import Planner
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES, Finding
 from mcp_sansio.fuzz.shrink import ddmin
-from mcp_sansio.fuzz.surface import Surface
+from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
 from mcp_sansio.fuzz.trace import dump_trace
 from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
 
 from .connections import Connection, HttpConnection, StdioConnection, TargetUnavailable
+from .execute import execute
+from .model import Options, Report, ReportedFinding, Stats, Target, load_schema
 
-__all__ = ["Fuzzer", "Options", "Report", "ReportedFinding", "Stats", "Target", "execute", "load_schema"]
+__all__ = ["Fuzzer"]
 
-_SCHEMAS: Final = Path(__file__).parent / "schemas"
-_LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 _MAX_HISTORY: Final = 400
 _RSS_EVERY: Final = 0.25
-
-
-class Target(msgspec.Struct, frozen=True, kw_only=True):
-    """The server under test: a command (stdio) or a URL (Streamable HTTP)."""
-
-    name: str
-    argv: tuple[str, ...] = ()
-    env: dict[str, str] = msgspec.field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = msgspec.field(default_factory=dict)
-
-    @classmethod
-    def stdio(cls, command: str) -> Target:
-        """A target started with a shell-style command line."""
-        return cls(name=command, argv=tuple(shlex.split(command)))
-
-    @property
-    def transport(self) -> str:
-        """``stdio`` or ``http``."""
-        return "http" if self.url else "stdio"
-
-    def connect(self) -> Connection:
-        """A new connection (for stdio: a new server process).
-
-        Raises:
-            TargetUnavailable: the command cannot be started, or the URL is not usable.
-        """
-        if self.url:
-            return HttpConnection(self.url, self.headers)
-        if not self.argv:
-            raise TargetUnavailable("empty command")
-        return StdioConnection(self.argv, self.env, self.cwd)
-
-
-class Options(msgspec.Struct, frozen=True, kw_only=True):
-    """How to fuzz: seed, era, time budget, memory bound, where traces go, how many replays
-    a shrink may make, and how long a liveness ping may take."""
-
-    seed: int = 0
-    era: str = "auto"
-    budget: float = 60.0
-    memory_limit: int = 256 << 20
-    out_dir: str = "mcp-sansio-fuzz"
-    shrink_tests: int = 16
-    ping_timeout: float = 5.0
-
-
-class ReportedFinding(msgspec.Struct, kw_only=True):
-    """A finding as reported: the rule's level and spec sentence, the reproducer's path
-    and size, and when it was first seen (seconds into the run)."""
-
-    rule: str
-    level: str
-    method: str | None
-    message: str
-    spec: str
-    trace: str | None
-    steps: int
-    time: float
-    count: int = 1
-    reproduced: bool = True
-
-
-class Stats(msgspec.Struct, kw_only=True):
-    """Live counters for the progress display."""
-
-    requests: int = 0
-    cases: int = 0
-    findings: int = 0
-    restarts: int = 0
-    elapsed: float = 0.0
-    surface: dict[str, int] = msgspec.field(default_factory=dict)
-    covered: dict[str, int] = msgspec.field(default_factory=dict)
-    current: str = ""
-
-
-class Report(msgspec.Struct, kw_only=True):
-    """The outcome of a run. ``findings`` replayed from their trace on a fresh server (or
-    are facts a replay cannot repeat: a crash, memory, leftover processes); ``unconfirmed``
-    ones were seen once but did not happen again in the replay (timing, load, state built
-    up over the run): they are listed with their traces, and do not fail the run."""
-
-    target: str
-    transport: str
-    version: str | None
-    seed: int
-    duration: float
-    stats: Stats
-    findings: list[ReportedFinding]
-    unconfirmed: list[ReportedFinding] = msgspec.field(default_factory=list)
-    error: str | None = None
-
-
-def load_schema(version: str) -> dict[str, object] | None:
-    """The revision's schema document (bundled, descriptions stripped)."""
-    path = _SCHEMAS / f"{version}.json"
-    if not path.exists():
-        return None
-    value = json.loads(path.read_text("utf-8"))
-    return value if isinstance(value, dict) else None
-
-
-def execute(
-    conn: Connection,
-    steps: Sequence[Step],
-    sampler: Callable[[], None] | None = None,
-    settle: float = 5.0,
-    follow: Callable[[Step, bytes], list[Step]] | None = None,
-) -> list[Record]:
-    """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all.
-
-    With ``follow``, the answer to a step marked ``follow`` is handed to it and the steps it
-    returns are sent after the others (``steps`` must then be a list: they are appended).
-    """
-    records: list[Record] = []
-    waiting: dict[tuple[str, object], int] = {}
-
-    def pump(deadline: float, want: tuple[str, object] | None) -> None:
-        while conn.alive():
-            now = time.monotonic()
-            if (
-                now >= deadline
-                or (want is not None and want not in waiting)
-                or (want is None and not waiting)
-            ):
-                return
-            for record in conn.poll(min(deadline - now, 0.05)):
-                records.append(record)
-                if isinstance(record, Received):
-                    got = answer_key(record.data)
-                    if got == ("null", None) and waiting:  # an unreadable request's error: stop waiting
-                        got = list(waiting)[-1]
-                    index = waiting.pop(got or ("", None), None)
-                    if follow is not None and index is not None and steps[index].follow:
-                        assert isinstance(steps, list)
-                        steps.extend(follow(steps[index], record.data))
-                elif isinstance(record, HttpAnswer) and record.status >= 400:
-                    for key in [k for k, v in waiting.items() if v == record.step]:
-                        waiting.pop(key)
-            if sampler is not None:
-                sampler()
-
-    for index, step in enumerate(steps):
-        if not conn.alive():
-            break
-        now = time.monotonic()
-        conn.send(index, step, now)
-        records.append(Sent(step=index, t=now))
-        key = (
-            id_key(step.id)
-            if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED)
-            else None
-        )
-        if key is not None:
-            waiting[key] = index
-        if key is not None and step.timeout > 0:
-            pump(now + step.timeout, key)
-            if key in waiting:  # given up: a late answer is still recorded, but not waited for
-                records.append(TimedOut(step=index, t=time.monotonic()))
-                del waiting[key]
-        else:
-            pump(now + 0.02, ("", "never"))
-    last = time.monotonic()
-    # Silence from a patient request (a tool call) is no finding by itself: wait briefly for
-    # a late answer (to judge it), fully only for requests that must be answered.
-    urgent = any(not steps[i].patient for i in waiting.values())
-    pump(last + (settle if urgent else min(settle, 0.5)), None)
-    for index in sorted(waiting.values()):
-        records.append(TimedOut(step=index, t=time.monotonic()))
-    pump(time.monotonic() + 0.05, ("", "never"))
-    records.append(Ended(t=time.monotonic(), alive=conn.alive(), returncode=conn.returncode()))
-    return records
 
 
 def _slug(text: str) -> str:
@@ -346,7 +170,7 @@ class Fuzzer:
         raise TargetUnavailable("the server did not open a session (" + "; ".join(problems) + ")")
 
     def _discover(self, planner: Planner) -> None:
-        for method in _LIST_METHODS:
+        for method in LIST_METHODS:
             if not self.surface.offers(method):
                 continue
             cursor: str | None = None
