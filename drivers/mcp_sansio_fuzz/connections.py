@@ -45,6 +45,7 @@ __all__ = ["Connection", "HttpConnection", "StdioConnection", "TargetUnavailable
 
 MAX_LINE: Final = 64 << 20
 STDERR_TAIL: Final = 4096
+SEND_TIMEOUT: Final = 5.0
 _READ: Final = 1 << 16
 
 
@@ -370,7 +371,7 @@ class HttpConnection(_Replies):
             sock = self._socks.get(connection)
             data = self._pool.data_to_send(connection)
             if sock is not None and data:
-                sock.setblocking(True)
+                sock.settimeout(SEND_TIMEOUT)  # a server that stops reading cannot block the fuzzer
                 try:
                     sock.sendall(data)
                 except OSError as exc:
