@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -117,6 +118,8 @@ def test_findings_go_to_junit_and_sarif(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "method-not-found-code" in done.stdout
     assert '<failure type="method-not-found-code"' in (tmp_path / "j.xml").read_text()
+    suite = ElementTree.parse(tmp_path / "j.xml").getroot()
+    assert suite.tag == "testsuite" and suite.get("failures") == "1"
     results = json.loads((tmp_path / "s.json").read_text())["runs"][0]["results"]
     assert [r["ruleId"] for r in results] == ["method-not-found-code"]
 
