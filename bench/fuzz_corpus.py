@@ -193,8 +193,12 @@ def ours(target: list[str], era: str, budget: float, out: Path) -> dict[str, obj
         return {"findings": "unreachable", "first": "-", "size": "-", "wall": time.monotonic() - started}
     report = json.loads(done.stdout)
     findings = report["findings"]
+    unconfirmed = "".join(
+        f"; unconfirmed {f['rule']}({f['method'] or '-'})" for f in report.get("unconfirmed", [])
+    )
     return {
-        "findings": ", ".join(f"{f['rule']}({f['method'] or '-'})" for f in findings) or "none",
+        "findings": (", ".join(f"{f['rule']}({f['method'] or '-'})" for f in findings) or "none")
+        + unconfirmed,
         "first": f"{min(f['time'] for f in findings):.1f}s" if findings else "-",
         "size": ",".join(str(f["steps"]) for f in findings) or "-",
         "wall": time.monotonic() - started,
