@@ -239,6 +239,12 @@ def boundary_values(schema: object, rng: Rng) -> list[Variant]:
             candidates.append(("empty-array", []))
         if "integer" in kinds or "number" in kinds:
             candidates += [("zero", 0), ("negative", -1)]
+        if "number" in kinds:  # floats near the largest double: arithmetic on them overflows to inf
+            candidates += [
+                ("huge", 1.7976931348623157e308),
+                ("huge", -1.7976931348623157e308),
+                ("huge", 4.5e307),
+            ]
         for key, value in candidates:
             variant = {**base, name: value}
             if not validate(variant, schema):

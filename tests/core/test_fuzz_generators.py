@@ -142,6 +142,12 @@ def test_valid_values_fit_and_violations_misfit(seed: int) -> None:
         assert validate(variant.value, SCHEMA) == []
 
 
+def test_numbers_get_huge_boundaries() -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    huge = [v.value for v in boundary_values(schema, Rng(1)) if v.kind == "boundary:huge"]
+    assert {"x": 1.7976931348623157e308} in huge and {"x": 4.5e307} in huge
+
+
 def test_violations_break_one_constraint_each() -> None:
     kinds = {v.kind + " " + v.path for v in violations(SCHEMA, Rng(3))}
     assert {
