@@ -7,6 +7,17 @@ The peers come from their own virtualenv (``pip install mcp-fuzzer mcp-toolproof
 the findings (rule and method), the time to the first one and the size of its shrunk
 reproducer; for the peers, the findings their own reports count. Stdio servers only for the
 peers' columns: HTTP targets are fuzzed by ours alone (``--url``).
+
+Installing the corpus and the peers (once; nothing here is a project dependency)::
+
+    npm install --prefix ~/.cache/mcp-sansio/fuzz-corpus @modelcontextprotocol/server-filesystem@2026.8.31 \
+        @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-sequential-thinking@2026.8.31
+    python -m venv /work/fuzzcorpus && /work/fuzzcorpus/bin/pip install mcp-server-time==2026.10.19 \
+        mcp-server-git==2026.10.19 fastmcp==4.1.6          # or set FUZZ_CORPUS_VENV
+    python -m venv /work/fuzzpeers && /work/fuzzpeers/bin/pip install mcp-fuzzer==0.7.0 mcp-toolproof==0.3.1 \
+        "hypothesis<6.140"   # toolproof 0.3.1 crashes with newer hypothesis ('many' has no attribute 'more')
+
+The everything server and Node come from the test peers (``scripts/dev setup``).
 """
 
 from __future__ import annotations
