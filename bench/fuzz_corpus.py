@@ -10,8 +10,9 @@ peers' columns: HTTP targets are fuzzed by ours alone (``--url``).
 
 Installing the corpus and the peers (once; nothing here is a project dependency)::
 
-    npm install --prefix ~/.cache/mcp-sansio/fuzz-corpus @modelcontextprotocol/server-filesystem@2026.8.31 \
-        @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-sequential-thinking@2026.8.31
+    npm install --prefix ~/.cache/mcp-sansio/fuzz-corpus \
+        @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 \
+        @modelcontextprotocol/server-sequential-thinking@2026.8.31
     python -m venv /work/fuzzcorpus && /work/fuzzcorpus/bin/pip install mcp-server-time==2026.10.19 \
         mcp-server-git==2026.10.19 fastmcp==4.1.6          # or set FUZZ_CORPUS_VENV
     python -m venv /work/fuzzpeers && /work/fuzzpeers/bin/pip install mcp-fuzzer==0.7.0 mcp-toolproof==0.3.1 \
