@@ -657,6 +657,7 @@ class Planner:
                             },
                             label=f"completion/complete {name}",
                             check=Check.RESULT,
+                            patient=True,  # a completion may look things up: slowness is no finding
                         ),
                     )
                 )
