@@ -1,0 +1,87 @@
+"""Sending one sequence of steps on a connection and recording what happens: the runner's
+inner loop, also used by the shrinker's replays and by ``mcp-sansio replay``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from mcp_sansio.fuzz.case import Expect, Step
+from mcp_sansio.fuzz.oracles import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key
+from mcp_sansio.fuzz.peer import answer_key
+
+from .connections import Connection
+
+__all__ = ["execute"]
+
+
+def execute(
+    conn: Connection,
+    steps: Sequence[Step],
+    sampler: Callable[[], None] | None = None,
+    settle: float = 5.0,
+    follow: Callable[[Step, bytes], list[Step]] | None = None,
+) -> list[Record]:
+    """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all.
+
+    With ``follow``, the answer to a step marked ``follow`` is handed to it and the steps it
+    returns are sent after the others (``steps`` must then be a list: they are appended).
+    """
+    records: list[Record] = []
+    waiting: dict[tuple[str, object], int] = {}
+
+    def pump(deadline: float, want: tuple[str, object] | None) -> None:
+        while conn.alive():
+            now = time.monotonic()
+            if (
+                now >= deadline
+                or (want is not None and want not in waiting)
+                or (want is None and not waiting)
+            ):
+                return
+            for record in conn.poll(min(deadline - now, 0.05)):
+                records.append(record)
+                if isinstance(record, Received):
+                    got = answer_key(record.data)
+                    if got == ("null", None) and waiting:  # an unreadable request's error: stop waiting
+                        got = list(waiting)[-1]
+                    index = waiting.pop(got or ("", None), None)
+                    if follow is not None and index is not None and steps[index].follow:
+                        assert isinstance(steps, list)
+                        steps.extend(follow(steps[index], record.data))
+                elif isinstance(record, HttpAnswer) and record.status >= 400:
+                    for key in [k for k, v in waiting.items() if v == record.step]:
+                        waiting.pop(key)
+            if sampler is not None:
+                sampler()
+
+    for index, step in enumerate(steps):
+        if not conn.alive():
+            break
+        now = time.monotonic()
+        conn.send(index, step, now)
+        records.append(Sent(step=index, t=now))
+        key = (
+            id_key(step.id)
+            if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED)
+            else None
+        )
+        if key is not None:
+            waiting[key] = index
+        if key is not None and step.timeout > 0:
+            pump(now + step.timeout, key)
+            if key in waiting:  # given up: a late answer is still recorded, but not waited for
+                records.append(TimedOut(step=index, t=time.monotonic()))
+                del waiting[key]
+        else:
+            pump(now + 0.02, ("", "never"))
+    last = time.monotonic()
+    # Silence from a patient request (a tool call) is no finding by itself: wait briefly for
+    # a late answer (to judge it), fully only for requests that must be answered.
+    urgent = any(not steps[i].patient for i in waiting.values())
+    pump(last + (settle if urgent else min(settle, 0.5)), None)
+    for index in sorted(waiting.values()):
+        records.append(TimedOut(step=index, t=time.monotonic()))
+    pump(time.monotonic() + 0.05, ("", "never"))
+    records.append(Ended(t=time.monotonic(), alive=conn.alive(), returncode=conn.returncode()))
+    return records

@@ -1,0 +1,441 @@
+"""The fuzz loop: open connections, send the planner's cases, judge them, shrink what
+fails and write the reproducers.
+
+Everything protocol-shaped is decided by the core (``mcp_sansio.fuzz``): the planner
+makes the steps, the oracles judge the records, the shrinker picks what to retry. This
+module moves bytes, keeps time, samples memory and counts processes. The same seed gives
+the same sequence of inputs; the time budget only decides where it stops.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from mcp_sansio.fuzz.case import Case, Check, Replies, Step
+from mcp_sansio.fuzz.oracles import (
+    Context,
+    HttpAnswer,
+    Received,
+    Record,
+    Sent,
+    TimedOut,
+    id_key,
+    judge,
+    judge_children,
+    judge_memory,
+)
+from mcp_sansio.fuzz.peer import answer_key
+from mcp_sansio.fuzz.plan import Planner
+from mcp_sansio.fuzz.rng import Rng
+from mcp_sansio.fuzz.rules import RULES, Finding
+from mcp_sansio.fuzz.shrink import ddmin
+from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
+from mcp_sansio.fuzz.trace import dump_trace
+from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
+
+from .connections import Connection, HttpConnection, StdioConnection, TargetUnavailable
+from .execute import execute
+from .model import Options, Report, ReportedFinding, Stats, Target, load_schema
+
+__all__ = ["Fuzzer"]
+
+_MAX_HISTORY: Final = 400
+_RSS_EVERY: Final = 0.25
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40] or "run"
+
+
+class Fuzzer:
+    """One fuzzing run against one target.
+
+    Args:
+        target: the server.
+        options: seed, era, budget and output directory.
+        progress: called with the live counters after every case.
+    """
+
+    def __init__(
+        self, target: Target, options: Options, progress: Callable[[Stats], None] | None = None
+    ) -> None:
+        self.target = target
+        self.options = options
+        self.progress = progress
+        self.stats = Stats()
+        self.findings: dict[tuple[str, str | None], ReportedFinding] = {}
+        self.unconfirmed: dict[tuple[str, str | None], ReportedFinding] = {}
+        self.version: str | None = None
+        self.schema: dict[str, object] | None = None
+        self.surface = Surface()
+        self._start = 0.0
+        self._samples: list[tuple[float, int]] = []
+        self._last_sample = 0.0
+        self._conn: Connection | None = None
+        self._history: list[Step] = []
+        self._ids: set[tuple[str, object]] = set()
+        self._tokens: set[tuple[str, object]] = set()
+        self._opening: list[Step] = []  # how the open connection was opened: every reproducer's prefix
+        self._over_memory = False
+        self._gone = False  # the server can no longer be reached: the run ends
+
+    # -- the run ------------------------------------------------------------------
+    def run(self) -> Report:
+        """Fuzz until the budget is spent; never raises for the server's behaviour.
+
+        Raises:
+            TargetUnavailable: the server cannot be started or reached, or never
+                completed the opening handshake.
+        """
+        self._start = time.monotonic()
+        rng = Rng(self.options.seed)
+        try:
+            planner = self._open_main(rng)
+            http = self.target.transport == "http"
+            fresh = planner.fresh_cases() + (planner.http_fresh_cases() if http else [])
+            fresh += planner.input_cases(self.surface)
+            # One round on the open session first (the surface finds most bugs, and a fresh
+            # connection costs a process start on stdio), then the fresh cases, then more rounds.
+            rounds = 0
+            while not self._over():
+                for case in planner.cases(self.surface) + (planner.http_cases(self.surface) if http else []):
+                    if self._over():
+                        break
+                    self._case(case, planner)
+                rounds += 1
+                for case in fresh if rounds == 1 else []:
+                    if self._over():
+                        break
+                    self._fresh(case, planner)
+        finally:
+            self._close_main()
+        self._memory()
+        self.stats.elapsed = time.monotonic() - self._start
+        return Report(
+            target=self.target.name,
+            transport=self.target.transport,
+            version=self.version,
+            seed=self.options.seed,
+            duration=self.stats.elapsed,
+            stats=self.stats,
+            findings=sorted(self.findings.values(), key=lambda f: f.time),
+            unconfirmed=sorted(self.unconfirmed.values(), key=lambda f: f.time),
+        )
+
+    def _over(self) -> bool:
+        return self._gone or time.monotonic() - self._start >= self.options.budget
+
+    def _versions(self) -> list[str]:
+        era = self.options.era
+        if era == "auto":
+            return [LATEST_VERSION, *MODERN_VERSIONS]
+        if rules_for(era) is None:
+            raise TargetUnavailable(f"unknown era {era!r}")
+        return [era]
+
+    def _open_main(self, rng: Rng) -> Planner:
+        """Connect, open the session in the first version that works, list the surface."""
+        problems = []
+        for version in self._versions():
+            planner = Planner(rng.fork(version), version, ping_timeout=self.options.ping_timeout)
+            conn = self.target.connect()
+            opening = planner.opening()
+            records = execute(conn, opening, self._sample, settle=0.0)
+            answer = _result_of(opening[0], records)
+            if isinstance(answer, dict):
+                negotiated = answer.get("protocolVersion")
+                if isinstance(negotiated, str) and negotiated != version and rules_for(negotiated):
+                    planner.version = negotiated
+                    planner.rules = rules_for(negotiated)  # type: ignore[assignment]  # checked just above
+                self._conn = conn
+                self.version = planner.version
+                self.schema = load_schema(planner.version)
+                if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
+                    conn.protocol_version = planner.version
+                self._remember(opening)
+                self._opening = list(opening)
+                self._judge(Case(name="opening", steps=tuple(opening)), records, initialized=False)
+                caps = answer.get("capabilities")
+                self.surface.capabilities = caps if isinstance(caps, dict) else {}
+                self._discover(planner)
+                return planner
+            problems.append(f"{version}: {conn.stderr_tail().strip()[-300:] or 'no answer'}")
+            conn.close()
+        raise TargetUnavailable("the server did not open a session (" + "; ".join(problems) + ")")
+
+    def _discover(self, planner: Planner) -> None:
+        for method in LIST_METHODS:
+            if not self.surface.offers(method):
+                continue
+            cursor: str | None = None
+            for _page in range(20):
+                step = planner.list_page(method, cursor)
+                records = self._run_steps(Case(name=f"discover {method}", steps=(step,)))
+                cursor = self.surface.learn(method, _result_of(step, records))
+                if cursor is None:
+                    break
+        self.stats.surface = {
+            "tools": len(self.surface.tools),
+            "resources": len(self.surface.resources),
+            "templates": len(self.surface.templates),
+            "prompts": len(self.surface.prompts),
+        }
+
+    def _context(
+        self, initialized: bool = True, earlier: frozenset[tuple[str, object]] = frozenset()
+    ) -> Context:
+        tools = {str(t.get("name")): t for t in self.surface.tools}
+        return Context(
+            version=self.version or LATEST_VERSION,
+            schema=self.schema,
+            tools=tools,
+            initialized=initialized,
+            earlier_ids=earlier,
+            earlier_tokens=frozenset(self._tokens) if earlier else frozenset(),
+            stdio=self.target.transport == "stdio",
+        )
+
+    def _remember(self, steps: Sequence[Step]) -> None:
+        self._history = (self._history + list(steps))[-_MAX_HISTORY:]
+        self._ids |= {id_key(s.id) for s in steps if s.id is not None}
+        self._tokens |= {id_key(s.progress_token) for s in steps if s.progress_token is not None}
+
+    def _run_steps(self, case: Case) -> list[Record]:
+        conn = self._conn
+        assert conn is not None
+        self.stats.current = case.name
+        earlier = frozenset(self._ids)
+        records = execute(conn, case.steps, self._sample)
+        if isinstance(conn, HttpConnection):
+            conn.cancel_open(time.monotonic())
+        self._remember(case.steps)
+        self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
+        self.stats.cases += 1
+        self._judge(case, records, initialized=True, earlier=earlier)
+        if self.progress is not None:
+            self.stats.elapsed = time.monotonic() - self._start
+            self.progress(self.stats)
+        return records
+
+    def _case(self, case: Case, planner: Planner) -> None:
+        for step in case.steps:
+            if step.method and step.method not in ("ping", "notifications/cancelled"):
+                key = step.tool or step.method
+                self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
+        if self._conn is None or not self._conn.alive():
+            self._restart(planner)
+            if self._gone:
+                return
+        records = self._run_steps(case)
+        stalled = any(isinstance(r, TimedOut) and case.steps[r.step].check is Check.PING for r in records)
+        if stalled and self.target.transport == "stdio":  # a stalled server would stall every later case
+            self._restart(planner)
+        if self._over_memory:  # judge now, and stop the server before it eats the machine
+            self._memory()
+            self._over_memory = False
+            self._samples = []
+            self._restart(planner)
+
+    def _restart(self, planner: Planner) -> None:
+        self._close_main()
+        self.stats.restarts += 1
+        try:
+            conn = self.target.connect()
+        except TargetUnavailable:
+            self._gone = True
+            return
+        opening = planner.opening()
+        records = execute(conn, opening, settle=0.0)
+        if _result_of(opening[0], records) is None:  # it will not come back (an HTTP server died)
+            conn.close()
+            self._gone = True
+            return
+        if isinstance(conn, HttpConnection) and planner.rules.protocol_version_header:
+            conn.protocol_version = planner.version
+        self._conn = conn
+        self._history = []
+        self._opening = list(opening)
+        self._ids = set()
+        self._tokens = set()
+        self._samples = []
+        self._remember(opening)
+
+    def _close_main(self) -> None:
+        if self._conn is not None:
+            leftover = self._conn.close()
+            self._conn = None
+            for finding in judge_children(leftover):
+                self._report(finding, list(self._history), None)
+
+    def _fresh(self, case: Case, planner: Planner) -> None:
+        conn = self.target.connect()
+        conn.replies = case.replies
+        self.stats.current = case.name
+        steps = list(case.steps)
+        records = execute(conn, steps, follow=planner.follow_up)
+        leftover = conn.close()
+        self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
+        self.stats.cases += 1
+        ctx = msgspec.structs.replace(self._context(initialized=False), client_capabilities=case.capabilities)
+        for finding in judge(steps, records, ctx):
+            self._report(finding, steps, records, case)
+        for finding in judge_children(leftover):
+            self._report(finding, steps, None, case)
+
+    def _judge(
+        self,
+        case: Case,
+        records: list[Record],
+        *,
+        initialized: bool,
+        earlier: frozenset[tuple[str, object]] = frozenset(),
+    ) -> None:
+        for finding in judge(case.steps, records, self._context(initialized, earlier)):
+            if (finding.rule, finding.method) in self.findings:
+                self.findings[finding.rule, finding.method].count += 1
+                continue
+            prefix = [] if case.fresh else list(self._opening)
+            self._report(finding, prefix + list(case.steps), _shift(records, len(prefix)))
+
+    def _sample(self) -> None:
+        now = time.monotonic()
+        if self._conn is None or now - self._last_sample < _RSS_EVERY:
+            return
+        self._last_sample = now
+        rss = self._conn.rss()
+        if rss:
+            self._samples.append((now - self._start, rss))
+            if rss - self._samples[0][1] > self.options.memory_limit:
+                self._over_memory = True
+
+    def _memory(self) -> None:
+        for finding in judge_memory(self._samples, self.options.memory_limit):
+            self._report(finding, list(self._history), None)
+
+    # -- findings -----------------------------------------------------------------
+    def _report(
+        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None = None
+    ) -> None:
+        key = (finding.rule, finding.method)
+        known = self.findings.get(key) or self.unconfirmed.get(key)
+        if known is not None:
+            known.count += 1
+            return
+        when = time.monotonic() - self._start
+        reproduced = True
+        if finding.rule not in ("memory-growth", "leftover-process"):
+            steps, records, reproduced = self._shrink(finding, steps, records, case)
+        rule = RULES[finding.rule]
+        path = self._write_trace(finding, steps, records or [], case)
+        confirmed = reproduced or finding.rule == "server-crashed"  # a dead server cannot be replayed
+        (self.findings if confirmed else self.unconfirmed)[key] = ReportedFinding(
+            rule=finding.rule,
+            level=rule.level,
+            method=finding.method,
+            message=finding.message,
+            spec=rule.spec,
+            trace=path,
+            steps=len(steps),
+            time=round(when, 3),
+            reproduced=reproduced,
+        )
+        self.stats.findings = len(self.findings)
+
+    def _shrink(
+        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None
+    ) -> tuple[list[Step], list[Record] | None, bool]:
+        replies = case.replies if case is not None else Replies.REFUSE
+        ctx = msgspec.structs.replace(
+            self._context(initialized=False),
+            client_capabilities=case.capabilities if case is not None else {},
+        )
+        last: dict[str, list[Record]] = {}
+        deadline = time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2))
+
+        def fails(candidate: list[Step]) -> bool:
+            if not candidate or time.monotonic() > deadline:
+                return False
+            try:
+                conn = self.target.connect()
+            except TargetUnavailable:
+                return False
+            conn.replies = replies
+            if isinstance(conn, StdioConnection):
+                conn.grace = 0.5  # a replay judges no leftover processes: end it quickly
+            try:
+                got = execute(conn, candidate, settle=1.0)
+            finally:
+                conn.close()
+            ok = any(
+                f.rule == finding.rule and f.method == finding.method for f in judge(candidate, got, ctx)
+            )
+            if ok:
+                last["records"] = got
+            return ok
+
+        if not fails(steps):
+            return steps, records, False
+        # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
+        small = ddmin(steps, fails, budget=self.options.shrink_tests)
+        return small, last.get("records", records), True
+
+    def _write_trace(
+        self, finding: Finding, steps: list[Step], records: list[Record], case: Case | None = None
+    ) -> str:
+        out = Path(self.options.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        number = len(self.findings) + len(self.unconfirmed) + 1
+        name = f"{number:02d}-{finding.rule}-{_slug(finding.method or 'run')}.jsonl"
+        rule = RULES[finding.rule]
+        header = {
+            "rule": finding.rule,
+            "level": rule.level,
+            "method": finding.method,
+            "message": finding.message,
+            "spec": rule.spec,
+            "transport": self.target.transport,
+            "target": self.target.name,
+            "version": self.version,
+            "seed": self.options.seed,
+            "replies": (case.replies if case is not None else Replies.REFUSE).value,
+            "capabilities": case.capabilities if case is not None else {},
+        }
+        usable = (
+            records
+            if records and max((r.step for r in records if isinstance(r, Sent)), default=-1) < len(steps)
+            else []
+        )
+        path = out / name
+        path.write_bytes(dump_trace(header, steps, usable))
+        return str(path)
+
+
+def _shift(records: Sequence[Record], by: int) -> list[Record]:
+    """``records`` with their step numbers moved by ``by`` (steps put before the case)."""
+    if not by:
+        return list(records)
+    return [
+        msgspec.structs.replace(r, step=r.step + by) if isinstance(r, Sent | HttpAnswer | TimedOut) else r
+        for r in records
+    ]
+
+
+def _result_of(step: Step, records: Sequence[Record]) -> object:
+    """The result that answered ``step`` in ``records``, if any."""
+    if step.id is None:
+        return None
+    want = id_key(step.id)
+    for record in records:
+        if isinstance(record, Received) and answer_key(record.data) == want:
+            try:
+                message = msgspec.json.decode(record.data)
+            except msgspec.DecodeError:
+                return None
+            return message.get("result") if isinstance(message, dict) else None
+    return None

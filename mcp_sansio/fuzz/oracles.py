@@ -1,0 +1,568 @@
+"""The oracles: pure judgements over what was sent and what came back.
+
+A runner records a case as :data:`Record` values (what it sent and when, each message it
+received, HTTP statuses, steps it stopped waiting for, and whether the server was still
+alive at the end) and :func:`judge` turns them into :class:`~.rules.Finding` values, each
+naming a rule of :data:`~.rules.RULES`. Whole-run properties (memory, leftover processes,
+the tool list) have their own functions. Nothing here reads a clock: times come in the
+records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+from .case import Check, Expect, Step
+from .rules import Finding
+from .schemacheck import json_type, schema_problems, validate
+
+__all__ = [
+    "Context",
+    "Ended",
+    "HttpAnswer",
+    "Received",
+    "Record",
+    "Sent",
+    "TimedOut",
+    "judge",
+    "judge_children",
+    "judge_memory",
+    "judge_tools",
+    "result_schema",
+]
+
+_TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_SERVER_REQUESTS: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+_RESULT_DEFS: Final = {
+    "initialize": "InitializeResult",
+    "server/discover": "DiscoverResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
+}
+_decode: Final = msgspec.json.Decoder().decode
+
+
+class Sent(msgspec.Struct, frozen=True, kw_only=True, tag="sent"):
+    """Step ``step`` was sent at ``t``."""
+
+    step: int
+    t: float
+
+
+class Received(msgspec.Struct, frozen=True, kw_only=True, tag="received"):
+    """One message (a stdio line, or one JSON body or SSE event over HTTP) at ``t``."""
+
+    t: float
+    data: bytes
+
+
+class HttpAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="http"):
+    """The HTTP status and content type that answered step ``step``."""
+
+    step: int
+    t: float
+    status: int
+    content_type: str = ""
+
+
+class TimedOut(msgspec.Struct, frozen=True, kw_only=True, tag="timeout"):
+    """The runner stopped waiting for the answer to step ``step`` at ``t``."""
+
+    step: int
+    t: float
+
+
+class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
+    """The case ended at ``t``; ``alive`` is false when the server had exited (with
+    ``returncode``) or its connection was gone."""
+
+    t: float
+    alive: bool
+    returncode: int | None = None
+
+
+Record = Sent | Received | HttpAnswer | TimedOut | Ended
+
+
+class Context(msgspec.Struct, kw_only=True):
+    """What the oracles know besides the records.
+
+    Attributes:
+        version: the negotiated revision.
+        schema: that revision's ``schema.json`` document, or ``None`` to skip result
+            validation.
+        tools: the server's tools by name (for ``outputSchema``).
+        client_capabilities: what the fuzz client declared.
+        initialized: ``notifications/initialized`` was sent before this case.
+        earlier_ids: ids of requests sent on this connection before the case (their late
+            answers are not "unknown").
+        earlier_tokens: progress tokens of requests sent before the case (a request of an
+            earlier case may still be running and reporting progress).
+        stdio: the transport is stdio (every stdout line must be a message).
+    """
+
+    version: str
+    schema: Mapping[str, object] | None = None
+    tools: Mapping[str, Mapping[str, object]] = msgspec.field(default_factory=dict)
+    client_capabilities: Mapping[str, object] = msgspec.field(default_factory=dict)
+    initialized: bool = True
+    earlier_ids: frozenset[tuple[str, object]] = frozenset()
+    earlier_tokens: frozenset[tuple[str, object]] = frozenset()
+    stdio: bool = True
+
+
+def id_key(value: object) -> tuple[str, object]:
+    """A key under which JSON-equal ids meet (``1`` and ``1.0``, never ``true``)."""
+    if isinstance(value, float) and value.is_integer():
+        return "integer", int(value)
+    return json_type(value), value if isinstance(value, int | str | float | None) else repr(value)
+
+
+def result_schema(schema: Mapping[str, object], method: str, version_modern: bool) -> object | None:
+    """The schema a result of ``method`` must fit in ``schema`` (a revision's document),
+    or ``None`` when the document defines none for it."""
+    name = _RESULT_DEFS.get(method)
+    defs_key = "$defs" if "$defs" in schema else "definitions"
+    defs = schema.get(defs_key)
+    if name is None or not isinstance(defs, dict) or name not in defs:
+        return None
+    target: object = {"$ref": f"#/{defs_key}/{name}"}
+    if version_modern and method == "tools/call" and "InputRequiredResult" in defs:
+        target = {"anyOf": [target, {"$ref": f"#/{defs_key}/InputRequiredResult"}]}
+    return target
+
+
+class _Judge:
+    """One judgement: the indexes built from the records, and the findings so far."""
+
+    def __init__(self, steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> None:
+        self.steps = steps
+        self.ctx = ctx
+        self.findings: list[Finding] = []
+        self.by_id: dict[tuple[str, object], int] = {}
+        self.echoes: set[tuple[str, object]] = set()  # ids of malformed messages: echoing them is fine
+        for index, step in enumerate(steps):
+            if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED):
+                self.by_id.setdefault(id_key(step.id), index)
+            elif step.expect is Expect.ANY:
+                self.echoes |= _ids_in(step.data)
+        self.answers: dict[int, list[tuple[int, dict[str, object]]]] = {}
+        self.sent_at: dict[int, int] = {}
+        self.sent_t: dict[int, float] = {}
+        self.timed_out: set[int] = set()
+        self.http: dict[int, HttpAnswer] = {}
+        self.end: Ended | None = None
+        self.records = records
+
+    def add(self, rule: str, step: int | None, message: str) -> None:
+        method = self.steps[step].method if step is not None else None
+        self.findings.append(Finding(rule=rule, method=method, message=message, step=step))
+
+    def run(self) -> list[Finding]:
+        initialized = self.ctx.initialized
+        for position, record in enumerate(self.records):
+            if isinstance(record, Sent):
+                self.sent_at[record.step] = position
+                self.sent_t[record.step] = record.t
+                initialized = initialized or self.steps[record.step].method == "notifications/initialized"
+            elif isinstance(record, Received):
+                self._received(position, record, initialized)
+            elif isinstance(record, HttpAnswer):
+                self.http[record.step] = record
+            elif isinstance(record, TimedOut):
+                self.timed_out.add(record.step)
+            else:
+                self.end = record
+        for index, step in enumerate(self.steps):
+            if index in self.sent_at:
+                self._step(index, step)
+        if (
+            self.end is not None
+            and not self.end.alive
+            and self.sent_at
+            and not any(f.rule == "server-crashed" for f in self.findings)
+        ):
+            last = max(self.sent_at)
+            self.add("server-crashed", last, f"the server exited ({self._exit()}) after this message")
+        return self.findings
+
+    def _exit(self) -> str:
+        code = self.end.returncode if self.end is not None else None
+        return "connection lost" if code is None else f"exit status {code}"
+
+    def _received(self, position: int, record: Received, initialized: bool) -> None:
+        try:
+            message = _decode(record.data)
+        except (msgspec.DecodeError, RecursionError):
+            rule = "stdout-not-mcp" if self.ctx.stdio else "malformed-message"
+            self.add(rule, None, f"the server wrote something that is not JSON: {record.data[:80]!r}")
+            return
+        if isinstance(message, list) and message:  # a batch answer (2025-03-26 allows batches)
+            for item in message:
+                self._received(position, Received(t=record.t, data=msgspec.json.encode(item)), initialized)
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.add("malformed-message", None, f"not a JSON-RPC 2.0 message: {record.data[:80]!r}")
+            return
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                self._server_request(method, initialized)
+            elif method == "notifications/progress":
+                self._progress(position, message)
+            return
+        self._response(position, message)
+
+    def _server_request(self, method: str, initialized: bool) -> None:
+        capability = _SERVER_REQUESTS.get(method)
+        if capability is not None and capability not in self.ctx.client_capabilities:
+            self.findings.append(
+                Finding(
+                    rule="capability-not-negotiated",
+                    method=method,
+                    message=(
+                        f"the server sent {method} but the client did not declare the {capability} capability"
+                    ),
+                )
+            )
+        if not initialized and method != "ping":
+            self.findings.append(
+                Finding(
+                    rule="request-before-initialized",
+                    method=method,
+                    message=(f"the server sent {method} before notifications/initialized"),
+                )
+            )
+
+    def _progress(self, position: int, message: Mapping[str, object]) -> None:
+        params = message.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        owners = [
+            i
+            for i, s in enumerate(self.steps)
+            if s.progress_token is not None
+            and token is not None
+            and id_key(s.progress_token) == id_key(token)
+            and self.sent_at.get(i, position) < position
+        ]
+        if not owners and token is not None and id_key(token) in self.ctx.earlier_tokens:
+            return
+        if not owners:
+            self.findings.append(
+                Finding(
+                    rule="progress-token",
+                    method="notifications/progress",
+                    message=(f"progress for token {token!r}, which no request in flight carries"),
+                )
+            )
+        elif all(any(at < position for at, _ in self.answers.get(i, [])) for i in owners):
+            self.findings.append(
+                Finding(
+                    rule="progress-token",
+                    method="notifications/progress",
+                    message=(f"progress for token {token!r} after its request was answered"),
+                )
+            )
+
+    def _response(self, position: int, message: dict[str, object]) -> None:
+        if "id" not in message and "error" in message and "result" not in message and not self.ctx.stdio:
+            # Streamable HTTP: "The HTTP response body MAY comprise a JSON-RPC error response
+            # that has no id" (an input the server cannot accept).
+            return
+        if "id" not in message or ("result" in message) == ("error" in message):
+            self.add(
+                "malformed-message",
+                None,
+                f"a response needs an id and one of result or error: {message!r:.120}",
+            )
+            return
+        error = message.get("error")
+        if "error" in message and not (
+            isinstance(error, dict)
+            and json_type(error.get("code")) == "integer"
+            and isinstance(error.get("message"), str)
+        ):
+            self.add(
+                "malformed-message", None, f"an error needs an integer code and a message: {error!r:.120}"
+            )
+            return
+        rid = message["id"]
+        index = self.by_id.get(id_key(rid))
+        if index is None:
+            # A null id is allowed on an error when the request's id could not be read,
+            # which a server may decide for any input it failed to parse (too deep, too big).
+            if rid is not None and id_key(rid) not in self.ctx.earlier_ids and id_key(rid) not in self.echoes:
+                self.add("unknown-response-id", None, f"a response with id {rid!r}, which no request carries")
+            return
+        self.answers.setdefault(index, []).append((position, message))
+
+    def _step(self, index: int, step: Step) -> None:
+        answers = self.answers.get(index, [])
+        status = self.http.get(index)
+        if status is not None:
+            self._status(index, step, status)
+        if step.expect is Expect.CANCELLED:
+            self._cancelled(index, answers)
+            return
+        if step.expect is not Expect.RESPONSE:
+            return
+        if len(answers) > 1:
+            self.add("duplicate-response", index, f"{len(answers)} responses to id {step.id!r}")
+        if not answers:
+            self._unanswered(index, step)
+            return
+        self._check(index, step, answers[0][1])
+
+    def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
+        if step.check is Check.STATUS_400 and answer.status != 400:
+            self.add("http-status", index, f"{step.label}: HTTP {answer.status}, not 400 Bad Request")
+        elif step.check is Check.STATUS_404 and answer.status != 404 and self._deleted():
+            self.add("session-reuse", index, f"{step.label}: HTTP {answer.status}, not 404 Not Found")
+        elif (
+            step.expect is Expect.NOTHING
+            and step.http_method == "POST"
+            and answer.status < 400
+            and answer.status != 202
+        ):
+            self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
+
+    def _deleted(self) -> bool:
+        """A DELETE of the session was accepted (a server may refuse it with 405)."""
+        return any(
+            self.steps[i].http_method == "DELETE" and 200 <= a.status < 300 for i, a in self.http.items()
+        )
+
+    def _cancelled(self, index: int, answers: list[tuple[int, dict[str, object]]]) -> None:
+        later = [i for i in range(index + 1, len(self.steps)) if self.steps[i].check is Check.PING]
+        cancel = [i for i in range(index + 1, len(self.steps)) if self.steps[i].cancels is not None]
+        if not later or not cancel or not answers:
+            return
+        ping_answers = self.answers.get(later[0], [])
+        ping_cancel_order = cancel[0] < later[0]
+        # Over HTTP each message has its own exchange: the cancellation counts as delivered
+        # before the ping only if its 202 came back before the ping was sent.
+        accepted = self.http.get(cancel[0])
+        delivered = accepted is None or accepted.t <= self.sent_t.get(later[0], accepted.t)
+        if ping_cancel_order and delivered and ping_answers and answers[0][0] > ping_answers[0][0]:
+            self.add(
+                "answered-cancelled",
+                index,
+                "the cancelled request was answered after the server had "
+                "answered a ping sent after the cancellation",
+            )
+            return
+        position, answer = answers[0]
+        error = answer.get("error")
+        text = str(error.get("message", "")).lower() if isinstance(error, dict) else ""
+        says_cancelled = isinstance(error, dict) and (error.get("code") == -32800 or "cancel" in text)
+        if says_cancelled and self.sent_at.get(cancel[0], position) < position:
+            self.add(
+                "answered-cancelled",
+                index,
+                f"the server answered the cancelled request with an error saying so: {error!r:.120}",
+            )
+
+    def _unanswered(self, index: int, step: Step) -> None:
+        if step.check in (Check.STATUS_400, Check.STATUS_404) or (
+            index in self.http and self.http[index].status >= 400
+        ):
+            return
+        dead = self.end is not None and not self.end.alive
+        if dead:
+            if any(f.rule == "server-crashed" for f in self.findings):
+                return  # one crash, blamed on the first message it left unanswered
+            self.add(
+                "server-crashed", index, f"{step.label}: the server exited ({self._exit()}) without answering"
+            )
+        elif index in self.timed_out and not step.patient:
+            rule = "ping-unanswered" if step.check is Check.PING else "no-response"
+            self.add(rule, index, f"{step.label}: no answer within {step.timeout:g} s")
+
+    def _check(self, index: int, step: Step, answer: dict[str, object]) -> None:
+        error = answer.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        result = answer.get("result")
+        label = step.label
+        if step.check is Check.PING and error is not None:
+            self.add("ping-unanswered", index, f"{label}: answered with an error {error!r:.120}")
+        elif step.check is Check.UNKNOWN_METHOD and code != -32601:
+            got = f"error {code}" if error is not None else "a result"
+            self.add("method-not-found-code", index, f"{label}: {got}, not -32601")
+        elif step.check is Check.INVALID_REQUEST and error is None:
+            self.add("invalid-request-accepted", index, f"{label}: answered with a result")
+        elif step.check is Check.FORGED_CURSOR and error is not None and code != -32602:
+            self.add("invalid-cursor-code", index, f"{label}: error {code}, not -32602")
+        elif step.check is Check.INVALID_ARGS:
+            if error is None and not (isinstance(result, dict) and result.get("isError") is True):
+                self.add("accepted-invalid-arguments", index, f"{label}: a successful result")
+            elif error is not None and code != -32602:
+                self.add("invalid-arguments-code", index, f"{label}: error {code}, not -32602 or isError")
+        elif (
+            step.check is Check.BOGUS_VERSION
+            and isinstance(result, dict)
+            and result.get("protocolVersion") == _bogus(step)
+        ):
+            self.add("version-negotiation", index, f"{label}: the server echoed {_bogus(step)!r}")
+        if error is None and step.check in (Check.RESULT, Check.BOGUS_VERSION, Check.INVALID_ARGS):
+            self._result(index, step, result)
+
+    def _result(self, index: int, step: Step, result: object) -> None:
+        tools = result.get("tools") if isinstance(result, dict) and step.method == "tools/list" else None
+        if isinstance(tools, list):
+            listed = [tool for tool in tools if isinstance(tool, dict)]
+            self.findings += [msgspec.structs.replace(f, step=index) for f in judge_tools(listed)]
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            self._input_required(index, step, result)
+        if self.ctx.schema is None or step.method is None:
+            return
+        target = result_schema(self.ctx.schema, step.method, not self._handshake())
+        problems = validate(result, target, self.ctx.schema) if target is not None else []
+        if problems:
+            self.add(
+                "result-schema",
+                index,
+                f"{step.label}: the result does not fit the "
+                f"{self.ctx.version} schema: {'; '.join(problems[:3])}",
+            )
+        tool = self.ctx.tools.get(step.tool or "")
+        output = tool.get("outputSchema") if tool is not None else None
+        if (
+            isinstance(output, dict)
+            and isinstance(result, dict)
+            and result.get("isError") is not True
+            and result.get("resultType") in (None, "complete")
+        ):
+            structured = result.get("structuredContent")
+            misfits = (
+                validate(structured, output) if structured is not None else ["structuredContent is missing"]
+            )
+            if misfits:
+                self.add("structured-content", index, f"{step.label}: {'; '.join(misfits[:3])}")
+
+    def _input_required(self, index: int, step: Step, result: Mapping[str, object]) -> None:
+        requests = result.get("inputRequests")
+        if requests is None and result.get("requestState") is None:
+            self.add(
+                "input-required",
+                index,
+                f"{step.label}: input_required with neither inputRequests nor requestState",
+            )
+        for key, request in requests.items() if isinstance(requests, dict) else []:
+            method = request.get("method") if isinstance(request, dict) else None
+            capability = _SERVER_REQUESTS.get(str(method))
+            if capability is not None and capability not in self.ctx.client_capabilities:
+                self.add(
+                    "input-required",
+                    index,
+                    f"{step.label}: inputRequests[{key!r}] is {method}, but the "
+                    f"client did not declare {capability}",
+                )
+
+    def _handshake(self) -> bool:
+        return not self.ctx.version.startswith("2026")
+
+
+def _ids_in(data: bytes) -> set[tuple[str, object]]:
+    """The readable ids of a message we sent (of each message, for a batch)."""
+    try:
+        value = _decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return set()
+    items = value if isinstance(value, list) else [value]
+    return {id_key(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
+
+
+def _bogus(step: Step) -> object:
+    params = _decode(step.data).get("params")
+    return params.get("protocolVersion") if isinstance(params, dict) else None
+
+
+def judge(steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> list[Finding]:
+    """Every finding in one case's records, in the order found."""
+    return _Judge(steps, records, ctx).run()
+
+
+def judge_tools(tools: Sequence[Mapping[str, object]]) -> list[Finding]:
+    """Findings about a ``tools/list``: input and output schemas that are not well-formed
+    JSON Schema, names outside the spec's advice, names used twice."""
+    found: list[Finding] = []
+    seen: set[object] = set()
+    for tool in tools:
+        name = tool.get("name")
+        for key in ("inputSchema", "outputSchema"):
+            if key in tool:
+                problems = schema_problems(tool[key])
+                if problems:
+                    found.append(
+                        Finding(
+                            rule="tool-input-schema",
+                            method="tools/list",
+                            message=(
+                                f"tool {name!r}: {key} is not a valid JSON Schema: {'; '.join(problems[:3])}"
+                            ),
+                        )
+                    )
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            found.append(
+                Finding(
+                    rule="tool-name",
+                    method="tools/list",
+                    message=(f"tool name {name!r} is not 1-128 characters of A-Z a-z 0-9 _ - ."),
+                )
+            )
+        if name in seen:
+            found.append(
+                Finding(rule="tool-name", method="tools/list", message=f"tool name {name!r} is used twice")
+            )
+        seen.add(name if isinstance(name, str) else repr(name))
+    return found
+
+
+def judge_memory(samples: Sequence[tuple[float, int]], limit: int) -> list[Finding]:
+    """A finding when resident memory (``(t, bytes)`` samples of the server process)
+    grew by more than ``limit`` bytes over its first sample."""
+    if len(samples) < 2:
+        return []
+    start = samples[0][1]
+    peak_t, peak = max(samples, key=lambda s: s[1])
+    if peak - start <= limit:
+        return []
+    return [
+        Finding(
+            rule="memory-growth",
+            method=None,
+            message=(
+                f"resident memory grew from {start >> 20} MiB to {peak >> 20} MiB "
+                f"in {peak_t - samples[0][0]:.1f} s (bound: +{limit >> 20} MiB)"
+            ),
+        )
+    ]
+
+
+def judge_children(leftover: Sequence[tuple[int, str]]) -> list[Finding]:
+    """A finding when processes the server started (``(pid, command line)``) were still
+    running after it exited."""
+    if not leftover:
+        return []
+    names = ", ".join(f"{pid} {cmd[:60]!r}" for pid, cmd in leftover[:5])
+    return [
+        Finding(
+            rule="leftover-process",
+            method=None,
+            message=(f"{len(leftover)} process(es) the server started outlived it: {names}"),
+        )
+    ]

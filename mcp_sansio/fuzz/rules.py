@@ -1,0 +1,224 @@
+"""The oracles' rules: a stable short name, how strong the requirement is, and the
+sentence of the specification it enforces (quoted, with its section).
+
+Sections are those of the 2025-11-25 revision unless a rule is era-specific; the same
+sentences stand in 2025-03-26 and 2025-06-18. ``ROBUSTNESS`` rules (memory, leftover
+processes) have no MCP sentence behind them: they are reported with what they measure.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+__all__ = ["RULES", "Finding", "Rule"]
+
+
+class Rule(msgspec.Struct, frozen=True, kw_only=True):
+    """One oracle: ``name`` (stable, for grouping and CI), ``level`` (``MUST``,
+    ``SHOULD`` or ``ROBUSTNESS``) and ``spec`` (the sentence it enforces, with its
+    section)."""
+
+    name: str
+    level: str
+    spec: str
+
+
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing the server did wrong. ``step`` is the index of the step whose answer (or
+    silence) broke the rule, or ``None`` for whole-run rules."""
+
+    rule: str
+    method: str | None
+    message: str
+    step: int | None = None
+
+    def key(self) -> tuple[str, str | None]:
+        """What findings are grouped and deduplicated by: the rule and the method."""
+        return self.rule, self.method
+
+
+_JSONRPC = "JSON-RPC 2.0 §4"
+_BASIC = "MCP 2025-11-25 basic/index (Messages)"
+
+
+def _rule(name: str, level: str, spec: str) -> Rule:
+    return Rule(name=name, level=level, spec=spec)
+
+
+RULES: Final = {
+    rule.name: rule
+    for rule in (
+        _rule(
+            "server-crashed",
+            "MUST",
+            f'{_JSONRPC}: "When a rpc call is made, the Server MUST reply with a Response, except for '
+            'in the case of Notifications." (the server exited before answering)',
+        ),
+        _rule(
+            "no-response",
+            "MUST",
+            f'{_JSONRPC}: "When a rpc call is made, the Server MUST reply with a Response, except for '
+            'in the case of Notifications." (no answer within the deadline)',
+        ),
+        _rule(
+            "ping-unanswered",
+            "MUST",
+            'MCP 2025-11-25 basic/utilities/ping (Behavior Requirements): "The receiver MUST respond '
+            'promptly with an empty response"',
+        ),
+        _rule(
+            "duplicate-response",
+            "MUST",
+            f'{_JSONRPC}: "the Server MUST reply with a Response" (one Response per request; a second '
+            "answer to the same id)",
+        ),
+        _rule(
+            "unknown-response-id",
+            "MUST",
+            f'{_BASIC}: "Result responses MUST include the same ID as the request they correspond to."',
+        ),
+        _rule(
+            "malformed-message",
+            "MUST",
+            f'{_BASIC}: "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 '
+            'specification"; "Error responses MUST include an error field with a code and message."',
+        ),
+        _rule(
+            "stdout-not-mcp",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (stdio): "The server MUST NOT write anything to its '
+            'stdout that is not a valid MCP message."',
+        ),
+        _rule(
+            "result-schema",
+            "MUST",
+            f'{_BASIC}: "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 '
+            "specification\" with the payloads of the revision's schema (schema.json, generated from "
+            "schema.ts, the source of truth)",
+        ),
+        _rule(
+            "invalid-request-accepted",
+            "MUST",
+            f'{_BASIC} (Requests): "Requests MUST include a string or integer ID." "Unlike base '
+            'JSON-RPC, the ID MUST NOT be null." (a message that is no valid request got a result)',
+        ),
+        _rule(
+            "method-not-found-code",
+            "SHOULD",
+            'JSON-RPC 2.0 §5.1: "-32601 Method not found: The method does not exist / is not '
+            'available." (an unknown method got a result, or another code)',
+        ),
+        _rule(
+            "accepted-invalid-arguments",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Security Considerations): "Servers MUST: Validate all tool '
+            'inputs" (arguments that break inputSchema got a successful result)',
+        ),
+        _rule(
+            "invalid-arguments-code",
+            "SHOULD",
+            "MCP 2025-11-25 server/tools (Error Handling): malformed requests are protocol errors and "
+            "input validation errors are tool execution errors (isError: true); JSON-RPC 2.0 §5.1: "
+            '"-32602 Invalid params" (another error code answered invalid arguments)',
+        ),
+        _rule(
+            "structured-content",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Output Schema): "Servers MUST provide structured results '
+            'that conform to this schema."',
+        ),
+        _rule(
+            "tool-input-schema",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Tool): inputSchema "MUST be a valid JSON Schema object"; '
+            'basic/index (JSON Schema Usage): "Schemas MUST be valid according to their declared or '
+            'default dialect"',
+        ),
+        _rule(
+            "tool-name",
+            "SHOULD",
+            'MCP 2025-11-25 server/tools (Tool Names): "Tool names SHOULD be between 1 and 128 '
+            'characters in length (inclusive)." "The following SHOULD be the only allowed '
+            "characters: uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), underscore "
+            '(_), hyphen (-), and dot (.)" "Tool names SHOULD be unique within a server."',
+        ),
+        _rule(
+            "answered-cancelled",
+            "SHOULD",
+            'MCP 2025-11-25 basic/utilities/cancellation: "Receivers of cancellation notifications '
+            'SHOULD: ... Not send a response for the cancelled request"',
+        ),
+        _rule(
+            "progress-token",
+            "MUST",
+            'MCP 2025-11-25 basic/utilities/progress: "Progress notifications MUST only reference '
+            "tokens that: Were provided in an active request; Are associated with an in-progress "
+            'operation"; "Progress notifications MUST stop after completion"',
+        ),
+        _rule(
+            "capability-not-negotiated",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Operation): "Both parties MUST: ... Only use '
+            "capabilities that were successfully negotiated\" (a server request the client's "
+            "capabilities did not allow)",
+        ),
+        _rule(
+            "request-before-initialized",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle: "The server SHOULD NOT send requests other than pings '
+            'and logging before receiving the initialized notification."',
+        ),
+        _rule(
+            "version-negotiation",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the server supports the '
+            "requested protocol version, it MUST respond with the same version. Otherwise, the server "
+            'MUST respond with another protocol version it supports." (it echoed a version that does '
+            "not exist)",
+        ),
+        _rule(
+            "invalid-cursor-code",
+            "SHOULD",
+            'MCP 2025-11-25 server/utilities/pagination: "Invalid cursors SHOULD result in an error '
+            'with code -32602 (Invalid params)."',
+        ),
+        _rule(
+            "http-status",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Streamable HTTP): "If the server cannot accept the '
+            'input, it MUST return an HTTP error status code"; "If the server receives a request with '
+            'an invalid or unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."; '
+            '2026-07-28 basic/transports/streamable-http (Server Validation): "Servers MUST reject requests '
+            "with a 400 Bad Request HTTP status and JSON-RPC error code -32020 (HeaderMismatch) if any "
+            'validation fails." (and 202 Accepted for an accepted notification)',
+        ),
+        _rule(
+            "session-reuse",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Session Management): "The server MAY terminate the '
+            "session at any time, after which it MUST respond to requests containing that session ID "
+            'with HTTP 404 Not Found."',
+        ),
+        _rule(
+            "input-required",
+            "MUST",
+            'MCP 2026-07-28 basic/patterns/mrtr (Server Requirements): "Servers MUST include at least one '
+            'of inputRequests or requestState in every InputRequiredResult response." "Servers MUST NOT '
+            'send an inputRequests that the client has not declared support for in its capabilities."',
+        ),
+        _rule(
+            "memory-growth",
+            "ROBUSTNESS",
+            "no MCP sentence: the server's resident memory grew past the bound while it was fuzzed "
+            '(cancellation.mdx asks receivers to "Free associated resources")',
+        ),
+        _rule(
+            "leftover-process",
+            "ROBUSTNESS",
+            "no MCP sentence: processes the server started outlived it (basic/lifecycle, Shutdown: "
+            "the client closes stdin and ends the server; what it started should end with it)",
+        ),
+    )
+}

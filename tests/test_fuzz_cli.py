@@ -1,0 +1,217 @@
+"""``mcp-sansio fuzz`` and ``replay`` end to end against the planted-bug servers in
+``tests/fuzz_servers`` (each bug must be found within a short budget, with a reproducer
+that ``replay`` confirms), plus exit statuses and report formats."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "fuzz_servers" / "planted.py"
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_sansio_cli.fuzz_cmd", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def server(bug: str) -> str:
+    return f"{sys.executable} {PLANTED} {bug}"
+
+
+@pytest.mark.parametrize(
+    ("bug", "rule", "method"),
+    [
+        ("deep", "server-crashed", "tools/call"),
+        ("code", "method-not-found-code", "fuzz/unknown"),
+        ("cancel", "ping-unanswered", "ping"),
+        ("leak", "memory-growth", None),
+        ("child", "leftover-process", None),
+    ],
+)
+def test_planted_bug_is_found_and_replays(bug: str, rule: str, method: str | None, tmp_path: Path) -> None:
+    done = cli(
+        "fuzz",
+        "--stdio",
+        server(bug),
+        "--budget",
+        "6s",
+        "--seed",
+        "1",
+        "--json",
+        "--out",
+        "traces",
+        "--memory-limit",
+        "64",
+        "--ping-timeout",
+        "1",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    found = {(f["rule"], f["method"]): f for f in report["findings"]}
+    assert (rule, method) in found, report["findings"]
+    finding = found[rule, method]
+    assert {"rule", "method", "message", "spec", "trace"} <= finding.keys()
+    assert Path(tmp_path / finding["trace"]).exists()
+    if rule not in ("memory-growth", "leftover-process"):
+        assert finding["steps"] <= 6
+        again = cli("replay", finding["trace"], "--stdio", server(bug), cwd=tmp_path)
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert "still fails" in again.stdout
+        fixed = cli("replay", finding["trace"], "--stdio", server("none"), cwd=tmp_path)
+        assert fixed.returncode == 0, fixed.stdout
+        assert "no longer fails" in fixed.stdout
+
+
+def test_a_clean_server_exits_0_with_reports(tmp_path: Path) -> None:
+    done = cli(
+        "fuzz",
+        "--stdio",
+        server("none"),
+        "--budget",
+        "3s",
+        "--json",
+        "--junit",
+        "j.xml",
+        "--sarif",
+        "s.json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["findings"] == []
+    assert report["stats"]["requests"] > 100
+    assert "no findings" in (tmp_path / "j.xml").read_text()
+    assert json.loads((tmp_path / "s.json").read_text())["runs"][0]["results"] == []
+
+
+def test_findings_go_to_junit_and_sarif(tmp_path: Path) -> None:
+    done = cli(
+        "fuzz",
+        "--stdio",
+        server("code"),
+        "--budget",
+        "2s",
+        "--junit",
+        "j.xml",
+        "--sarif",
+        "s.json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert "method-not-found-code" in done.stdout
+    assert '<failure type="method-not-found-code"' in (tmp_path / "j.xml").read_text()
+    suite = ElementTree.parse(tmp_path / "j.xml").getroot()
+    assert suite.tag == "testsuite" and suite.get("failures") == "1"
+    results = json.loads((tmp_path / "s.json").read_text())["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["method-not-found-code"]
+
+
+def test_the_same_seed_sends_the_same_inputs(tmp_path: Path) -> None:
+    runs = []
+    for name in ("a", "b"):
+        cli("fuzz", "--stdio", server("code"), "--budget", "2s", "--seed", "9", "--out", name, cwd=tmp_path)
+        runs.append(next((tmp_path / name).glob("*.jsonl")).read_text().splitlines()[1])
+    assert json.loads(runs[0])["msg"] == json.loads(runs[1])["msg"]
+
+
+def test_an_unstartable_server_exits_2(tmp_path: Path) -> None:
+    done = cli("fuzz", "--stdio", "/nonexistent/server", "--budget", "2s", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot start" in done.stderr
+    silent = cli("fuzz", "--stdio", f"{sys.executable} -c pass", "--budget", "2s", cwd=tmp_path)
+    assert silent.returncode == 2
+    assert "did not open a session" in silent.stderr
+    assert cli("fuzz", cwd=tmp_path).returncode == 2
+    assert cli("fuzz", "unconfigured-name", cwd=tmp_path).returncode == 2
+
+
+def test_a_configured_server_is_fuzzed_by_name(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"planted": {"command": sys.executable, "args": [str(PLANTED), "code"]}}})
+    )
+    done = cli("fuzz", "planted", "--budget", "2s", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["target"] == "planted"
+
+
+PLANTED_HTTP = ROOT / "tests" / "fuzz_servers" / "planted_http.py"
+
+
+@contextlib.contextmanager
+def http_server(bug: str) -> Iterator[str]:
+    """The planted server over Streamable HTTP on a free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(PLANTED_HTTP), bug, str(port)])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("bug", "rule", "method", "replays"),
+    [
+        ("deep", "server-crashed", "tools/call", False),
+        ("code", "method-not-found-code", "fuzz/unknown", True),
+        ("cancel", "ping-unanswered", "ping", False),
+        ("version", "http-status", "ping", True),
+        ("session", "session-reuse", "ping", True),
+    ],
+)
+def test_planted_bug_is_found_over_http(
+    bug: str, rule: str, method: str, replays: bool, tmp_path: Path
+) -> None:
+    with http_server(bug) as url:
+        done = cli("fuzz", "--url", url, "--budget", "4s", "--json", "--ping-timeout", "1", cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        found = {(f["rule"], f["method"]): f for f in json.loads(done.stdout)["findings"]}
+        assert (rule, method) in found, found
+        if replays:
+            trace = found[rule, method]["trace"]
+            assert cli("replay", trace, "--url", url, cwd=tmp_path).returncode == 1
+    if replays:
+        with http_server("none") as url:
+            assert cli("replay", trace, "--url", url, cwd=tmp_path).returncode == 0
+
+
+def test_a_clean_http_server_has_no_findings(tmp_path: Path) -> None:
+    with http_server("none") as url:
+        done = cli("fuzz", "--url", url, "--budget", "3s", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["transport"] == "http"
+
+
+def test_an_unreachable_url_exits_2(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = cli("fuzz", "--url", f"http://127.0.0.1:{port}/mcp", "--budget", "2s", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "did not open a session" in done.stderr
+    assert cli("fuzz", "--url", "ftp://example", cwd=tmp_path).returncode == 2
