@@ -185,7 +185,7 @@ def ours(target: list[str], era: str, budget: float, out: Path) -> dict[str, obj
         [
             PY,
             "-m",
-            "mcp_sansio_cli.fuzz_cmd",
+            "mcp_sansio_cli",
             "fuzz",
             *target,
             "--era",

@@ -63,11 +63,14 @@ from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
-    from .server import ClientRequestReceived, ServerSession
+    from .server import Ask, Context, InputRequired, MCPServer, ServerConfig, ServerSession, StdioServer
 
 __version__ = "0.1.0"
 
-_LAZY = {"ClientRequestReceived": ".server", "ServerSession": ".server"}
+_SERVER_NAMES = (
+    "Ask", "Context", "InputRequired", "MCPServer", "ServerConfig", "ServerSession", "StdioServer",
+)
+_LAZY = dict.fromkeys(_SERVER_NAMES, ".server")
 
 
 def __getattr__(name: str) -> object:
@@ -85,26 +88,29 @@ __all__ = [
     "LATEST_VERSION",
     "SUPPORTED_VERSIONS",
     "Action",
+    "Ask",
     "ClientConfig",
-    "ClientRequestReceived",
     "ClientSession",
     "CloseInput",
     "ConnectError",
     "ConnectionClosed",
     "ClientEvent",
     "ConnectionTerminated",
+    "Context",
     "DiscardReason",
     "ErrorData",
     "Event",
     "FailureReason",
     "InitializeCompleted",
     "InitializeFailed",
+    "InputRequired",
     "InterruptProcess",
     "KillProcess",
     "HttpError",
     "InsufficientScope",
     "InvalidSkillEntry",
     "LocalProtocolError",
+    "MCPServer",
     "McpSansioError",
     "MessageDiscarded",
     "MessageTooLarge",
@@ -122,6 +128,7 @@ __all__ = [
     "RequestTimeout",
     "ResponseReceived",
     "SendQueueFull",
+    "ServerConfig",
     "ServerRequestReceived",
     "ServerSession",
     "SessionExpired",
@@ -136,6 +143,7 @@ __all__ = [
     "StderrLog",
     "StderrTail",
     "StdioClient",
+    "StdioServer",
     "TerminateProcess",
     "Unauthorized",
     "UnsupportedProtocolVersion",

@@ -38,6 +38,12 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
         ping: ``ping`` exists (else a liveness check is a ``server/discover``).
         set_level: ``logging/setLevel`` exists (else the level rides in ``_meta``).
         subscribe: ``resources/subscribe`` exists (else ``subscriptions/listen``).
+        tool_input_errors_in_result: arguments that fail a tool's input schema are a tool
+            execution error (a result with ``isError``), not a ``-32602`` protocol error.
+        resource_not_found: the JSON-RPC error code of a ``resources/read`` for an unknown
+            URI.
+        cache_hints: cacheable results (lists, reads, ``server/discover``) carry ``ttlMs``
+            and ``cacheScope``; every result carries ``resultType``.
     """
 
     version: str
@@ -56,11 +62,15 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
     ping: bool = True
     set_level: bool = True
     subscribe: bool = True
+    tool_input_errors_in_result: bool = False
+    resource_not_found: int = -32002
+    cache_hints: bool = False
 
 
 _ROWS: Final[tuple[VersionRules, ...]] = (
     VersionRules(
-        version="2025-11-25", url_elicitation=True, sampling_tools=True, tasks=True
+        version="2025-11-25", url_elicitation=True, sampling_tools=True, tasks=True,
+        tool_input_errors_in_result=True,
     ),
     VersionRules(version="2025-06-18"),
     VersionRules(
@@ -80,7 +90,8 @@ _MODERN_ROWS: Final[tuple[VersionRules, ...]] = (
     VersionRules(
         version="2026-07-28", handshake=False, resumable_streams=False, url_elicitation=True,
         sampling_tools=True, sessions=False, request_meta=True, standard_headers=True,
-        ping=False, set_level=False, subscribe=False,
+        ping=False, set_level=False, subscribe=False, tool_input_errors_in_result=True,
+        resource_not_found=-32602, cache_hints=True,
     ),
 )
 

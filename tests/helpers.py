@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol
 
 from mcp_sansio import LATEST_VERSION, Action, ClientConfig, Event, InitializeCompleted, StdioClient
 from mcp_sansio.connections import SocketFailure, SocketStage
-from mcp_sansio.server import ServerSession
+from mcp_sansio.server import StdioServer
 from mcp_sansio.session import ClientSession
 from mcp_sansio.types import ClientCapabilities
 
@@ -77,14 +77,14 @@ def drain_actions(core: _ActionSource) -> list[Action]:
     return actions
 
 
-def take_messages(core: ClientSession | ServerSession) -> list[Json]:
+def take_messages(core: ClientSession | StdioServer) -> list[Json]:
     """Drain what ``core`` queued to send and parse each message, so key order never matters.
 
-    A :class:`StdioClient` or :class:`ServerSession` is read through ``data_to_send()``
+    A :class:`StdioClient` or :class:`StdioServer` is read through ``data_to_send()``
     (every message must end with a newline); a bare :class:`ClientSession` through
     ``messages_to_send()``.
     """
-    if isinstance(core, StdioClient | ServerSession):
+    if isinstance(core, StdioClient | StdioServer):
         data = core.data_to_send()
         if data and not data.endswith(b"\n"):
             raise AssertionError(f"output does not end with a newline: {data[-80:]!r}")

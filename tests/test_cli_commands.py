@@ -32,6 +32,12 @@ class Run(NamedTuple):
         """Stdout, decoded."""
         return json.loads(self.stdout)
 
+    def result(self) -> Any:
+        """The wire result without its ``_meta`` (in the stateless era the server names itself there)."""
+        value = self.json()
+        value.pop("_meta", None)
+        return value
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -104,7 +110,7 @@ def test_prompts_lists_every_prompt_named_like_the_tools(project: Path) -> None:
 
 def test_prompt_gets_one_by_its_name(project: Path) -> None:
     run = cli(project, "prompt", "mcp__demo__greeting", "--args", '{"name": "Ada"}')
-    assert (run.status, run.stdout) == (0, "user: Say hello to Ada.\n"), run.stderr
+    assert (run.status, run.stdout) == (0, "Say hello to someone.\nuser: Say hello to Ada.\n"), run.stderr
     run = cli(project, "prompt", "mcp__everything__resource-prompt",
               "--args", '{"resourceType": "Text", "resourceId": "1"}')
     assert "user: [resource demo://resource/dynamic/text/1, text/plain, " in run.stdout
@@ -224,7 +230,7 @@ def test_call_through_stdio_keeps_working(project: Path) -> None:
     spec = f"{sys.executable} -m mcp_sansio_cli.demo_server"
     run = cli(project, "call", "add", "--stdio", spec, "--args", '{"a": 2, "b": 3}', "--json")
     assert run.status == 0, run.stderr
-    assert run.json() == {"content": [{"type": "text", "text": "5.0"}]}
+    assert run.result() == {"content": [{"type": "text", "text": "5.0"}]}
 
 
 def test_a_banner_on_stdout_gives_one_warning_quoting_its_first_line(project: Path) -> None:

@@ -35,6 +35,12 @@ class Run(NamedTuple):
         """Stdout, decoded."""
         return json.loads(self.stdout)
 
+    def result(self) -> Any:
+        """The wire result without its ``_meta`` (in the stateless era the server names itself there)."""
+        value = self.json()
+        value.pop("_meta", None)
+        return value
+
 
 def write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +107,7 @@ def test_tools_of_named_servers_only(workspace: Workspace) -> None:
 def test_call_routes_a_model_facing_name_and_prints_the_wire_result(workspace: Workspace) -> None:
     run = cli(workspace, "call", "mcp__desk__echo", "--args", '{"message": "hi"}', "--json")
     assert run.status == 0, run.stderr
-    assert run.json() == {"content": [{"type": "text", "text": "hi"}]}
+    assert run.result() == {"content": [{"type": "text", "text": "hi"}]}
 
 
 def test_an_unknown_tool_fails_with_one_line(workspace: Workspace) -> None:
@@ -145,4 +151,4 @@ def test_the_stdio_form_of_call_still_works(workspace: Workspace) -> None:
     command = f"{sys.executable} -m mcp_sansio_cli.demo_server"
     run = cli(workspace, "call", "echo", "--stdio", command, "--args", '{"message": "old"}', "--json")
     assert run.status == 0, run.stderr
-    assert run.json() == {"content": [{"type": "text", "text": "old"}]}
+    assert run.result() == {"content": [{"type": "text", "text": "old"}]}

@@ -22,7 +22,7 @@ PLANTED = ROOT / "tests" / "fuzz_servers" / "planted.py"
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_sansio_cli.fuzz_cmd", *args],
+        [sys.executable, "-m", "mcp_sansio_cli", *args],
         check=False,
         cwd=cwd,
         capture_output=True,

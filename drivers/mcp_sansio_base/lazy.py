@@ -24,6 +24,9 @@ LAZY: Final = {
     "StoredToken": "mcp_sansio_oauth",
     "TokenStore": "mcp_sansio_oauth",
     "es256_key": "mcp_sansio_oauth",
+    "serve_http": ".serve",
+    "serve_stdio": ".serve",
+    "serve_websocket": ".serve",
 }
 """Name -> the module that defines it (relative ones: within the driver package)."""
 

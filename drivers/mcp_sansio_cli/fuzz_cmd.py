@@ -30,7 +30,7 @@ from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, 
 from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
 from mcp_sansio_fuzz.connections import TargetUnavailable
 
-__all__ = ["COMMANDS", "add_parsers", "main", "parse_budget", "resolve_target", "run"]
+__all__ = ["COMMANDS", "add_parsers", "parse_budget", "resolve_target", "run"]
 
 COMMANDS: Final = ("fuzz", "replay")
 EXIT_CLEAN: Final = 0
@@ -321,16 +321,3 @@ def _replay(args: argparse.Namespace) -> int:
             sys.stdout.write(f"  {f.message}\n")
     return EXIT_FOUND if still else EXIT_CLEAN
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mcp_sansio_cli.fuzz_cmd fuzz|replay ...`` (until ``main.py`` wires them in)."""
-    parser = argparse.ArgumentParser(prog="mcp-sansio")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    try:
-        return run(parser.parse_args(argv))
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,13 +23,13 @@ from typing import Final
 
 from mcp_sansio import McpSansioError
 
-from . import auth_cmd, direct, fuzz_cmd, host
+from . import auth_cmd, direct, fuzz_cmd, host, serve_cmd
 from .args import EXIT_FAILURE, EXIT_INTERRUPTED, CliError
 from .output import report_error
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: Final[tuple[ModuleType, ...]] = (direct, host, auth_cmd, fuzz_cmd)
+COMMANDS: Final[tuple[ModuleType, ...]] = (direct, host, auth_cmd, serve_cmd, fuzz_cmd)
 """The command modules, in the order ``--help`` lists their commands."""
 
 

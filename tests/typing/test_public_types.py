@@ -18,11 +18,9 @@ from mcp_sansio import (
     Action,
     ClientConfig,
     ClientEvent,
-    ClientRequestReceived,
     ConnectError,
     ConnectionClosed,
     DiscardReason,
-    Event,
     FailureReason,
     InitializeFailed,
     McpSansioError,
@@ -32,7 +30,6 @@ from mcp_sansio import (
     RequestId,
     ResponseReceived,
     SendQueueFull,
-    ServerSession,
     SocketFailure,
     SocketStage,
     StderrLog,
@@ -116,20 +113,6 @@ def test_tagged_wire_types_have_a_literal_type() -> None:
         assert_type(block, ImageContent)
     assert_type(PromptReference(name="p").type, Literal["ref/prompt"])
     assert_type(ToolUseContent(id="u", name="n", input={}).type, Literal["tool_use"])
-
-
-def test_server_session_signatures() -> None:
-    server = ServerSession(Implementation(name="s", version="1"), ServerCapabilities())
-    assert_type(server.receive_data(b""), None)
-    assert_type(server.request("roots/list"), int)
-    assert_type(server.notify("notifications/tools/list_changed"), None)
-    assert_type(server.send_progress(1, 0.5, total=1.0, message="m"), None)
-    assert_type(server.send_log("info", "x"), None)
-    assert_type(server.data_to_send(), bytes)
-    assert_type(server.next_event(), Event | None)
-    assert_type(server.protocol_version, str | None)
-    event = ClientRequestReceived(request_id=1, method="m", params=ListRootsResult(), progress_token=None)
-    assert_type(event.progress_token, str | int | None)
 
 
 def test_layer_helpers_signatures() -> None:

@@ -1,0 +1,326 @@
+"""Serving an ``MCPServer`` on asyncio: ``serve_stdio``, ``serve_http``, ``serve_websocket``.
+
+Each function owns the I/O (file descriptors or sockets), the clock and one timer, and
+gives the transport's events to the shared :class:`~mcp_sansio_base.server.ServerRunner`;
+every protocol decision is the core's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import msgspec
+
+from mcp_sansio.events import Event
+from mcp_sansio.server import MCPServer, StdioServer
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
+
+__all__ = ["serve_http", "serve_stdio", "serve_websocket"]
+
+_READ = 65536
+
+
+class _Primitives:
+    """The runner's primitives on an asyncio loop; ``write`` is the transport's flush."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[], None]) -> None:
+        self._loop = loop
+        self.write = write
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)  # a strong reference until it ends
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def future(self) -> FutureLike[msgspec.Struct]:
+        return self._loop.create_future()
+
+    def clock(self) -> float:
+        return self._loop.time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
+        return self._loop.call_at(when, callback)
+
+    async def drain(self) -> None:
+        """Wait for the handlers still running (they were cancelled) to end."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+
+def _secret(secret: bytes | None) -> bytes:
+    return secret if secret is not None else os.urandom(32)
+
+
+async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+    """Serve ``app`` to the client on the other end of stdin/stdout until stdin closes.
+
+    Args:
+        app: the server.
+        secret: the key sealing ``requestState`` (default: fresh random bytes).
+        stdin: the file descriptor to read (default: the process's stdin).
+        stdout: the file descriptor to write (default: the process's stdout).
+        on_event: receives the events the runner does not act on itself.
+    """
+    loop = asyncio.get_running_loop()
+    fd_in = sys.stdin.fileno() if stdin is None else stdin
+    fd_out = sys.stdout.fileno() if stdout is None else stdout
+    endpoint = StdioServer(app, secret=_secret(secret), wall_offset=time.time() - loop.time())
+    out = _FdWriter(loop, fd_out, endpoint.data_to_send)
+    primitives = _Primitives(loop, out.write)
+    runner = ServerRunner(endpoint, primitives, on_event)
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd_in, _READ)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        endpoint.receive_data(data, loop.time())
+        runner.pump()
+        if not data and not done.done():
+            done.set_result(None)
+
+    was_blocking = os.get_blocking(fd_in)
+    try:
+        os.set_blocking(fd_in, False)
+        loop.add_reader(fd_in, readable)
+    except (OSError, ValueError, NotImplementedError):  # a regular file: reads never block
+        os.set_blocking(fd_in, was_blocking)
+        reader: asyncio.Task[None] | None = loop.create_task(_read_file(fd_in, readable, done))
+    else:
+        reader = None
+    try:
+        await done
+        await primitives.drain()
+        await out.flush()
+    finally:
+        if reader is None:
+            loop.remove_reader(fd_in)
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd_in, was_blocking)
+        runner.cancel_all()
+        out.close()
+
+
+async def _read_file(fd: int, readable: Callable[[], None], done: asyncio.Future[None]) -> None:
+    """Feed a regular file as a pipe would: one read per loop iteration."""
+    while not done.done():
+        readable()
+        await asyncio.sleep(0)
+
+
+class _FdWriter:
+    """Writes a transport's output to a file descriptor without blocking the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, source: Callable[[], bytes]) -> None:
+        self._loop = loop
+        self._fd = fd
+        self._source = source
+        self._pending = bytearray()
+        self._watching = False
+        self._closed = False
+        self._blocking = os.get_blocking(fd)
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, False)
+        self._idle: asyncio.Event = asyncio.Event()
+        self._idle.set()
+
+    def write(self) -> None:
+        data = self._source()
+        if not data or self._closed:
+            return
+        if self._pending:
+            self._pending += data
+            return
+        try:
+            written = os.write(self._fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            self._closed = True  # the client is gone; the read side will see EOF
+            return
+        if written < len(data):
+            self._pending += data[written:]
+            self._watch()
+
+    def _watch(self) -> None:
+        self._idle.clear()
+        if not self._watching:
+            try:
+                self._loop.add_writer(self._fd, self._writable)
+                self._watching = True
+            except (OSError, ValueError, NotImplementedError):  # a regular file: just block
+                os.set_blocking(self._fd, True)
+                os.write(self._fd, self._pending)
+                self._pending.clear()
+                self._idle.set()
+
+    def _writable(self) -> None:
+        try:
+            written = os.write(self._fd, self._pending)
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self._pending)
+            self._closed = True
+        del self._pending[:written]
+        if not self._pending:
+            self._loop.remove_writer(self._fd)
+            self._watching = False
+            self._idle.set()
+
+    async def flush(self) -> None:
+        self.write()
+        await self._idle.wait()
+
+    def close(self) -> None:
+        if self._watching:
+            self._loop.remove_writer(self._fd)
+            self._watching = False
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._fd, self._blocking)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback name or address (DNS-rebinding protection applies)."""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
+                     secret: bytes | None = None, config: HttpConfig | None = None,
+                     on_event: Callable[[Event], None] | None = None,
+                     ready: Callable[[int], None] | None = None) -> None:
+    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled.
+
+    Args:
+        app: the server.
+        host: the address to bind (loopback by default).
+        port: the port (0: any free one; ``ready`` gets it).
+        secret: the key sealing ``requestState`` and naming sessions (default: random).
+        config: the HTTP settings (default: with DNS-rebinding protection on a loopback
+            bind, ``HttpConfig.loopback()``).
+        on_event: receives the events the runner does not act on itself.
+        ready: called with the bound port once the server listens.
+    """
+    loop = asyncio.get_running_loop()
+    if config is None:
+        config = HttpConfig.loopback() if _loopback(host) else HttpConfig()
+    endpoint = HttpServer(app, secret=_secret(secret), wall_offset=time.time() - loop.time(), config=config)
+    await _serve_connections(endpoint, host, port, on_event, ready)
+
+
+async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
+                          secret: bytes | None = None, config: WebSocketConfig | None = None,
+                          on_event: Callable[[Event], None] | None = None,
+                          ready: Callable[[int], None] | None = None) -> None:
+    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
+    cancelled; the arguments are those of :func:`serve_http`."""
+    loop = asyncio.get_running_loop()
+    if config is None:
+        config = WebSocketConfig.loopback() if _loopback(host) else WebSocketConfig()
+    offset = time.time() - loop.time()
+    endpoint = WebSocketServer(app, secret=_secret(secret), wall_offset=offset, config=config)
+    await _serve_connections(endpoint, host, port, on_event, ready)
+
+
+async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
+                             on_event: Callable[[Event], None] | None,
+                             ready: Callable[[int], None] | None) -> None:
+    """Accept connections for a connection-oriented transport until cancelled."""
+    loop = asyncio.get_running_loop()
+    links: dict[int, _Link] = {}
+
+    def write() -> None:
+        for conn in endpoint.connections_with_data():
+            link = links.get(conn)
+            if link is not None and not link.paused:
+                link.transport.write(endpoint.data_to_send(conn))
+        while (action := endpoint.next_action()) is not None:
+            link = links.pop(action.connection, None)
+            if link is not None:
+                link.transport.write(endpoint.data_to_send(action.connection))
+                link.transport.close()
+
+    runner = ServerRunner(endpoint, _Primitives(loop, write), on_event)
+
+    def factory() -> asyncio.Protocol:
+        return _ConnectionProtocol(endpoint, runner, links, loop)
+
+    server = await loop.create_server(factory, host, port)
+    if ready is not None:
+        ready(server.sockets[0].getsockname()[1])
+    try:
+        await server.serve_forever()
+    finally:
+        server.close()
+        endpoint.close(loop.time())
+        runner.pump()
+        runner.cancel_all()
+        for link in links.values():
+            link.transport.close()
+
+
+class _Link:
+    """One accepted connection's transport and write state."""
+
+    __slots__ = ("paused", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.paused = False
+
+
+class _ConnectionProtocol(asyncio.Protocol):
+    """Feeds one connection's bytes to the transport's core and pumps the runner."""
+
+    def __init__(self, endpoint: HttpServer | WebSocketServer, runner: ServerRunner,
+                 links: dict[int, _Link], loop: asyncio.AbstractEventLoop) -> None:
+        self._endpoint = endpoint
+        self._runner = runner
+        self._links = links
+        self._loop = loop
+        self._id = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)  # a stream server's transport
+        self._id = self._endpoint.connection_made(self._loop.time())
+        self._links[self._id] = _Link(transport)
+        self._runner.pump()
+
+    def data_received(self, data: bytes) -> None:
+        self._endpoint.receive_data(self._id, data, self._loop.time())
+        self._runner.pump()
+
+    def eof_received(self) -> bool:
+        self._endpoint.receive_data(self._id, b"", self._loop.time())
+        self._runner.pump()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._links.pop(self._id, None) is not None:
+            self._endpoint.connection_lost(self._id, self._loop.time())
+            self._runner.pump()
+
+    def pause_writing(self) -> None:
+        link = self._links.get(self._id)
+        if link is not None:
+            link.paused = True
+
+    def resume_writing(self) -> None:
+        link = self._links.get(self._id)
+        if link is not None:
+            link.paused = False
+            self._runner.flush()

@@ -1,0 +1,127 @@
+"""``mcp-sansio serve FILE.py[:NAME]``: run the ``MCPServer`` a user's file defines.
+
+Over stdio by default; ``--http PORT`` serves Streamable HTTP on 127.0.0.1 (DNS-rebinding
+protection on), ``--websocket PORT`` a WebSocket endpoint. ``NAME`` is the variable
+holding the server (default ``app``); ``-m MODULE[:NAME]`` imports a module instead of a
+file. Two functions wire it into the CLI: :func:`add_parser` and :func:`run`. Until then,
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from mcp_sansio.server import MCPServer
+
+__all__ = ["ServeError", "add_parser", "load_app", "run"]
+
+_EXIT_FAILURE: Final = 1
+_EXIT_INTERRUPTED: Final = 130
+
+
+class ServeError(Exception):
+    """The server to run cannot be loaded; the message says why."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``serve`` command to an ``add_subparsers()`` result; the parser it made."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve", help="run the MCPServer a Python file defines (stdio, or --http PORT)",
+        description="Run an MCPServer: FILE.py[:NAME] (NAME defaults to app), or -m MODULE[:NAME].",
+    )
+    parser.add_argument("target", nargs="?", help="FILE.py[:NAME]")
+    parser.add_argument("-m", dest="module", metavar="MODULE[:NAME]",
+                        help="import a module instead of a file")
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP at /mcp on PORT")
+    transport.add_argument("--websocket", type=int, metavar="PORT",
+                           help="serve WebSocket (subprotocol mcp) on PORT")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
+    return parser
+
+
+def load_app(target: str | None, module: str | None = None) -> MCPServer:
+    """The ``MCPServer`` named by ``FILE.py[:NAME]`` or ``MODULE[:NAME]``.
+
+    Raises:
+        ServeError: neither or both given, the file or module cannot be loaded, or the name
+            is missing or no ``MCPServer``.
+    """
+    if (target is None) == (module is None):
+        raise ServeError("give FILE.py[:NAME] or -m MODULE[:NAME]")
+    spec = target if target is not None else module
+    assert spec is not None  # checked above
+    location, _, name = spec.partition(":") if not _windows_drive(spec) else (spec, "", "")
+    name = name or "app"
+    namespace = _load_file(location) if target is not None else _load_module(location)
+    app = getattr(namespace, name, None)
+    if not isinstance(app, MCPServer):
+        found = type(app).__name__ if app is not None else "nothing"
+        raise ServeError(f"{spec}: {name!r} is {found}, not an MCPServer")
+    return app
+
+
+def _windows_drive(spec: str) -> bool:
+    return len(spec) > 1 and spec[1] == ":" and spec[0].isalpha() and os.name == "nt"
+
+
+def _load_file(location: str) -> Any:
+    path = Path(location)
+    if not path.is_file():
+        raise ServeError(f"{location}: no such file")
+    import_name = f"_mcp_sansio_served_{path.stem}"
+    spec = importlib.util.spec_from_file_location(import_name, path)
+    if spec is None or spec.loader is None:
+        raise ServeError(f"{location}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[import_name] = module  # dataclasses and typing look modules up by name
+    sys.path.insert(0, str(path.resolve().parent))  # its sibling imports work as when run directly
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise ServeError(f"{location}: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _load_module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise ServeError(f"{name}: {type(exc).__name__}: {exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C)."""
+    try:
+        app = load_app(args.target, args.module)
+    except ServeError as exc:
+        print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_FAILURE
+    from mcp_sansio_asyncio import serve
+
+    if args.http is not None:
+        def listening(port: int) -> None:
+            print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
+                  flush=True)
+        main = serve.serve_http(app, host=args.host, port=args.http, ready=listening)
+    elif args.websocket is not None:
+        def listening_ws(port: int) -> None:
+            print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
+        main = serve.serve_websocket(app, host=args.host, port=args.websocket, ready=listening_ws)
+    else:
+        main = serve.serve_stdio(app)
+    try:
+        asyncio.run(main)
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:  # the port is taken, the address cannot be bound
+        print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_FAILURE
+    return 0
+

@@ -1,0 +1,88 @@
+"""The server role: an application definition, per-connection state machines, transports.
+
+``MCPServer`` is what users write (tools, resources, prompts, completions); a transport
+(``StdioServer``, ``HttpServer``, ``WebSocketServer``) owns the ``ServerSession`` objects
+that speak MCP in both eras, and a driver runs the handlers the transport's events ask
+for. Everything here is pure: bytes and messages in, events and bytes out, time as an
+argument (STYLE.md section 1).
+"""
+
+from .app import TASKS_EXTENSION, MCPServer
+from .config import CacheScope, ServerConfig
+from .context import (
+    Answered,
+    Ask,
+    AskOutcome,
+    ClientCapabilityMissing,
+    Context,
+    Deferred,
+    HandlerRuntime,
+    InputRequired,
+    Pending,
+)
+from .endpoint import Endpoint, ListKind
+from .events import (
+    AnswerFailed,
+    AnswerReceived,
+    CallCancelled,
+    ClientInitialized,
+    CompletionReceived,
+    HandlerCallReceived,
+    PromptGetReceived,
+    RequestInfo,
+    ResourceReadReceived,
+    ResourceSubscribed,
+    ResourceUnsubscribed,
+    ToolCallReceived,
+)
+from .registry import (
+    RegisteredCompletion,
+    RegisteredPrompt,
+    RegisteredResource,
+    RegisteredTemplate,
+    RegisteredTool,
+    TaskSupport,
+)
+from .session import Phase, ServerSession
+from .signature import HandlerSignature
+from .stdio import StdioServer
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "AnswerFailed",
+    "AnswerReceived",
+    "Answered",
+    "Ask",
+    "AskOutcome",
+    "CacheScope",
+    "CallCancelled",
+    "ClientCapabilityMissing",
+    "ClientInitialized",
+    "CompletionReceived",
+    "Context",
+    "Deferred",
+    "Endpoint",
+    "HandlerCallReceived",
+    "HandlerRuntime",
+    "HandlerSignature",
+    "InputRequired",
+    "ListKind",
+    "MCPServer",
+    "Pending",
+    "Phase",
+    "PromptGetReceived",
+    "RegisteredCompletion",
+    "RegisteredPrompt",
+    "RegisteredResource",
+    "RegisteredTemplate",
+    "RegisteredTool",
+    "RequestInfo",
+    "ResourceReadReceived",
+    "ResourceSubscribed",
+    "ResourceUnsubscribed",
+    "ServerConfig",
+    "ServerSession",
+    "StdioServer",
+    "TaskSupport",
+    "ToolCallReceived",
+]

@@ -1,0 +1,397 @@
+"""The application definition: :class:`MCPServer`, what people write to make a server.
+
+Decorators (or the ``add_*`` methods, for those who prefer plain calls) register tools,
+resources, resource templates, prompts and completions. Registration is pure data: it
+reads signatures and docstrings, derives JSON Schemas with msgspec and records the function
+as an opaque reference. Serving is done by the sessions and transports of this package,
+driven by a driver (``mcp_sansio_asyncio.serve_stdio(app)``, ``app.asgi()``, ...) that
+runs the handlers; one ``MCPServer`` serves any number of connections in both eras.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ..errors import LocalProtocolError
+from ..modern import tool_header_paths
+from ..types import (
+    Annotations,
+    Icon,
+    Implementation,
+    Prompt,
+    PromptArgument,
+    PromptsCapability,
+    Resource,
+    ResourcesCapability,
+    ResourceTemplate,
+    ServerCapabilities,
+    Tool,
+    ToolAnnotations,
+    ToolExecution,
+    ToolsCapability,
+)
+from .config import CacheScope, ServerConfig
+from .registry import (
+    RegisteredCompletion,
+    RegisteredPrompt,
+    RegisteredResource,
+    RegisteredTemplate,
+    RegisteredTool,
+    Registry,
+    TaskSupport,
+    UriTemplate,
+)
+from .signature import inspect_handler
+
+if TYPE_CHECKING:
+    from ..skills import Skill
+    from ..versions import VersionRules
+
+__all__ = ["TASKS_EXTENSION", "MCPServer"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+_MODERN_ONLY: Final = frozenset({TASKS_EXTENSION})
+
+
+class MCPServer:
+    """An MCP server's identity and everything it offers.
+
+    ::
+
+        app = MCPServer("weather", version="1.0.0", instructions="Ask me about the weather.")
+
+        @app.tool()
+        def forecast(city: str, days: int = 3) -> str:
+            \"\"\"The forecast for a city.\"\"\"
+            return f"Sunny in {city} for {days} days"
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        title: a display name.
+        description: what the server is (2025-11-25 ``serverInfo.description``).
+        instructions: guidance for the model, sent in ``initialize`` / ``server/discover``.
+        website_url: ``serverInfo.websiteUrl``.
+        icons: ``serverInfo.icons``.
+        config: limits and protocol choices (:class:`ServerConfig`).
+    """
+
+    def __init__(self, name: str, *, version: str = "0.1.0", title: str | None = None,
+                 description: str | None = None, instructions: str | None = None,
+                 website_url: str | None = None, icons: Sequence[Icon] | None = None,
+                 config: ServerConfig | None = None) -> None:
+        self.info = Implementation(name=name, version=version, title=title, description=description,
+                                   website_url=website_url, icons=None if icons is None else list(icons))
+        self.instructions = instructions
+        self.config = config or ServerConfig()
+        self.registry = Registry()
+        self.extensions: dict[str, dict[str, object]] = {}
+        """Extensions the server declares (``capabilities.extensions``), by identifier."""
+
+    # ------------------------------------------------------------------ tools
+
+    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+             annotations: ToolAnnotations | None = None, input_schema: Mapping[str, object] | None = None,
+             output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
+             task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
+             meta: Mapping[str, object] | None = None) -> Callable[[F], F]:
+        """Register the decorated function as a tool (see :meth:`add_tool`)."""
+        def register(fn: F) -> F:
+            self.add_tool(fn, name=name, title=title, description=description, annotations=annotations,
+                          input_schema=input_schema, output_schema=output_schema, structured=structured,
+                          task_support=task_support, icons=icons, meta=meta)
+            return fn
+        return register
+
+    def add_tool(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, annotations: ToolAnnotations | None = None,
+                 input_schema: Mapping[str, object] | None = None,
+                 output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
+                 task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
+                 meta: Mapping[str, object] | None = None) -> RegisteredTool:
+        """Register ``fn`` (``def`` or ``async def``) as a tool.
+
+        Args:
+            fn: the handler; its typed parameters are the tool's arguments (a parameter
+                annotated ``Context`` receives the request's context instead). It returns
+                a ``str``, content blocks, a ``CallToolResult``, or a structured value.
+            name: the tool's name (default: the function's).
+            title: a display name.
+            description: what it does (default: the docstring).
+            annotations: behaviour hints.
+            input_schema: the schema to advertise instead of the derived one (arguments
+                are still validated against the parameters' types; ``**kwargs`` receives
+                the rest).
+            output_schema: the schema of ``structuredContent`` instead of the one derived
+                from the return annotation.
+            structured: answer ``structuredContent`` (default: when the return annotation
+                is a Struct, dataclass, TypedDict or dict, or ``output_schema`` is given).
+            task_support: may it run as a task (tasks extension).
+            icons: display icons.
+            meta: the tool's ``_meta``.
+
+        Returns:
+            The registration.
+
+        Raises:
+            LocalProtocolError: the signature cannot be a tool's, or an ``x-mcp-header``
+                annotation in the schema breaks the spec's rules.
+        """
+        tool_name = name or fn.__name__
+        signature = inspect_handler(fn, name=tool_name)
+        schema = dict(input_schema) if input_schema is not None else signature.input_schema()
+        out = dict(output_schema) if output_schema is not None else None
+        if out is None and structured is not False:
+            out = signature.output_schema()
+        is_structured = out is not None if structured is None else structured
+        try:
+            header_paths = tool_header_paths(schema)
+        except ValueError as exc:
+            raise LocalProtocolError(f"tool {tool_name!r}: {exc}") from exc
+        tool = Tool(
+            name=tool_name, title=title, description=description or _doc(fn), input_schema=schema,
+            output_schema=out if is_structured else None, annotations=annotations,
+            execution=None if task_support == "forbidden" else ToolExecution(task_support=task_support),
+            icons=None if icons is None else list(icons), meta=None if meta is None else dict(meta),
+        )
+        entry = RegisteredTool(tool=tool, signature=signature, structured=is_structured,
+                               task_support=task_support, header_paths=header_paths)
+        self.registry.add_tool(entry)
+        if task_support != "forbidden":
+            self.extensions.setdefault(TASKS_EXTENSION, {})
+        return entry
+
+    def remove_tool(self, name: str) -> bool:
+        """Stop offering the tool ``name``; whether it existed (tell connected clients with
+        the driver's ``notify_list_changed``)."""
+        return self.registry.remove("tools", name)
+
+    # ------------------------------------------------------------------ resources
+
+    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                 annotations: Annotations | None = None, icons: Sequence[Icon] | None = None,
+                 meta: Mapping[str, object] | None = None, ttl_ms: int | None = None,
+                 cache_scope: CacheScope | None = None) -> Callable[[F], F]:
+        """Register the decorated function as the resource ``uri``, or as a resource
+        template when ``uri`` has ``{variables}`` (the function takes them as parameters).
+
+        The function returns ``str`` (text), ``bytes`` (a blob), a ``ReadResourceResult``
+        or a list of ``ResourceContents``.
+        """
+        def register(fn: F) -> F:
+            kwargs: dict[str, Any] = {
+                "name": name, "title": title, "description": description, "mime_type": mime_type,
+                "annotations": annotations, "icons": icons, "meta": meta, "ttl_ms": ttl_ms,
+                "cache_scope": cache_scope,
+            }
+            if UriTemplate(uri).variables:
+                self.add_resource_template(uri, fn, **kwargs)
+            else:
+                self.add_resource(uri, fn, size=size, **kwargs)
+            return fn
+        return register
+
+    def add_resource(self, uri: str, fn: Callable[..., Any] | None = None, *, text: str | None = None,
+                     blob: bytes | None = None, name: str | None = None, title: str | None = None,
+                     description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                     annotations: Annotations | None = None, icons: Sequence[Icon] | None = None,
+                     meta: Mapping[str, object] | None = None, ttl_ms: int | None = None,
+                     cache_scope: CacheScope | None = None) -> RegisteredResource:
+        """Register the resource ``uri``: read by ``fn``, or static ``text`` or ``blob``
+        (answered by the core without calling anything).
+
+        Raises:
+            LocalProtocolError: not exactly one of ``fn``, ``text`` and ``blob``; or ``fn``
+                has parameters other than a ``Context``.
+        """
+        if sum(x is not None for x in (fn, text, blob)) != 1:
+            raise LocalProtocolError(f"resource {uri!r} needs exactly one of fn, text and blob")
+        signature = None
+        if fn is not None:
+            signature = inspect_handler(fn, name=uri)
+            if signature.required:
+                raise LocalProtocolError(f"resource {uri!r} has no URI variables for {signature.required}")
+        if blob is not None and size is None:
+            size = len(blob)
+        elif text is not None and size is None:
+            size = len(text.encode())
+        resource = Resource(
+            uri=uri, name=name or (fn.__name__ if fn is not None else uri), title=title,
+            description=description or (_doc(fn) if fn is not None else None), mime_type=mime_type,
+            size=size, annotations=annotations, icons=None if icons is None else list(icons),
+            meta=None if meta is None else dict(meta),
+        )
+        entry = RegisteredResource(
+            resource=resource, signature=signature, text=text,
+            blob=None if blob is None else base64.b64encode(blob).decode("ascii"),
+            ttl_ms=ttl_ms, cache_scope=cache_scope,
+        )
+        self.registry.add_resource(entry)
+        return entry
+
+    def add_resource_template(self, uri_template: str, fn: Callable[..., Any], *, name: str | None = None,
+                              title: str | None = None, description: str | None = None,
+                              mime_type: str | None = None, annotations: Annotations | None = None,
+                              icons: Sequence[Icon] | None = None, meta: Mapping[str, object] | None = None,
+                              ttl_ms: int | None = None,
+                              cache_scope: CacheScope | None = None) -> RegisteredTemplate:
+        """Register the resource template ``uri_template`` read by ``fn``, which takes its
+        variables as parameters (converted to their annotated types).
+
+        Raises:
+            LocalProtocolError: the template is malformed, or ``fn`` requires a parameter
+                that is no variable of it.
+        """
+        matcher = UriTemplate(uri_template)
+        signature = inspect_handler(fn, name=uri_template)
+        unknown = [p for p in signature.required if p not in matcher.variables]
+        if unknown:
+            raise LocalProtocolError(f"template {uri_template!r} has no variables {unknown}")
+        template = ResourceTemplate(
+            uri_template=uri_template, name=name or fn.__name__, title=title,
+            description=description or _doc(fn), mime_type=mime_type, annotations=annotations,
+            icons=None if icons is None else list(icons), meta=None if meta is None else dict(meta),
+        )
+        entry = RegisteredTemplate(template=template, matcher=matcher, signature=signature, ttl_ms=ttl_ms,
+                                   cache_scope=cache_scope)
+        self.registry.add_template(entry)
+        return entry
+
+    def remove_resource(self, uri: str) -> bool:
+        """Stop offering the resource (or template) ``uri``; whether it existed."""
+        return self.registry.remove("resources", uri)
+
+    # ------------------------------------------------------------------ prompts
+
+    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+               icons: Sequence[Icon] | None = None,
+               meta: Mapping[str, object] | None = None) -> Callable[[F], F]:
+        """Register the decorated function as a prompt (see :meth:`add_prompt`)."""
+        def register(fn: F) -> F:
+            self.add_prompt(fn, name=name, title=title, description=description, icons=icons, meta=meta)
+            return fn
+        return register
+
+    def add_prompt(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
+                   description: str | None = None, icons: Sequence[Icon] | None = None,
+                   meta: Mapping[str, object] | None = None) -> RegisteredPrompt:
+        """Register ``fn`` as a prompt; its parameters are the prompt's arguments (strings on
+        the wire, converted to the annotated types). It returns a ``str`` (one user
+        message), ``PromptMessage`` objects or strings, or a ``GetPromptResult``.
+
+        Raises:
+            LocalProtocolError: the signature cannot be a prompt's.
+        """
+        prompt_name = name or fn.__name__
+        signature = inspect_handler(fn, name=prompt_name)
+        arguments = [
+            PromptArgument(name=arg, description=signature.descriptions.get(arg),
+                           required=arg in signature.required)
+            for arg in signature.names
+        ]
+        prompt = Prompt(name=prompt_name, title=title, description=description or _doc(fn),
+                        arguments=arguments or None, icons=None if icons is None else list(icons),
+                        meta=None if meta is None else dict(meta))
+        entry = RegisteredPrompt(prompt=prompt, signature=signature)
+        self.registry.add_prompt(entry)
+        return entry
+
+    def remove_prompt(self, name: str) -> bool:
+        """Stop offering the prompt ``name``; whether it existed."""
+        return self.registry.remove("prompts", name)
+
+    # ------------------------------------------------------------------ completion
+
+    def completion(self, *, argument: str, prompt: str | None = None,
+                   template: str | None = None) -> Callable[[F], F]:
+        """Register the decorated function as the completion of ``argument`` of a prompt or
+        a resource template's variable. It takes ``value`` (the text typed so far) and,
+        if it declares them, ``context`` (the arguments already chosen, a dict) and a
+        ``Context``; it returns the candidate strings."""
+        def register(fn: F) -> F:
+            self.add_completion(argument=argument, prompt=prompt, template=template, fn=fn)
+            return fn
+        return register
+
+    def add_completion(self, *, argument: str, prompt: str | None = None, template: str | None = None,
+                       fn: Callable[..., Any] | None = None,
+                       values: Sequence[str] | None = None) -> RegisteredCompletion:
+        """Register completions for ``argument`` of ``prompt`` or of ``template``: by ``fn``
+        (see :meth:`completion`), or from static ``values`` the core filters by prefix.
+
+        Raises:
+            LocalProtocolError: not exactly one of ``prompt`` and ``template``, or of
+                ``fn`` and ``values``.
+        """
+        if (prompt is None) == (template is None) or (fn is None) == (values is None):
+            raise LocalProtocolError("a completion names one prompt or template, and has fn or values")
+        signature = None if fn is None else inspect_handler(fn, name=f"completion of {argument}")
+        ref = prompt if prompt is not None else template
+        assert ref is not None  # checked above
+        entry = RegisteredCompletion(
+            ref_type="ref/prompt" if prompt is not None else "ref/resource", ref=ref, argument=argument,
+            signature=signature, values=tuple(values or ()),
+        )
+        self.registry.add_completion(entry)
+        return entry
+
+    # ------------------------------------------------------------------ capabilities
+
+    def capabilities(self, rules: VersionRules) -> ServerCapabilities:
+        """What the server declares to a client speaking ``rules.version``: a feature for
+        each kind of thing registered, logging, and its extensions (2026-07-28 only)."""
+        registry = self.registry
+        resources = bool(registry.resources or registry.templates)
+        return ServerCapabilities(
+            tools=ToolsCapability(list_changed=True) if registry.tools else None,
+            prompts=PromptsCapability(list_changed=True) if registry.prompts else None,
+            # Subscriptions: resources/subscribe, or subscriptions/listen in 2026-07-28.
+            resources=ResourcesCapability(subscribe=True, list_changed=True) if resources else None,
+            completions={} if registry.completions else None,
+            logging={},
+            extensions=self._extensions(rules),
+        )
+
+    def _extensions(self, rules: VersionRules) -> dict[str, dict[str, object]] | None:
+        """The extensions declared to a client of ``rules.version`` (tasks exist only in
+        the stateless era; skills in both)."""
+        declared = {name: settings for name, settings in self.extensions.items()
+                    if rules.request_meta or name not in _MODERN_ONLY}
+        return declared or None
+
+    # ------------------------------------------------------------------ skills
+
+    def add_skill(self, files: Mapping[str, bytes | str], *, path: str | None = None) -> Skill:
+        """Serve a skill (the Skills extension, SEP-2640): ``files`` maps paths inside the
+        skill to their content and holds ``SKILL.md``, whose YAML frontmatter names and
+        describes it; ``path`` is its skill path (default: the name, which must be the
+        last segment). Each file becomes a resource ``skill://<path>/<file>``.
+
+        Raises:
+            LocalProtocolError: the files do not make a valid skill.
+        """
+        from .skills import add_skill
+
+        return add_skill(self, files, path=path)
+
+    def asgi(self, **options: Any) -> Any:
+        """An ASGI 3 application serving this server over Streamable HTTP (under uvicorn,
+        hypercorn, granian, ...); ``options`` go to ``mcp_sansio_base.asgi.AsgiApp``.
+
+        The core defines no I/O: this imports the loop-neutral adapter from the drivers.
+        """
+        from importlib import import_module
+
+        return import_module("mcp_sansio_base.asgi").AsgiApp(self, **options)
+
+
+def _doc(fn: Callable[..., Any] | None) -> str | None:
+    """The first paragraph of ``fn``'s docstring, or ``None``."""
+    doc = inspect.getdoc(fn) if fn is not None else None
+    return doc.split("\n\n", 1)[0].strip() or None if doc else None

@@ -1,0 +1,285 @@
+"""What every server transport shares: the call table, the event queue, and the runner API.
+
+A transport (stdio, Streamable HTTP, WebSocket) owns one or more :class:`ServerSession`
+objects and is their host: sessions allocate call handles and tickets here, queue their
+events here, and hand their outgoing messages to the transport's :meth:`Endpoint.send`
+with the channel they belong to. A driver talks to the transport only: it drains
+:meth:`next_event`, runs handlers, and answers by call handle, whichever session the call
+came from. This is the whole interface a handler runner needs (``mcp_sansio_base``).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final, Literal, Protocol
+
+from ..errors import LocalProtocolError
+from ..events import Event
+from ..types import LoggingLevel
+from .context import Ask, AskOutcome
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+    from .session import ServerSession
+
+__all__ = ["Endpoint", "ListKind", "SessionHost"]
+
+ListKind = Literal["tools", "prompts", "resources"]
+"""A list whose changes clients can be told of."""
+
+_TOMBSTONES: Final = 4096  # cancelled calls remembered, so a late respond() is no error
+
+
+class SessionHost(Protocol):
+    """What a :class:`ServerSession` needs of the transport it lives in."""
+
+    secret: bytes
+    wall_offset: float
+
+    def new_call(self, session: ServerSession) -> int:
+        """A fresh call handle, owned by ``session``."""
+        ...
+
+    def call_done(self, call: int) -> None:
+        """``call`` was answered."""
+        ...
+
+    def call_cancelled(self, call: int) -> None:
+        """``call`` was cancelled."""
+        ...
+
+    def new_ticket(self) -> int:
+        """A fresh ticket."""
+        ...
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event``."""
+        ...
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """A message that ends no request."""
+        ...
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """The response that ends the request of ``channel``."""
+        ...
+
+
+class Endpoint(abc.ABC):
+    """Base of the server transports: the sessions' host and the driver's counterpart.
+
+    Args:
+        app: what the server offers.
+        secret: the key sealing ``requestState`` (and naming tasks); at least 16 bytes
+            of the driver's randomness, the same on every worker of a deployment.
+        wall_offset: add to ``now`` to get POSIX time (``time.time() - monotonic()``), for
+            expiries that must hold across processes and for task timestamps.
+
+    Raises:
+        LocalProtocolError: ``secret`` is shorter than 16 bytes.
+    """
+
+    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0) -> None:
+        if len(secret) < 16:
+            raise LocalProtocolError("the server secret must be at least 16 bytes")
+        self.app = app
+        self.secret = secret
+        self.wall_offset = wall_offset
+        self._events: deque[Event] = deque()
+        self._calls: dict[int, ServerSession] = {}
+        self._tombstones: OrderedDict[int, None] = OrderedDict()
+        self._next_call = 0
+        self._next_ticket = 0
+
+    # ------------------------------------------------------------ host side (for sessions)
+
+    def new_call(self, session: ServerSession) -> int:
+        """A fresh call handle, owned by ``session``."""
+        self._next_call += 1
+        self._calls[self._next_call] = session
+        return self._next_call
+
+    def call_done(self, call: int) -> None:
+        """``call`` was answered: forget it."""
+        self._calls.pop(call, None)
+
+    def call_cancelled(self, call: int) -> None:
+        """``call`` was cancelled: forget it, but let a late answer pass silently."""
+        self._calls.pop(call, None)
+        self._tombstones[call] = None
+        if len(self._tombstones) > _TOMBSTONES:
+            self._tombstones.popitem(last=False)
+
+    def new_ticket(self) -> int:
+        """A fresh ticket for a question to the client."""
+        self._next_ticket += 1
+        return self._next_ticket
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` for :meth:`next_event`."""
+        self._events.append(event)
+
+    @abc.abstractmethod
+    def send(self, channel: int | None, data: bytes) -> None:
+        """Transmit one JSON-RPC message that does not end a request (a notification, a
+        request of the server's own).
+
+        Args:
+            channel: what it relates to: the channel (stream, HTTP exchange) of the client
+                request it belongs to; ``None`` for none (the GET stream).
+            data: the encoded message.
+        """
+
+    @abc.abstractmethod
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """Transmit the response that ends the client request of ``channel``.
+
+        Args:
+            channel: the request's channel.
+            data: the encoded response.
+            status: the HTTP status it would have on its own (HTTP only).
+            now: the current time.
+        """
+
+    @abc.abstractmethod
+    def sessions(self) -> Iterable[ServerSession]:
+        """Every live session."""
+
+    # ------------------------------------------------------------ driver side
+
+    def next_event(self) -> Event | None:
+        """The oldest queued event, or ``None``."""
+        events = self._events
+        return events.popleft() if events else None
+
+    def respond(self, call: int, value: object, *, now: float) -> None:
+        """Answer ``call`` with what its handler returned (see ``server.results``).
+
+        Raises:
+            LocalProtocolError: no such call (a cancelled one is silently not answered),
+                or ``value`` cannot be made into the method's result; nothing was sent.
+        """
+        session = self._owner(call)
+        if session is not None:
+            session.respond(call, value, now=now)
+
+    def fail(self, call: int, error: BaseException, *, now: float) -> None:
+        """Answer ``call`` for a handler that raised ``error``: a ``RequestError`` is sent as
+        that JSON-RPC error; for a tool anything else is a tool error (``isError``); for the
+        other methods an internal error.
+
+        Raises:
+            LocalProtocolError: no such call (a cancelled one is silently not answered).
+        """
+        session = self._owner(call)
+        if session is not None:
+            session.fail(call, error, now=now)
+
+    def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:
+        """Answer ``call`` with a JSON-RPC error.
+
+        Raises:
+            LocalProtocolError: no such call, or ``data`` is not JSON.
+        """
+        session = self._owner(call)
+        if session is not None:
+            session.respond_error(call, code, message, data, now=now)
+
+    def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
+        """End this round of ``call`` (its handler raised ``InputRequired``): answer
+        ``input_required`` with the questions it asked and ``state`` sealed for the retry.
+
+        Raises:
+            LocalProtocolError: no such call, or it is not a stateless-era request that
+                may ask for input.
+        """
+        session = self._owner(call)
+        if session is not None:
+            session.input_required(call, state, now=now)
+
+    def start_task(self, call: int, *, now: float, message: str | None = None) -> str | None:
+        """Make ``call`` a task (tasks extension): its request is answered at once with the
+        task's handle and the handler runs on; later questions wait for ``tasks/update``.
+        The task's id, or ``None`` when the call cannot become one (the client did not
+        declare the extension, or too many tasks exist): then it simply goes on.
+
+        Raises:
+            LocalProtocolError: no such call, or it is no stateless-era call of a
+                task-capable tool.
+        """
+        session = self._calls.get(call)
+        if session is None:
+            raise LocalProtocolError(f"call {call} is not in progress")
+        return session.start_task(call, now=now, message=message)
+
+    def close_sse_stream(self, call: int, *, now: float) -> bool:
+        """End the response stream of ``call`` early so the client resumes it later (SSE
+        polling); only the HTTP transport has such streams: here, ``False``."""
+        return False
+
+    def ask(self, call: int, asks: Sequence[Ask], *, now: float) -> list[AskOutcome]:
+        """Ask the client ``asks`` on behalf of ``call``; the outcome of each, in order.
+
+        Raises:
+            ClientCapabilityMissing: the client did not declare what an ask needs.
+            LocalProtocolError: no such call (or it was cancelled), or too many asks.
+        """
+        session = self._calls.get(call)
+        if session is None:
+            raise LocalProtocolError(f"call {call} is not in progress")
+        return session.ask(call, asks, now=now)
+
+    def send_progress(self, call: int, progress: float, total: float | None = None,
+                      message: str | None = None) -> None:
+        """``notifications/progress`` for ``call``, if its client asked for progress."""
+        session = self._calls.get(call)
+        if session is not None:
+            session.send_progress(call, progress, total, message)
+
+    def send_log(self, call: int | None, level: LoggingLevel, data: object,
+                 logger: str | None = None) -> None:
+        """``notifications/message`` about ``call`` (``None``: about nothing in particular,
+        to every session that accepts the level), if the client's level lets it through."""
+        if call is None:
+            for session in self.sessions():
+                session.send_log(None, level, data, logger)
+            return
+        owner = self._calls.get(call)
+        if owner is not None:
+            owner.send_log(call, level, data, logger)
+
+    def is_cancelled(self, call: int) -> bool:
+        """The client gave up on ``call``."""
+        return call in self._tombstones
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell every client that wants to know that a list changed."""
+        for session in self.sessions():
+            session.notify_list_changed(kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every client subscribed to ``uri`` that it changed."""
+        for session in self.sessions():
+            session.notify_resource_updated(uri)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of any session; changes nothing."""
+        deadlines = [d for s in self.sessions() if (d := s.next_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire every session deadline due at ``now``.
+
+        Events: ``AnswerFailed`` (timeout) for questions the client left unanswered.
+        """
+        for session in list(self.sessions()):
+            session.handle_timeout(now)
+
+    def _owner(self, call: int) -> ServerSession | None:
+        session = self._calls.get(call)
+        if session is None and call not in self._tombstones:
+            raise LocalProtocolError(f"call {call} is not awaiting an answer")
+        return session
+

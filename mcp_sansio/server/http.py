@@ -1,0 +1,603 @@
+"""The Streamable HTTP server: MCP over HTTP/1.1, both eras on one endpoint.
+
+``HttpServer`` owns the HTTP connections (``http11.py``), one shared
+:class:`ServerSession` for stateless 2026-07-28 requests (every POST a channel of its
+own: its response is that request's JSON body or SSE stream, and closing it cancels the
+request), and one session per ``Mcp-Session-Id`` for the handshake era (POST, the GET
+stream for messages no request owns, DELETE; SSE event ids and ``Last-Event-ID``
+resumption; sessions expire when idle). A response is JSON when the request's only
+message is its answer, SSE once anything precedes it (``response_mode`` can force
+either). Requests are checked before any MCP processing: ``Host``/``Origin`` against
+allow-lists, ``Accept``, ``Content-Type``, and in 2026-07-28 the headers mirroring the
+body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). See MCP
+"Streamable HTTP" (2025-11-25 and 2026-07-28).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .. import jsonrpc
+from ..events import Event
+from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
+from ..versions import VERSIONS
+from .endpoint import Endpoint
+from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
+from .http_headers import (
+    LOOPBACK_HOSTS,
+    accepts,
+    host_allowed,
+    origin_allowed,
+    param_mismatch,
+    standard_mismatch,
+)
+from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
+from .phases import Phase
+from .session import ServerSession
+from .stores import EventStore, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+
+__all__ = ["HttpConfig", "HttpServer"]
+
+Header = tuple[str, str]
+_JSON: Final[Header] = ("content-type", "application/json")
+_SSE: Final[list[Header]] = [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+                             ("x-accel-buffering", "no")]
+_SESSION_NOT_FOUND: Final = -32001
+_FINISHED_STREAMS: Final = 1024
+
+
+class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The HTTP transport's settings.
+
+    Attributes:
+        path: the MCP endpoint's path.
+        allowed_hosts: host names the ``Host`` header may name (any port); ``None``: any.
+        allowed_origins: hosts an ``Origin`` header may name (any port); ``None``: any.
+        response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
+            ``"json"`` or ``"sse"`` (always).
+        max_connections: connections served at once (more are closed at once).
+        max_sessions: handshake-era sessions at once (more ``initialize`` get 503).
+        session_idle_timeout: seconds without a request after which a session ends.
+        sse_retry_ms: the ``retry`` hint of the priming event of resumable streams.
+        limits: the HTTP/1.1 bounds.
+    """
+
+    path: str = "/mcp"
+    allowed_hosts: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = None
+    response_mode: Literal["auto", "json", "sse"] = "auto"
+    max_connections: int = 1024
+    max_sessions: int = 1024
+    session_idle_timeout: float = 1800.0
+    sse_retry_ms: int = 1000
+    limits: HttpLimits = HttpLimits()
+
+    @classmethod
+    def loopback(cls, **overrides: object) -> HttpConfig:
+        """Settings for a server bound to loopback: DNS-rebinding protection on (only
+        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host`` and ``Origin``)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        fields.update(overrides)
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+class _PeekMeta(msgspec.Struct):
+    protocol_version: str | None = msgspec.field(default=None, name=PROTOCOL_VERSION_KEY)
+
+
+class _PeekParams(msgspec.Struct):
+    meta: _PeekMeta | None = msgspec.field(default=None, name="_meta")
+    name: object = None
+    uri: object = None
+    taskId: object = None  # the wire name
+    arguments: Raw = Raw(b"null")
+
+
+class _Peek(msgspec.Struct):
+    """What routing needs of a message, before the session reads it."""
+
+    id: int | str | UnsetType | None = UNSET
+    method: object = None
+    params: _PeekParams | None = None
+
+
+_peek: Final = msgspec.json.Decoder(_Peek).decode
+
+
+class HttpServer(Endpoint):
+    """An MCP server behind one HTTP endpoint, for many clients.
+
+    Driver contract: :meth:`connection_made` per accepted connection, its bytes to
+    :meth:`receive_data` (``b""`` at EOF) and :meth:`connection_lost` when it breaks;
+    write :meth:`data_to_send` of each of :meth:`connections_with_data` when the socket
+    can take it; perform :meth:`next_action`; run the handlers :meth:`next_event` asks
+    for (the :class:`Endpoint` API); call :meth:`handle_timeout` at :meth:`next_deadline`.
+
+    Args:
+        app: what the server offers.
+        secret: see :class:`Endpoint` (it also names sessions: the same on every worker).
+        wall_offset: see :class:`Endpoint`.
+        config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
+        sessions: where handshake-era sessions are kept (default: this process).
+        events: where resumable stream events are kept (default: this process).
+    """
+
+    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+                 config: HttpConfig | None = None, sessions: SessionStore | None = None,
+                 events: EventStore | None = None) -> None:
+        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        self.config = config or HttpConfig()
+        self.http = HttpConnections(self.config.limits)
+        self.modern = ServerSession(app, self, channel_ids=True)
+        self.session_store: SessionStore = sessions or MemorySessionStore()
+        self.event_store: EventStore = events or MemoryEventStore()
+        self._legacy: dict[str, Legacy] = {}
+        self._exchanges: dict[int, Exchange] = {}
+        self._open = 0
+        self._now = 0.0  # the latest time the server was told: for requests that wait their turn
+
+    # ------------------------------------------------------------ driver: connections
+
+    def connection_made(self, now: float) -> int:
+        """A client connected; its connection id (closed at once past ``max_connections``).
+
+        Actions: ``CloseConnection`` when over the limit.
+        """
+        conn = self.http.connection_made(now)
+        self._open += 1
+        if self._open > self.config.max_connections:
+            self.http.connection_lost(conn, now)
+            self._pump(now)
+        return conn
+
+    def receive_data(self, connection: int, data: bytes, now: float) -> None:
+        """Bytes from ``connection`` (``b""`` at EOF).
+
+        Raises:
+            LocalProtocolError: the connection was never made.
+        """
+        self.http.receive_data(connection, data, now)
+        self._pump(now)
+
+    def connection_lost(self, connection: int, now: float) -> None:
+        """``connection`` broke: its request is cancelled (stateless era) or its stream
+        left to be resumed (handshake era)."""
+        self.http.connection_lost(connection, now)
+        self._pump(now)
+
+    def data_to_send(self, connection: int) -> bytes:
+        """What to write on ``connection`` (drains it)."""
+        return self.http.data_to_send(connection)
+
+    def connections_with_data(self) -> list[int]:
+        """The connections with bytes waiting; changes nothing."""
+        return self.http.connections_with_data()
+
+    def next_action(self) -> CloseConnection | None:
+        """The next connection to close."""
+        action = self.http.next_action()
+        if action is not None:
+            self._open -= 1
+        return action
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline: connections, sessions, questions, tasks; changes nothing."""
+        deadlines = [d for d in (super().next_deadline(), self.http.next_deadline()) if d is not None]
+        deadlines += [legacy.expires_at for legacy in self._legacy.values()]
+        return min(deadlines) if deadlines else None
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire what is due: slow requests (408), idle sessions, unanswered questions."""
+        self.http.handle_timeout(now)
+        for legacy in [s for s in self._legacy.values() if s.expires_at <= now]:
+            self._end_session(legacy, now, "the session expired")
+        super().handle_timeout(now)
+        self._pump(now)
+
+    def close(self, now: float) -> None:
+        """Shut down: every session ends, every connection closes.
+
+        Events: ``CallCancelled`` for running calls. Actions: ``CloseConnection``.
+        """
+        for legacy in list(self._legacy.values()):
+            self._end_session(legacy, now, "the server is shutting down")
+        self.modern.close(now, "the server is shutting down")
+        for exchange in list(self._exchanges):
+            self.http.abort(exchange)
+        self._exchanges.clear()
+
+    # ------------------------------------------------------------ Endpoint
+
+    def sessions(self) -> Iterable[ServerSession]:
+        """The stateless session and every handshake-era one."""
+        return [self.modern, *(legacy.session for legacy in self._legacy.values())]
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """A stateless-era message for the request of ``channel`` (none other exist)."""
+        ex = None if channel is None else self._exchanges.get(channel)
+        if ex is not None:
+            self._emit(ex, data, None, 200, None)
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """A stateless-era response."""
+        ex = None if channel is None else self._exchanges.get(channel)
+        if ex is not None:
+            self._emit(ex, data, None, status, now)
+
+    def close_sse_stream(self, call: int, *, now: float) -> bool:
+        """End the SSE stream of a handshake-era ``call`` now (SSE polling, SEP-1699): the
+        client reconnects with ``Last-Event-ID`` and gets the rest; ``False`` if the call
+        has no resumable stream to end."""
+        session = self._calls.get(call)
+        legacy = next((s for s in self._legacy.values() if s.session is session), None)
+        if legacy is None or session is None:
+            return False
+        channel = session.calls[call].channel
+        stream = None if channel is None else legacy.stream_of.get(channel)
+        exchange = channel if stream is None else legacy.live.get(stream)  # a resumption's, perhaps
+        ex = None if exchange is None else self._exchanges.get(exchange)
+        if ex is None:
+            return False
+        if ex.mode is Mode.PENDING:
+            self._start_sse(ex, legacy)
+        self.http.end(ex.id, now=now)
+        del self._exchanges[ex.id]
+        legacy.live.pop(legacy.stream_of[ex.id], None)
+        self._pump(now)
+        return True
+
+    # ------------------------------------------------------------ legacy session host
+
+    def legacy_send(self, legacy: Legacy, channel: int | None, data: bytes, final: bool, status: int,
+                    now: float | None) -> None:
+        """A message of a handshake-era session (``now`` given for a final response),
+        routed to its request's stream, the GET stream, or the event store when the
+        stream is gone."""
+        stream = 0 if channel is None else legacy.stream_of.get(channel)
+        if stream is None:  # a request whose response has not begun: its own exchange
+            exchange: int | None = channel
+        else:  # the exchange carrying the stream now (a resumption's GET, perhaps)
+            exchange = legacy.live.get(stream)
+        ex = None if exchange is None else self._exchanges.get(exchange)
+        if ex is not None:
+            self._emit(ex, data, legacy, status, now if final else None)
+        elif stream is not None:  # its stream broke: keep the event for a resumption
+            self.event_store.append(legacy.id, stream, data)
+            if final:
+                self._stream_done(legacy, stream)
+
+    # ------------------------------------------------------------ requests
+
+    def next_event(self) -> Event | None:
+        """The oldest queued event, or ``None`` (a request that waited behind a response
+        just sent, or a stream dropped while being written, is taken in first)."""
+        self._pump(self._now)
+        return super().next_event()
+
+    def _pump(self, now: float) -> None:
+        self._now = now
+        while (event := self.http.next_event()) is not None:
+            if isinstance(event, RequestReceived):
+                self._request(event, now)
+            else:
+                self._closed(event, now)
+
+    def _request(self, req: RequestReceived, now: float) -> None:
+        config = self.config
+        if req.target.partition("?")[0] != config.path:
+            self._plain(req, 404, "Not Found", now)
+        elif not host_allowed(req.header("host"), config.allowed_hosts):
+            self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
+        elif not origin_allowed(req.header("origin"), config.allowed_origins):
+            self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
+        elif req.method == "POST":
+            self._post(req, now)
+        elif req.method == "GET":
+            self._get(req, now)
+        elif req.method == "DELETE":
+            self._delete(req, now)
+        else:
+            self.http.respond(req.exchange, 405, [("allow", "GET, POST, DELETE")], now=now)
+
+    def _post(self, req: RequestReceived, now: float) -> None:
+        wants_json, wants_sse = accepts(req.header("accept"))
+        if not wants_json and not wants_sse:
+            self._plain(req, 406, "Not Acceptable: accept application/json or text/event-stream", now)
+            return
+        content_type = (req.header("content-type") or "").partition(";")[0].strip().lower()
+        if content_type != "application/json":
+            self._plain(req, 415, "Unsupported Media Type: send application/json", now)
+            return
+        try:
+            peek = _peek(req.body)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            parse = not isinstance(exc, msgspec.ValidationError | RecursionError)
+            code = jsonrpc.PARSE_ERROR if parse else jsonrpc.INVALID_REQUEST
+            self._error(req, 400, None, code, f"{'Parse error' if parse else 'Invalid request'}: {exc}", now)
+            return
+        rid = peek.id if isinstance(peek.id, int | str) else None
+        meta = None if peek.params is None else peek.params.meta
+        version = None if meta is None else meta.protocol_version
+        session_id = req.header("mcp-session-id")
+        if version is not None and isinstance(peek.method, str):
+            self._post_modern(req, peek, rid, version, wants_json, wants_sse, now)
+        elif session_id is not None:
+            legacy = self._find(session_id, now)
+            if legacy is None:
+                self._error(req, 404, rid, _SESSION_NOT_FOUND, "Session not found", now)
+                return
+            header = req.header("mcp-protocol-version")
+            if header is not None and header.strip() not in self.app.config.protocol_versions:
+                # Any revision the server speaks passes (as the SDKs check it); an unknown one is refused.
+                self._error(req, 400, rid, jsonrpc.INVALID_REQUEST,
+                            f"Bad Request: unsupported MCP-Protocol-Version {header.strip()!r}", now)
+                return
+            self._route(req, legacy, peek, wants_json, wants_sse, now)
+        elif peek.method == "initialize" and rid is not None:
+            if len(self._legacy) >= self.config.max_sessions:
+                message = "Service Unavailable: too many sessions"
+                self._error(req, 503, rid, jsonrpc.INTERNAL_ERROR, message, now)
+                return
+            self._route(req, self._new_session(now), peek, wants_json, wants_sse, now)
+        elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
+            message = "Invalid params: a request of this revision needs _meta with its protocol version"
+            self._error(req, 400, rid, jsonrpc.INVALID_PARAMS, message, now)
+        else:
+            message = "Bad Request: no valid Mcp-Session-Id (send initialize first)"
+            self._error(req, 400, rid, -32000, message, now)
+
+    def _post_modern(self, req: RequestReceived, peek: _Peek, rid: int | str | None, version: str,
+                     wants_json: bool, wants_sse: bool, now: float) -> None:
+        problem = self._header_problem(req, peek, version)
+        if problem is not None:
+            self._error(req, 400, rid, HEADER_MISMATCH, f"Header mismatch: {problem}", now)
+            return
+        self._route(req, None, peek, wants_json, wants_sse, now)
+
+    def _header_problem(self, req: RequestReceived, peek: _Peek, version: str) -> str | None:
+        """Why the headers of a stateless-era message do not match its body, or ``None``."""
+        header = req.header("mcp-protocol-version")
+        if header is None:
+            return "the MCP-Protocol-Version header is missing"
+        if header.strip() != version:
+            return f"MCP-Protocol-Version {header.strip()!r} differs from the request's {version!r}"
+        rules = VERSIONS.get(version)
+        if rules is None or not rules.standard_headers or peek.id is UNSET:
+            return None  # an unsupported version is the session's to refuse; notifications carry none
+        headers = dict(req.headers)
+        params = peek.params or _PeekParams()
+        method = peek.method
+        assert isinstance(method, str)  # checked by the caller
+        named = {"name": params.name, "uri": params.uri, "taskId": params.taskId}
+        problem = standard_mismatch(method, named, headers)
+        if problem is not None or method != "tools/call" or not isinstance(params.name, str):
+            return problem
+        tool = self.app.registry.tools.get(params.name)
+        if tool is None or not tool.header_paths:
+            return None
+        arguments = msgspec.json.decode(params.arguments)  # a Raw span holds valid JSON
+        return param_mismatch(tool.header_paths, arguments, headers)
+
+    def _route(self, req: RequestReceived, legacy: Legacy | None, peek: _Peek, wants_json: bool,
+               wants_sse: bool, now: float) -> None:
+        """Hand a message to its session, with this exchange as its channel."""
+        ex = Exchange(req.exchange, legacy, wants_json, wants_sse)
+        self._exchanges[req.exchange] = ex
+        if legacy is None:
+            self.modern.receive_message(req.body, now, req.exchange)
+        else:
+            legacy.expires_at = now + self.config.session_idle_timeout
+            legacy.session.receive_message(req.body, now, req.exchange)
+            self._remember(legacy)
+        if ex.mode is Mode.PENDING and (peek.id is UNSET or not isinstance(peek.method, str)):
+            del self._exchanges[req.exchange]  # a notification or a response: accepted, no body
+            self.http.respond(req.exchange, 202, self._headers(legacy), now=now)
+
+    def _get(self, req: RequestReceived, now: float) -> None:
+        if not accepts(req.header("accept"))[1]:
+            self._plain(req, 406, "Not Acceptable: the GET stream is text/event-stream", now)
+            return
+        session_id = req.header("mcp-session-id")
+        if session_id is None:
+            self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)  # no GET stream statelessly
+            return
+        legacy = self._find(session_id, now)
+        if legacy is None:
+            self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
+            return
+        legacy.expires_at = now + self.config.session_idle_timeout
+        last = req.header("last-event-id")
+        if last is not None:
+            self._resume(req, legacy, last.strip(), now)
+            return
+        if legacy.get_exchange is not None:
+            self._plain(req, 409, "Conflict: this session already has a GET stream", now)
+            return
+        ex = Exchange(req.exchange, legacy, False, True)
+        self._exchanges[req.exchange] = ex
+        legacy.get_exchange = req.exchange
+        legacy.stream_of[req.exchange] = 0
+        self._start_sse(ex, legacy)
+
+    def _resume(self, req: RequestReceived, legacy: Legacy, last: str, now: float) -> None:
+        replay = self.event_store.replay(legacy.id, last)
+        if replay is None:
+            self._plain(req, 404, "Not Found: unknown Last-Event-ID", now)
+            return
+        stream, events = replay
+        ex = Exchange(req.exchange, legacy, False, True)
+        self._exchanges[req.exchange] = ex
+        self.http.start_stream(req.exchange, 200, [*_SSE, *self._headers(legacy)])
+        ex.mode = Mode.SSE
+        for event_id, data in events:
+            if data:
+                self.http.send(req.exchange, sse_event(data, event_id))
+        legacy.stream_of[req.exchange] = stream
+        previous = legacy.live.get(stream)
+        if previous is not None:  # a stale connection of the same stream: the new one takes over
+            self._exchanges.pop(previous, None)
+            self.http.abort(previous)
+        legacy.live[stream] = req.exchange
+        if stream == 0:
+            legacy.get_exchange = req.exchange
+        finished = stream in legacy.finished_streams
+        if finished:
+            self.http.end(req.exchange, now=now)
+            self._exchanges.pop(req.exchange, None)
+            legacy.live.pop(stream, None)
+
+    def _delete(self, req: RequestReceived, now: float) -> None:
+        session_id = req.header("mcp-session-id")
+        if session_id is None:
+            self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)
+            return
+        legacy = self._find(session_id, now)
+        if legacy is None:
+            self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
+            return
+        self._end_session(legacy, now, "the client ended the session")
+        self.http.respond(req.exchange, 200, [], now=now)
+
+    def _closed(self, event: ExchangeClosed, now: float) -> None:
+        ex = self._exchanges.pop(event.exchange, None)
+        if ex is None:
+            return
+        legacy = ex.legacy
+        if legacy is None:
+            self.modern.cancel_channel(ex.id, now, event.reason)
+            return
+        if legacy.get_exchange == ex.id:
+            legacy.get_exchange = None
+        stream = legacy.stream_of.get(ex.id)
+        if stream is not None and legacy.live.get(stream) == ex.id:
+            del legacy.live[stream]
+
+    # ------------------------------------------------------------ responses
+
+    def _emit(self, ex: Exchange, data: bytes, legacy: Legacy | None, status: int, now: float | None) -> None:
+        """Write one message on ``ex`` (the response that ends it when ``now`` is given):
+        as its JSON body, or as an SSE event."""
+        mode = self.config.response_mode
+        if now is not None:
+            self._now = now
+        if ex.mode is Mode.PENDING:
+            if now is not None and ex.wants_json and (mode != "sse" or not ex.wants_sse):
+                del self._exchanges[ex.id]
+                ex.mode = Mode.DONE
+                self.http.respond(ex.id, status, [_JSON, *self._headers(legacy)], data, now=now)
+                return
+            if now is None and (not ex.wants_sse or mode == "json"):
+                if legacy is not None:
+                    self.legacy_send(legacy, None, data, False, status, None)  # the GET stream takes it
+                return  # no stream to carry a stateless notification: dropped
+            self._start_sse(ex, legacy)
+        event_id = None
+        if legacy is not None:
+            event_id = self.event_store.append(legacy.id, legacy.stream_of[ex.id], data)
+        self.http.send(ex.id, sse_event(data, event_id))
+        if now is not None:
+            self._exchanges.pop(ex.id, None)
+            ex.mode = Mode.DONE
+            self.http.end(ex.id, now=now)
+            if legacy is not None:
+                self._stream_done(legacy, legacy.stream_of[ex.id])
+
+    def _stream_done(self, legacy: Legacy, stream: int) -> None:
+        """``stream`` carried its final response: forget its routing, remember (boundedly)
+        that a resumption of it ends after the replay."""
+        legacy.live.pop(stream, None)
+        for channel in [c for c, s in legacy.stream_of.items() if s == stream]:
+            del legacy.stream_of[channel]
+        legacy.finished_streams[stream] = None
+        if len(legacy.finished_streams) > _FINISHED_STREAMS:
+            legacy.finished_streams.popitem(last=False)
+
+    def _start_sse(self, ex: Exchange, legacy: Legacy | None) -> None:
+        """Open ``ex`` as an SSE stream; a handshake-era stream is resumable: it gets a
+        stream number and begins with a priming event (an id, the retry hint, no data)."""
+        self.http.start_stream(ex.id, 200, [*_SSE, *self._headers(legacy)])
+        ex.mode = Mode.SSE
+        if legacy is None:
+            return
+        stream = legacy.stream_of.get(ex.id)
+        if stream is None:
+            legacy.next_stream += 1
+            stream = legacy.stream_of[ex.id] = legacy.next_stream
+        legacy.live[stream] = ex.id
+        priming = self.event_store.append(legacy.id, stream, b"")
+        self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+
+    def _headers(self, legacy: Legacy | None) -> list[Header]:
+        return [] if legacy is None else [("mcp-session-id", legacy.id)]
+
+    def _plain(self, req: RequestReceived, status: int, text: str, now: float) -> None:
+        self.http.respond(req.exchange, status, [("content-type", "text/plain; charset=utf-8")],
+                          text.encode() + b"\n", now=now)
+
+    def _error(self, req: RequestReceived, status: int, rid: int | str | None, code: int, message: str,
+               now: float) -> None:
+        self.http.respond(req.exchange, status, [_JSON], jsonrpc.encode_error(rid, code, message), now=now)
+
+    # ------------------------------------------------------------ sessions
+
+    def _new_session(self, now: float) -> Legacy:
+        digest = hmac.new(self.secret, f"session/{self.new_ticket()}".encode(), hashlib.sha256).digest()
+        session_id = base64.urlsafe_b64encode(digest[:24]).decode()
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy.host = LegacyHost(self, legacy)
+        legacy.session = ServerSession(self.app, legacy.host)
+        self._legacy[session_id] = legacy
+        return legacy
+
+    def _find(self, session_id: str, now: float) -> Legacy | None:
+        """The live session ``session_id``, or one rebuilt from the session store."""
+        legacy = self._legacy.get(session_id)
+        if legacy is not None:
+            return legacy
+        record = self.session_store.load(session_id)
+        if record is None or len(self._legacy) >= self.config.max_sessions:
+            return None
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy.host = LegacyHost(self, legacy)
+        session = legacy.session = ServerSession(self.app, legacy.host)
+        session.phase = Phase.READY
+        session.protocol_version = record.protocol_version
+        session.rules = VERSIONS.get(record.protocol_version)
+        session.client_info, session.client_capabilities = record.client_info, record.client_capabilities
+        session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
+        legacy.saved = record
+        self._legacy[session_id] = legacy
+        return legacy
+
+    def _remember(self, legacy: Legacy) -> None:
+        """Keep the session's identity in the store when it changed."""
+        session = legacy.session
+        if session.protocol_version is None or session.client_info is None:
+            return
+        record = SessionRecord(
+            session_id=legacy.id, protocol_version=session.protocol_version, client_info=session.client_info,
+            client_capabilities=session.client_capabilities, log_level=session.log_level,
+            subscriptions=sorted(session.subscriptions),
+        )
+        if record != legacy.saved:
+            legacy.saved = record
+            self.session_store.save(record)
+
+    def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
+        del self._legacy[legacy.id]
+        legacy.session.close(now, reason)
+        self.session_store.delete(legacy.id)
+        self.event_store.forget(legacy.id)
+        for exchange in [e for e, ex in self._exchanges.items() if ex.legacy is legacy]:
+            del self._exchanges[exchange]
+            self.http.abort(exchange)

@@ -1,0 +1,421 @@
+"""A sans-IO HTTP/1.1 server on h11's server side: connections in, requests out.
+
+:class:`HttpConnections` turns each connection's bytes into whole requests (head and
+body, both bounded: a head over ``max_header_bytes`` gets 431, a body over
+``max_body_bytes`` 413, a malformed request 400, and a head or body that does not arrive
+in time 408: slow clients cannot hold a connection), one exchange at a time per
+connection (RFC 9112, no pipelining: a request sent early waits its turn). Responses are
+written whole or streamed (SSE); a streamed response whose client does not read is
+dropped once ``max_buffer_bytes`` are waiting. It knows nothing of MCP.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from typing import Final
+
+import h11
+import msgspec
+
+from ..errors import LocalProtocolError
+from ..events import Action
+
+__all__ = [
+    "CloseConnection",
+    "ExchangeClosed",
+    "HttpConnections",
+    "HttpLimits",
+    "RequestReceived",
+]
+
+Header = tuple[str, str]
+_REASONS: Final = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Content Too Large",
+                   431: b"Request Header Fields Too Large", 505: b"HTTP Version Not Supported"}
+
+
+class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds of the HTTP layer.
+
+    Attributes:
+        max_header_bytes: the largest request head.
+        max_body_bytes: the largest request body.
+        header_timeout: seconds a request head may take to arrive (from the connection,
+            or from the end of the previous response).
+        body_timeout: seconds a request body may take after its head.
+        idle_timeout: seconds an idle keep-alive connection is kept.
+        max_buffer_bytes: bytes of response a connection may have waiting to be written;
+            more, and the client is not reading: the connection is dropped.
+    """
+
+    max_header_bytes: int = 32 * 1024
+    max_body_bytes: int = 4 * 1024 * 1024
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    idle_timeout: float = 60.0
+    max_buffer_bytes: int = 4 * 1024 * 1024
+
+
+class RequestReceived(msgspec.Struct, frozen=True, kw_only=True):
+    """A whole request arrived on ``connection``; answer ``exchange``.
+
+    Attributes:
+        exchange: the id of this request and its response.
+        connection: the connection it came on.
+        method: ``POST``, ``GET``, ...
+        target: the request target (path and query).
+        headers: every header, names lower-case, values decoded as Latin-1.
+        body: the request content.
+    """
+
+    exchange: int
+    connection: int
+    method: str
+    target: str
+    headers: tuple[Header, ...]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (lower-case), the last one if repeated."""
+        found = None
+        for key, value in self.headers:
+            if key == name:
+                found = value
+        return found
+
+
+class ExchangeClosed(msgspec.Struct, frozen=True, kw_only=True):
+    """``exchange`` ended before its response did: the client went away (or was dropped)."""
+
+    exchange: int
+    reason: str
+
+
+class CloseConnection(Action, frozen=True, kw_only=True):
+    """Close ``connection`` (after writing what ``data_to_send`` still holds)."""
+
+    connection: int
+
+
+class _State(enum.Enum):
+    READING = "reading"  # awaiting (the rest of) a request
+    HANDLING = "handling"  # a request was handed over; no response yet
+    STREAMING = "streaming"  # the response head is out, its body goes on
+    CLOSING = "closing"  # CloseConnection issued
+
+
+class _Connection:
+    __slots__ = ("body", "deadline", "exchange", "h11", "head_started", "id", "out", "out_size", "request",
+                 "state")
+
+    def __init__(self, connection: int, limits: HttpLimits, now: float) -> None:
+        self.id = connection
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        self.state = _State.READING
+        self.exchange = 0
+        self.request: h11.Request | None = None
+        self.body = bytearray()
+        self.out: list[bytes] = []
+        self.out_size = 0
+        self.head_started = False  # bytes of the next request arrived
+        self.deadline: float | None = now + limits.header_timeout
+
+
+class HttpConnections:
+    """Server-side HTTP/1.1 connections.
+
+    Driver contract: call :meth:`connection_made` for each accepted connection, feed its
+    bytes to :meth:`receive_data` (``b""`` at EOF), write :meth:`data_to_send` when the
+    socket can take more (not before: unread output is what the buffer bound counts),
+    perform each :meth:`next_action`, and call :meth:`handle_timeout` at
+    :meth:`next_deadline`.
+    """
+
+    def __init__(self, limits: HttpLimits | None = None) -> None:
+        self.limits = limits or HttpLimits()
+        self._connections: dict[int, _Connection] = {}
+        self._exchanges: dict[int, _Connection] = {}
+        self._events: deque[RequestReceived | ExchangeClosed] = deque()
+        self._actions: deque[CloseConnection] = deque()
+        self._closing: dict[int, list[bytes]] = {}  # closed connections' last bytes, until drained
+        self._next_connection = 0
+        self._next_exchange = 0
+
+    # ------------------------------------------------------------ input
+
+    def connection_made(self, now: float) -> int:
+        """A client connected; its id."""
+        self._next_connection += 1
+        self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now)
+        return self._next_connection
+
+    def receive_data(self, connection: int, data: bytes, now: float) -> None:
+        """Bytes from ``connection``; ``b""`` when the client closed its side.
+
+        Raises:
+            LocalProtocolError: the connection was never made.
+
+        Events: ``RequestReceived``, ``ExchangeClosed``. Actions: ``CloseConnection``.
+        """
+        conn = self._connection(connection)
+        if conn is None:
+            return
+        if not data:
+            self._lost(conn, "the client closed the connection")
+            return
+        conn.h11.receive_data(data)
+        if conn.state is _State.READING:
+            if not conn.head_started:
+                conn.head_started = True
+                conn.deadline = now + self.limits.header_timeout
+            self._read(conn, now)
+
+    def connection_lost(self, connection: int, now: float) -> None:
+        """The connection broke (reset, write error): its exchange ends.
+
+        Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
+        """
+        conn = self._connection(connection)
+        if conn is not None:
+            self._lost(conn, "the connection was lost")
+
+    def handle_timeout(self, now: float) -> None:
+        """Answer 408 to requests that are too slow, and close idle connections.
+
+        Actions: ``CloseConnection``.
+        """
+        for conn in [c for c in self._connections.values() if c.deadline is not None and c.deadline <= now]:
+            if conn.head_started:
+                self._refuse(conn, 408, "the request did not arrive in time")
+            else:
+                self._close(conn)  # idle keep-alive, or nothing sent at all
+
+    # ------------------------------------------------------------ responses
+
+    def respond(self, exchange: int, status: int, headers: list[Header], body: bytes = b"", *,
+                now: float) -> None:
+        """Answer ``exchange`` with a whole response (``Content-Length`` is added); the
+        connection then serves its next request (one sent early is read now).
+
+        Raises:
+            LocalProtocolError: the exchange is not awaiting a response, or the head is invalid.
+
+        Events: ``RequestReceived`` for a request that was waiting.
+        """
+        conn = self._awaiting(exchange)
+        if conn is None:
+            return
+        self._send(conn, _response(status, [*headers, ("content-length", str(len(body)))]))
+        if body:
+            self._send(conn, h11.Data(data=body))
+        self._end(conn, now)
+
+    def start_stream(self, exchange: int, status: int, headers: list[Header]) -> None:
+        """Begin a streamed response (chunked); :meth:`send` its pieces, :meth:`end` it.
+
+        Raises:
+            LocalProtocolError: the exchange is not awaiting a response, or the head is invalid.
+        """
+        conn = self._awaiting(exchange)
+        if conn is None:
+            return
+        self._send(conn, _response(status, headers))
+        conn.state = _State.STREAMING
+
+    def send(self, exchange: int, data: bytes) -> bool:
+        """A piece of a streamed response; whether it was queued (``False``: the exchange
+        is gone, or its client stopped reading and it was just dropped).
+
+        Events: ``ExchangeClosed`` when the buffer bound drops the stream.
+        """
+        conn = self._exchanges.get(exchange)
+        if conn is None or conn.state is not _State.STREAMING:
+            return False
+        if conn.out_size + len(data) > self.limits.max_buffer_bytes:
+            self._lost(conn, "the client does not read its stream")
+            return False
+        self._send(conn, h11.Data(data=data))
+        return True
+
+    def end(self, exchange: int, *, now: float) -> None:
+        """Finish a streamed response; the connection serves the next request.
+
+        Events: ``RequestReceived`` for a request that was waiting.
+        """
+        conn = self._exchanges.get(exchange)
+        if conn is not None and conn.state is _State.STREAMING:
+            self._end(conn, now)
+
+    def abort(self, exchange: int) -> None:
+        """Drop ``exchange`` mid-response: its connection closes (an SSE stream a server
+        ends early closes this way when the response cannot be ended cleanly)."""
+        conn = self._exchanges.get(exchange)
+        if conn is not None:
+            self._close(conn)
+
+    # ------------------------------------------------------------ output
+
+    def data_to_send(self, connection: int) -> bytes:
+        """Drain the bytes waiting for ``connection``."""
+        conn = self._connections.get(connection)
+        if conn is None:
+            return b"".join(self._closing.pop(connection, ()))
+        data = b"".join(conn.out)
+        conn.out.clear()
+        conn.out_size = 0
+        return data
+
+    def connections_with_data(self) -> list[int]:
+        """The connections with bytes waiting; changes nothing."""
+        return [*(conn.id for conn in self._connections.values() if conn.out), *self._closing]
+
+    def next_event(self) -> RequestReceived | ExchangeClosed | None:
+        """Pop the next event."""
+        return self._events.popleft() if self._events else None
+
+    def next_action(self) -> CloseConnection | None:
+        """Pop the next action."""
+        return self._actions.popleft() if self._actions else None
+
+    def next_deadline(self) -> float | None:
+        """The earliest read deadline of any connection; changes nothing."""
+        deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
+        return min(deadlines) if deadlines else None
+
+    def exchange_connection(self, exchange: int) -> int | None:
+        """The connection carrying ``exchange``, while it is open."""
+        conn = self._exchanges.get(exchange)
+        return None if conn is None else conn.id
+
+    # ------------------------------------------------------------ internals
+
+    def _connection(self, connection: int) -> _Connection | None:
+        conn = self._connections.get(connection)
+        if conn is None and not 0 < connection <= self._next_connection:
+            raise LocalProtocolError(f"connection {connection} was never made")
+        return conn
+
+    def _awaiting(self, exchange: int) -> _Connection | None:
+        conn = self._exchanges.get(exchange)
+        if conn is None:
+            return None  # the client left: nothing to answer
+        if conn.state is not _State.HANDLING:
+            raise LocalProtocolError(f"exchange {exchange} already has a response")
+        return conn
+
+    def _read(self, conn: _Connection, now: float) -> None:
+        limits = self.limits
+        while conn.state is _State.READING:
+            try:
+                event = conn.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                status = exc.error_status_hint if exc.error_status_hint in _REASONS else 400
+                self._refuse(conn, status, str(exc))
+                return
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            if isinstance(event, h11.Request):
+                conn.request = event
+                conn.deadline = now + limits.body_timeout
+                if _head_size(event) > limits.max_header_bytes:  # h11 bounds only a head still arriving
+                    self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
+                    return
+                length = _content_length(event)
+                if length is not None and length > limits.max_body_bytes:
+                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
+                    return
+                if conn.h11.they_are_waiting_for_100_continue:
+                    conn.out.append(conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+            elif isinstance(event, h11.Data):
+                conn.body += event.data
+                if len(conn.body) > limits.max_body_bytes:
+                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
+                    return
+            else:
+                assert isinstance(event, h11.EndOfMessage)  # EOF never reaches h11: no ConnectionClosed
+                self._deliver(conn)
+
+    def _deliver(self, conn: _Connection) -> None:
+        request = conn.request
+        assert request is not None  # a request precedes its EndOfMessage
+        self._next_exchange += 1
+        conn.exchange = self._next_exchange
+        self._exchanges[conn.exchange] = conn
+        conn.state = _State.HANDLING
+        conn.deadline = None
+        conn.head_started = False
+        headers = tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
+                        for name, value in request.headers.raw_items())
+        self._events.append(RequestReceived(
+            exchange=conn.exchange, connection=conn.id, method=request.method.decode("latin-1"),
+            target=request.target.decode("latin-1"), headers=headers, body=bytes(conn.body),
+        ))
+        conn.body.clear()
+
+    def _send(self, conn: _Connection, event: h11.Response | h11.Data | h11.EndOfMessage) -> None:
+        try:
+            data = conn.h11.send(event)
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(f"invalid response: {exc}") from exc
+        if data:
+            conn.out.append(data)
+            conn.out_size += len(data)
+
+    def _end(self, conn: _Connection, now: float) -> None:
+        self._send(conn, h11.EndOfMessage())
+        self._exchanges.pop(conn.exchange, None)
+        conn.request = None
+        h = conn.h11
+        if h.our_state is not h11.DONE or h.their_state is not h11.DONE:
+            self._close(conn)  # "Connection: close", or HTTP/1.0
+            return
+        h.start_next_cycle()
+        conn.state = _State.READING
+        conn.head_started = bool(h.trailing_data[0])  # the next request began already
+        conn.deadline = now + (self.limits.header_timeout if conn.head_started else self.limits.idle_timeout)
+        self._read(conn, now)
+
+    def _refuse(self, conn: _Connection, status: int, message: str) -> None:
+        """Answer a request that cannot be served with ``status``, then close (a connection
+        still reading its request can always be answered: h11 is IDLE or has sent 100)."""
+        body = (message[:200] + "\n").encode("utf-8", "replace")
+        conn.out.append(conn.h11.send(h11.Response(status_code=status, headers=[
+            ("content-type", "text/plain; charset=utf-8"), ("content-length", str(len(body))),
+            ("connection", "close")], reason=_REASONS.get(status, b""))))
+        conn.out.append(conn.h11.send(h11.Data(data=body)))
+        conn.out.append(conn.h11.send(h11.EndOfMessage()))
+        self._lost(conn, message)
+
+    def _lost(self, conn: _Connection, reason: str) -> None:
+        exchange = conn.exchange if conn.exchange in self._exchanges else None
+        if exchange is not None:
+            self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
+        self._close(conn)
+
+    def _close(self, conn: _Connection) -> None:
+        del self._connections[conn.id]
+        self._exchanges.pop(conn.exchange, None)
+        conn.state = _State.CLOSING
+        conn.deadline = None
+        if conn.out:
+            self._closing[conn.id] = conn.out  # its last bytes (an error response), until drained
+        self._actions.append(CloseConnection(connection=conn.id))
+
+
+def _response(status: int, headers: list[Header]) -> h11.Response:
+    try:
+        return h11.Response(status_code=status, headers=headers)
+    except h11.LocalProtocolError as exc:
+        raise LocalProtocolError(f"invalid response: {exc}") from exc
+
+
+def _head_size(request: h11.Request) -> int:
+    return len(request.method) + len(request.target) + 12 + sum(
+        len(name) + len(value) + 4 for name, value in request.headers.raw_items())
+
+
+def _content_length(request: h11.Request) -> int | None:
+    for name, value in request.headers:
+        if name == b"content-length":
+            return int(value)  # h11 validated it
+    return None

@@ -1,0 +1,131 @@
+"""The records behind the Streamable HTTP server: exchanges, handshake-era sessions, SSE.
+
+An :class:`Exchange` is one HTTP request awaiting (or streaming) its response. A
+:class:`Legacy` session numbers its SSE streams (0 is the GET stream) so that events keep
+their stream across a reconnection, and knows which exchange carries each stream now.
+:class:`LegacyHost` is the host such a session sees: everything goes to the server, with
+the session's identity attached.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from ..events import Event
+
+if TYPE_CHECKING:
+    from .http import HttpServer
+    from .session import ServerSession
+    from .stores import SessionRecord
+
+__all__ = ["Exchange", "Legacy", "LegacyHost", "Mode", "sse_event"]
+
+
+class Mode(enum.Enum):
+    """Where an exchange's response is."""
+
+    PENDING = "pending"  # nothing sent yet
+    SSE = "sse"  # a stream of events is under way
+    DONE = "done"
+
+
+class Exchange:
+    """One HTTP request and its response.
+
+    Attributes:
+        id: the HTTP layer's exchange id (also the MCP channel of its message).
+        legacy: the handshake-era session it belongs to (``None``: stateless).
+        wants_json: its ``Accept`` takes JSON.
+        wants_sse: its ``Accept`` takes an event stream.
+        mode: what was sent so far.
+    """
+
+    __slots__ = ("id", "legacy", "mode", "wants_json", "wants_sse")
+
+    def __init__(self, exchange: int, legacy: Legacy | None, wants_json: bool, wants_sse: bool) -> None:
+        self.id = exchange
+        self.legacy = legacy
+        self.wants_json = wants_json
+        self.wants_sse = wants_sse
+        self.mode = Mode.PENDING
+
+
+class Legacy:
+    """A handshake-era session of the HTTP server.
+
+    Attributes:
+        id: its ``Mcp-Session-Id``.
+        session: its MCP state.
+        host: what the session sends through.
+        expires_at: when it ends unless a request comes.
+        get_exchange: the exchange carrying its GET stream, if one is open.
+        stream_of: channel (exchange) -> SSE stream number.
+        live: stream number -> the exchange carrying it now.
+        finished_streams: the latest streams whose final response was sent (bounded).
+        next_stream: the last stream number given.
+        saved: what the session store holds of it.
+    """
+
+    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "live", "next_stream",
+                 "saved", "session", "stream_of")
+
+    def __init__(self, session_id: str, expires_at: float) -> None:
+        self.id = session_id
+        self.expires_at = expires_at
+        self.session: ServerSession
+        self.host: LegacyHost
+        self.get_exchange: int | None = None
+        self.stream_of: dict[int, int] = {}
+        self.live: dict[int, int] = {}
+        self.finished_streams: OrderedDict[int, None] = OrderedDict()
+        self.next_stream = 0
+        self.saved: SessionRecord | None = None
+
+
+class LegacyHost:
+    """The host of one handshake-era session: the server's, with its messages tagged."""
+
+    __slots__ = ("_legacy", "_server", "secret", "wall_offset")
+
+    def __init__(self, server: HttpServer, legacy: Legacy) -> None:
+        self._server = server
+        self._legacy = legacy
+        self.secret = server.secret
+        self.wall_offset = server.wall_offset
+
+    def new_call(self, session: ServerSession) -> int:
+        """A call handle from the server."""
+        return self._server.new_call(session)
+
+    def call_done(self, call: int) -> None:
+        """Forget ``call``."""
+        self._server.call_done(call)
+
+    def call_cancelled(self, call: int) -> None:
+        """``call`` was cancelled."""
+        self._server.call_cancelled(call)
+
+    def new_ticket(self) -> int:
+        """A ticket from the server."""
+        return self._server.new_ticket()
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` on the server."""
+        self._server.emit(event)
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """A message of this session that ends nothing."""
+        self._server.legacy_send(self._legacy, channel, data, False, 200, None)
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """A response of this session."""
+        self._server.legacy_send(self._legacy, channel, data, True, status, now)
+
+
+def sse_event(data: bytes, event_id: str | None) -> bytes:
+    """One SSE ``message`` event carrying ``data`` (compact JSON: no line breaks)."""
+    if event_id is None:
+        return b"event: message\ndata: " + data + b"\n\n"
+    return b"id: " + event_id.encode() + b"\nevent: message\ndata: " + data + b"\n\n"

@@ -1,0 +1,631 @@
+"""The server side of one MCP conversation, in both eras; transport-agnostic.
+
+``ServerSession`` takes JSON-RPC messages (one JSON text each) tagged with the channel
+they came on, answers what needs no user code itself (``initialize``, lists, ``ping``,
+``server/discover``, static resources, subscriptions, ...) and turns the rest into events
+for the driver. Each request picks its era: ``_meta`` naming a protocol version makes it a
+stateless 2026-07-28 request, served on its own; anything else belongs to the handshake
+era and needs ``initialize`` first (MCP "Lifecycle"; 2026-07-28 "Versioning"). Outgoing
+messages go to the host (:class:`~mcp_sansio.server.endpoint.Endpoint`) with the channel
+they relate to. The per-method logic lives in ``methods.py``; legality is the tables here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+from msgspec import Raw
+
+from .. import jsonrpc
+from ..errors import LocalProtocolError, RequestError
+from ..events import (
+    ConnectionTerminated,
+    DiscardReason,
+    ErrorData,
+    FailureReason,
+    MessageDiscarded,
+    NotificationReceived,
+    RequestId,
+)
+from ..jsonrpc import Envelope, Kind
+from ..modern import MISSING_CLIENT_CAPABILITY, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION
+from ..types import NOTIFICATION_PARAMS, RESULT_TYPES, ClientCapabilities, Implementation, LoggingLevel
+from ..versions import LATEST_VERSION, VERSIONS, VersionRules
+from . import methods, tasks
+from .calls import Call, CallKind
+from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
+from .events import AnswerFailed, AnswerReceived, CallCancelled, RequestInfo
+from .phases import _TRANSITIONS, Phase, Trigger
+from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
+from .wire import CancelParams, Params, RequestMeta
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+    from .endpoint import ListKind, SessionHost
+
+__all__ = ["Phase", "ServerSession", "Trigger"]
+
+_log = logging.getLogger(__name__)
+
+
+# Handshake-era requests each phase accepts (the stateless era needs no phase). Before
+# initialize only ping (MCP "Lifecycle": nothing else until the client initialized);
+# a second initialize is refused. Requests after initialize but before the client's
+# notifications/initialized are served: clients pipeline them, and refusing gains nothing.
+_LEGACY_BEFORE_INIT: Final = frozenset({"initialize", "ping"})
+_LOG_ORDER: Final[Mapping[str, int]] = {
+    name: i for i, name in
+    enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
+}
+# HTTP status of an error response on its own (2026-07-28 "Streamable HTTP": an unknown
+# method is 404, an unsupported version or missing capability 400, as is a request
+# missing its _meta, which passes its status itself). A message that is no valid request
+# is 400 in every era; any other JSON-RPC error is the result of a 200 exchange.
+_MODERN_STATUS: Final[Mapping[int, int]] = {
+    jsonrpc.METHOD_NOT_FOUND: 404, MISSING_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+_BAD_MESSAGE: Final = 400
+_BAD_CODES: Final = frozenset({jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST})
+_NO_CAPABILITIES: Final = ClientCapabilities()
+_RESULT_DECODERS: Final = {method: msgspec.json.Decoder(tp) for method, tp in RESULT_TYPES.items()}
+_CANCEL_DECODER: Final = msgspec.json.Decoder(CancelParams)
+_UNKNOWN: Final = methods.MethodSpec(msgspec.json.Decoder(Params), None, None)
+
+
+def _is_modern(raw: bytes | Raw) -> bool:
+    """Whether params the method's own decoder refused still name a stateless-era version."""
+    try:
+        meta = _UNKNOWN.decoder.decode(raw).meta
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return meta is not None and meta.protocol_version is not None
+
+
+def _status(code: int, modern: bool) -> int:
+    """The HTTP status of an error response with ``code`` in an era."""
+    if code in _BAD_CODES:
+        return _BAD_MESSAGE
+    return _MODERN_STATUS.get(code, 200) if modern else 200
+
+
+class ServerSession:
+    """One client's conversation with the server: handshake-era state and in-flight calls.
+
+    Args:
+        app: what the server offers (and its :class:`ServerConfig`).
+        host: the transport; it allocates call handles and carries messages and events.
+        channel_ids: JSON-RPC ids are unique per channel rather than per session (the
+            shared session of stateless HTTP requests, where every POST is a channel).
+    """
+
+    def __init__(self, app: MCPServer, host: SessionHost, *, channel_ids: bool = False) -> None:
+        self.app = app
+        self.config = app.config
+        self.host = host
+        self.phase = Phase.NEW
+        self.protocol_version: str | None = None
+        self.rules: VersionRules | None = None
+        self.client_info: Implementation | None = None
+        self.client_capabilities: ClientCapabilities = _NO_CAPABILITIES
+        self.log_level: LoggingLevel | None = None
+        self.subscriptions: set[str] = set()
+        self.listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
+        self.calls: dict[int, Call] = {}
+        self.tasks: dict[str, tasks.TaskRecord] = {}
+        self._by_key: dict[tuple[int | None, RequestId], int] = {}
+        self._channel_ids = channel_ids
+        self._outbound: dict[int, methods.Outbound] = {}
+        self._tickets: dict[int, int] = {}  # ticket -> our request id
+        self._next_id = 0
+        self._server_meta: Final = {SERVER_INFO_KEY: msgspec.to_builtins(app.info)}
+
+    # ---------------------------------------------------------------- input
+
+    def receive_message(self, data: bytes, now: float, channel: int | None = None) -> None:
+        """One JSON-RPC message (or batch) from the client, on ``channel``.
+
+        Raises:
+            LocalProtocolError: the session is closed.
+
+        Events: ``HandlerCallReceived`` subclasses, ``CallCancelled``, ``AnswerReceived``,
+        ``AnswerFailed``, ``ClientInitialized``, ``ResourceSubscribed``,
+        ``ResourceUnsubscribed``, ``NotificationReceived``, ``MessageDiscarded``.
+        """
+        if self.phase is Phase.CLOSED:
+            raise LocalProtocolError("the session is closed")
+        try:
+            decoded = jsonrpc.decode(data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            if isinstance(exc, msgspec.ValidationError | RecursionError):  # JSON, not an envelope
+                code, reason, what = jsonrpc.INVALID_REQUEST, DiscardReason.NOT_JSON_RPC, "Invalid request"
+            else:
+                code, reason, what = jsonrpc.PARSE_ERROR, DiscardReason.NOT_JSON, "Parse error"
+            self.error(channel, None, code, f"{what}: {exc}", now=now)
+            self.host.emit(MessageDiscarded(reason=reason, detail=str(exc), excerpt=data[:200]))
+            return
+        if isinstance(decoded, list):
+            # No MCP revision this server speaks lets a client batch requests to a server
+            # that did not offer it (2025-03-26 allowed it; 2025-06-18 removed it).
+            message = "Invalid request: batches are not supported"
+            self.error(channel, None, jsonrpc.INVALID_REQUEST, message, now=now)
+            self.host.emit(MessageDiscarded(reason=DiscardReason.BATCH_NOT_ALLOWED, detail=message,
+                                            excerpt=data[:200]))
+            return
+        kind = jsonrpc.classify(decoded)
+        if kind is Kind.REQUEST:
+            self._on_request(decoded, now, channel)
+        elif kind is Kind.NOTIFICATION:
+            self._on_notification(decoded, now, channel)
+        elif kind is Kind.INVALID:
+            rid = decoded.id if isinstance(decoded.id, int | str) else None
+            self.error(channel, rid, jsonrpc.INVALID_REQUEST, "Invalid request", now=now)
+            self.host.emit(MessageDiscarded(reason=DiscardReason.NOT_JSON_RPC,
+                                            detail="not a JSON-RPC message", excerpt=data[:200]))
+        else:
+            self._on_response(decoded, now)
+
+    def cancel_channel(self, channel: int, now: float, reason: str = "the stream closed") -> None:
+        """``channel`` ended (an HTTP response stream closed): in the stateless era that
+        cancels its requests (2026-07-28 "Cancellation"); its subscriptions end.
+
+        Events: ``CallCancelled`` for each call on it.
+        """
+        for call in [c.call for c in self.calls.values() if c.channel == channel]:
+            self._cancel(call, reason)
+        for key in [k for k, listen in self.listens.items() if listen.channel == channel]:
+            del self.listens[key]
+
+    def close(self, now: float, message: str = "the client disconnected") -> None:
+        """The connection is gone: every call is cancelled, every question fails.
+
+        Events: ``CallCancelled``, ``AnswerFailed``, then ``ConnectionTerminated``.
+        """
+        if self.phase is Phase.CLOSED:
+            return
+        for call in list(self.calls):
+            self._cancel(call, message)
+        for rid in list(self._outbound):
+            self._fail_outbound(rid, FailureReason.CONNECTION_LOST, message)
+        self.listens.clear()
+        self.tasks.clear()  # they lived in this connection
+        self.advance(Trigger.CLOSE)
+        self.host.emit(ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message=message))
+
+    def handle_timeout(self, now: float) -> None:
+        """Fail the questions to the client whose deadline passed (and tell the client).
+
+        Events: ``AnswerFailed`` with reason ``TIMEOUT``.
+        """
+        for rid in [rid for rid, out in self._outbound.items() if out.deadline <= now]:
+            self._send_cancel(rid, "timed out")
+            self._fail_outbound(rid, FailureReason.TIMEOUT, "the client did not answer in time")
+        if self.tasks:
+            tasks.expire(self, now)
+
+    def next_deadline(self) -> float | None:
+        """When the first question to the client times out, or a task expires; changes nothing."""
+        deadlines = [out.deadline for out in self._outbound.values()]
+        deadlines += [task.expires_at for task in self.tasks.values()]
+        return min(deadlines) if deadlines else None
+
+    # ---------------------------------------------------------------- answers from the driver
+
+    def respond(self, call: int, value: object, *, now: float) -> None:
+        """Answer ``call`` with its handler's return value (see :meth:`Endpoint.respond`)."""
+        rec = self._call(call)
+        kind = rec.kind
+        if kind is CallKind.TOOL:
+            assert rec.tool is not None  # set for every TOOL call
+            result: msgspec.Struct = tool_result(rec.tool, value)
+        elif kind is CallKind.PROMPT:
+            assert rec.prompt is not None  # set for every PROMPT call
+            result = prompt_result(rec.prompt, value)
+        elif kind is CallKind.READ:
+            result = read_result(rec.uri, rec.mime_type, value)
+        else:
+            result = completion_result(value)
+        if rec.task is not None:
+            self.finish_call(rec)
+            tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
+            return
+        data = self.encode_result(rec.request_id, result, rec.modern_rules, cache=rec.cache)
+        self.finish_call(rec)
+        self._deliver(rec, data, 200, now)
+
+    def fail(self, call: int, error: BaseException, *, now: float) -> None:
+        """Answer ``call`` for a handler that raised ``error`` (see :meth:`Endpoint.fail`)."""
+        rec = self._call(call)
+        if isinstance(error, RequestError):
+            self.respond_error(call, error.code, error.message, error.data, now=now)
+        elif isinstance(error, ClientCapabilityMissing) and rec.info.modern:
+            required = {"requiredCapabilities": error.required}
+            self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
+        elif rec.kind is CallKind.TOOL:
+            result = error_tool_result(str(error) or type(error).__name__)
+            self.finish_call(rec)
+            if rec.task is not None:
+                tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
+                return
+            self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
+        else:
+            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
+
+    def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:
+        """Answer ``call`` with a JSON-RPC error (see :meth:`Endpoint.respond_error`)."""
+        rec = self._call(call)
+        encoded = jsonrpc.encode_error(rec.request_id, code, message, data)
+        self.finish_call(rec)
+        if rec.task is not None:
+            error = {"code": code, "message": message} if data is None else {
+                "code": code, "message": message, "data": data}
+            tasks.finish(self, rec, now, error=error)
+            return
+        self._deliver(rec, encoded, _status(code, rec.info.modern), now)
+
+    def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
+        """End this round of ``call`` with ``input_required`` (see :meth:`Endpoint.input_required`)."""
+        rec = self._call(call)
+        if rec.task is not None:
+            raise LocalProtocolError("a task waits for its answers (tasks/update): "
+                                     "it cannot answer input_required")
+        methods.input_required(self, rec, state, now)
+
+    def start_task(self, call: int, *, now: float, message: str | None = None) -> str | None:
+        """Make ``call`` a task (see :meth:`Endpoint.start_task`).
+
+        Raises:
+            LocalProtocolError: no such call, or it is no stateless-era call of a
+                task-capable tool.
+        """
+        return tasks.start_task(self, self._call(call), now, message)
+
+    def ask(self, call: int, asks: Sequence[Ask], *, now: float) -> list[AskOutcome]:
+        """Decide each of ``asks`` for ``call`` (see :meth:`Endpoint.ask`)."""
+        rec = self._call(call)
+        if rec.info.modern and rec.round is None:
+            raise LocalProtocolError(f"{rec.info.method} cannot ask the client anything in the stateless era "
+                                     "(only tools/call, prompts/get and resources/read can)")
+        if len(asks) + rec.asked > self.config.max_input_requests:
+            raise LocalProtocolError(f"a handler may ask at most {self.config.max_input_requests} questions")
+        for ask in asks:
+            methods.check_capability(self, rec, ask)
+        outcomes: list[AskOutcome] = []
+        for ask in asks:
+            key = ask.key or f"{ask.method.partition('/')[0]}-{rec.asked}"
+            rec.asked += 1
+            answer = None if rec.round is None else methods.known_answer(rec.round, key, ask.method)
+            if answer is not None:
+                outcomes.append(Answered(answer))
+            elif rec.task is not None:
+                outcomes.append(Pending(tasks.task_ask(self, rec, key, ask, now)))
+            elif rec.round is not None:
+                rec.round.pending[key] = ask
+                outcomes.append(Deferred(key))
+            else:
+                outcomes.append(Pending(self._request(rec, ask, now)))
+        return outcomes
+
+    # ---------------------------------------------------------------- server-initiated traffic
+
+    def send_progress(self, call: int, progress: float, total: float | None, message: str | None) -> None:
+        """``notifications/progress`` for ``call`` if it carried a progress token."""
+        rec = self.calls.get(call)
+        if rec is None or rec.info.progress_token is None or rec.task is not None:
+            return
+        params: dict[str, object] = {"progressToken": rec.info.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self.host.send(rec.channel, jsonrpc.encode_notification("notifications/progress", params))
+
+    def send_log(self, call: int | None, level: LoggingLevel, data: object, logger: str | None) -> None:
+        """``notifications/message`` if the level passes the request's (or session's) filter."""
+        rec = None if call is None else self.calls.get(call)
+        if rec is None:
+            if call is not None or self.phase is not Phase.READY:
+                return  # a finished call, or no handshake-era client to tell
+            floor, channel = self.log_level, None
+        elif rec.info.modern:
+            floor, channel = rec.info.log_level, rec.channel
+            if floor is None or rec.task is not None:
+                return  # 2026-07-28: no log for a request that did not set a level, nor once answered
+        else:
+            floor, channel = self.log_level, rec.channel
+        if floor is not None and _LOG_ORDER[level] < _LOG_ORDER[floor]:
+            return
+        params: dict[str, object] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self.host.send(channel, jsonrpc.encode_notification("notifications/message", params))
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell this client a list changed: handshake era once initialized, stateless era on
+        the ``subscriptions/listen`` streams that asked for it."""
+        methods.notify_list_changed(self, kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell this client ``uri`` changed, if it subscribed to it."""
+        methods.notify_resource_updated(self, uri)
+
+    # ---------------------------------------------------------------- internals
+
+    def advance(self, trigger: Trigger) -> bool:
+        """Move the phase as ``trigger`` says; whether the table allows it (the phase is
+        unchanged when it does not: the caller answers or ignores the message)."""
+        new = _TRANSITIONS.get((self.phase, trigger))
+        if new is None:
+            return False
+        self.phase = new
+        return True
+
+    def _on_request(self, env: Envelope, now: float, channel: int | None) -> None:
+        method, rid = env.method, env.id
+        assert isinstance(method, str) and isinstance(rid, int | str)  # classify() guarantees it
+        key = (channel if self._channel_ids else None, rid)
+        if key in self._by_key or key in self.listens:
+            message = f"Invalid request: id {rid!r} is already in use"
+            self.error(channel, rid, jsonrpc.INVALID_REQUEST, message, now=now)
+            return
+        spec = methods.METHODS.get(method, _UNKNOWN)
+        raw = env.params if isinstance(env.params, Raw) else b"{}"
+        try:
+            params = spec.decoder.decode(raw)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            if spec.modern is None and _is_modern(raw):  # a method the stateless era removed
+                self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now,
+                           modern=True)
+            else:
+                self.error(channel, rid, jsonrpc.INVALID_PARAMS, f"Invalid params: {exc}", now=now)
+            return
+        meta = params.meta
+        version = None if meta is None else meta.protocol_version
+        modern = version is not None
+        handler = spec.modern if modern else spec.legacy
+        if len(self.calls) >= self.config.max_in_flight:
+            self.error(channel, rid, jsonrpc.INTERNAL_ERROR,
+                       f"too many requests in progress (at most {self.config.max_in_flight})", now=now)
+            return
+        if modern:
+            assert version is not None  # modern means it is set
+            rules = self._modern_rules(channel, rid, version, meta, now)
+            if rules is None:
+                return
+            if handler is None:
+                self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now,
+                           modern=True)
+                return
+            handler(self, methods.Request(rid, method, channel, key, params, rules, True, now), now)
+            return
+        if handler is None:
+            if spec is _UNKNOWN:
+                self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now)
+            else:  # a stateless-era method without its _meta
+                self.error(channel, rid, jsonrpc.INVALID_PARAMS,
+                           f"Invalid params: {method} needs _meta with the protocol version", now=now,
+                           status=400)
+            return
+        if self.phase is Phase.NEW and method not in _LEGACY_BEFORE_INIT:
+            self.error(channel, rid, jsonrpc.INVALID_REQUEST,
+                       "Invalid request: the session is not initialized (send initialize first)", now=now)
+            return
+        if self.phase is not Phase.NEW and method == "initialize":
+            self.error(channel, rid, jsonrpc.INVALID_REQUEST,
+                       "Invalid request: the session is already initialized", now=now)
+            return
+        rules = self.rules or VERSIONS[LATEST_VERSION]
+        handler(self, methods.Request(rid, method, channel, key, params, rules, False, now), now)
+
+    def _modern_rules(self, channel: int | None, rid: RequestId, version: str,
+                      meta: RequestMeta | None, now: float) -> VersionRules | None:
+        """The rules of a stateless request's version, or ``None`` after refusing it."""
+        if version not in self.config.modern_versions:
+            data = {"supported": list(self.config.modern_versions), "requested": version}
+            self.error(channel, rid, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data,
+                       modern=True, now=now)
+            return None
+        if meta is None or meta.client_capabilities is None:
+            self.error(channel, rid, jsonrpc.INVALID_PARAMS,
+                       "Invalid params: _meta lacks io.modelcontextprotocol/clientCapabilities", now=now,
+                       status=400)
+            return None
+        return VERSIONS[version]
+
+    def _on_notification(self, env: Envelope, now: float, channel: int | None) -> None:
+        method = env.method
+        assert isinstance(method, str)  # classify() guarantees it
+        raw = env.params if isinstance(env.params, Raw) else b"{}"
+        if method == "notifications/initialized":
+            if self.advance(Trigger.RECV_INITIALIZED):
+                methods.initialized(self)
+            return
+        if method == "notifications/cancelled":
+            try:
+                params = _CANCEL_DECODER.decode(raw)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                self.host.emit(MessageDiscarded(reason=DiscardReason.INVALID_PARAMS, detail=str(exc),
+                                                excerpt=bytes(raw)[:200]))
+                return
+            self._on_cancelled(params, channel)
+            return
+        tp = NOTIFICATION_PARAMS.get(method)
+        decoded: object = raw
+        if tp is not None:
+            try:
+                decoded = msgspec.json.decode(raw, type=tp)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                self.host.emit(MessageDiscarded(reason=DiscardReason.INVALID_PARAMS, detail=str(exc),
+                                                excerpt=bytes(raw)[:200]))
+                return
+        self.host.emit(NotificationReceived(method=method, params=decoded))
+
+    def _on_cancelled(self, params: CancelParams, channel: int | None) -> None:
+        """A request the client gave up on: its call, or a subscription it ends."""
+        rid = params.request_id
+        if rid is None:
+            return
+        key = (channel if self._channel_ids else None, rid)
+        call = self._by_key.get(key)
+        if call is not None:
+            self._cancel(call, params.reason)
+        else:
+            self.listens.pop(key, None)  # unknown ids are ignored (MCP "Cancellation")
+
+    def _on_response(self, env: Envelope, now: float) -> None:
+        rid = env.id
+        out = self._outbound.pop(rid, None) if isinstance(rid, int) else None
+        if out is None:
+            self.host.emit(MessageDiscarded(reason=DiscardReason.UNKNOWN_ID, detail=f"no request {rid!r}",
+                                            excerpt=b""))
+            return
+        self._tickets.pop(out.ticket, None)
+        rec = self.calls.get(out.call)
+        if rec is not None:
+            rec.tickets.discard(out.ticket)
+        if isinstance(env.error, jsonrpc.ErrorObject):
+            err = env.error
+            error = ErrorData(code=err.code, message=err.message, data=err.data)
+            self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method, message=err.message,
+                                        reason=FailureReason.ERROR_RESPONSE, error=error))
+            return
+        assert isinstance(env.result, Raw)  # classify() guarantees it
+        try:
+            result = _RESULT_DECODERS[out.method].decode(env.result)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method,
+                                        reason=FailureReason.INVALID_RESULT,
+                                        message=f"invalid {out.method} result: {exc}"))
+            return
+        self.host.emit(AnswerReceived(ticket=out.ticket, method=out.method, result=result))
+
+    def _request(self, rec: Call, ask: Ask, now: float) -> int:
+        """Send ``ask`` to the client as a request of ours; its ticket."""
+        self._next_id += 1
+        rid = self._next_id
+        ticket = self.host.new_ticket()
+        params = methods.outbound_params(ask, ticket)
+        self._outbound[rid] = methods.Outbound(ticket=ticket, method=ask.method, call=rec.call,
+                                               deadline=now + self.config.request_timeout)
+        self._tickets[ticket] = rid
+        rec.tickets.add(ticket)
+        self.host.send(rec.channel, jsonrpc.encode_request(rid, ask.method, params))
+        return ticket
+
+    def _send_cancel(self, rid: int, reason: str) -> None:
+        """Tell the client we no longer want the answer to our request ``rid``."""
+        rec = self.calls.get(self._outbound[rid].call)
+        channel = None if rec is None else rec.channel
+        params = {"requestId": rid, "reason": reason}
+        self.host.send(channel, jsonrpc.encode_notification("notifications/cancelled", params))
+
+    def _fail_outbound(self, rid: int, reason: FailureReason, message: str) -> None:
+        out = self._outbound.pop(rid)
+        self._tickets.pop(out.ticket, None)
+        rec = self.calls.get(out.call)
+        if rec is not None:
+            rec.tickets.discard(out.ticket)
+        self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method, reason=reason, message=message))
+
+    def release_request(self, rec: Call) -> None:
+        """``rec``'s request is answered while its call goes on (a task): the id is free."""
+        self._by_key.pop(rec.key, None)
+
+    def cancel_call(self, call: int, reason: str | None) -> None:
+        """Stop ``call`` on the server's own initiative (an expired or cancelled task)."""
+        self._cancel(call, reason)
+
+    def _cancel(self, call: int, reason: str | None) -> None:
+        rec = self.calls.pop(call)
+        self._by_key.pop(rec.key, None)
+        self.host.call_cancelled(call)
+        for ticket in list(rec.tickets):
+            rid = self._tickets.pop(ticket)
+            self._send_cancel(rid, "the request it served was cancelled")
+            del self._outbound[rid]
+        self.host.emit(CallCancelled(call=call, reason=reason))
+
+    def _call(self, call: int) -> Call:
+        rec = self.calls.get(call)
+        if rec is None:
+            raise LocalProtocolError(f"call {call} is not in progress")
+        return rec
+
+    def start_call(self, rec: Call) -> None:
+        """Record ``rec`` as in flight (``methods`` calls this before emitting its event)."""
+        self.calls[rec.call] = rec
+        self._by_key[rec.key] = rec.call
+
+    def _deliver(self, rec: Call, data: bytes, status: int, now: float) -> None:
+        """Send the response that ends ``rec``."""
+        self.host.finish(rec.channel, data, status, now)
+
+    def finish_call(self, rec: Call) -> None:
+        """``rec`` is answered: forget it and the questions it still had open."""
+        del self.calls[rec.call]
+        self._by_key.pop(rec.key, None)
+        self.host.call_done(rec.call)
+        for ticket in rec.tickets:
+            rid = self._tickets.pop(ticket)
+            self._send_cancel(rid, "the request it served is complete")
+            del self._outbound[rid]
+
+    def error(self, channel: int | None, rid: RequestId | None, code: int, message: str, data: object = None,
+              *, now: float, modern: bool = False, status: int | None = None) -> None:
+        """Answer request ``rid`` on ``channel`` with a JSON-RPC error; ``status`` (the HTTP
+        status of the exchange) follows from the code and era unless given."""
+        if status is None:
+            status = _status(code, modern)
+        self.host.finish(channel, jsonrpc.encode_error(rid, code, message, data), status, now)
+
+    def reject(self, request: methods.Request, code: int, message: str, data: object = None) -> None:
+        """Answer ``request`` with a JSON-RPC error."""
+        self.error(request.channel, request.request_id, code, message, data, now=request.now,
+                   modern=request.modern)
+
+    def answer(self, request: methods.Request, result: msgspec.Struct, *,
+               cache: tuple[int, str] | None = None) -> None:
+        """Answer ``request`` with ``result`` (plus what its era adds)."""
+        data = self.encode_result(request.request_id, result, request.rules if request.modern else None,
+                                  cache=cache)
+        self.host.finish(request.channel, data, 200, request.now)
+
+    def encode_result(self, rid: RequestId, result: msgspec.Struct | dict[str, object],
+                      rules: VersionRules | None, *, cache: tuple[int, str] | None = None,
+                      result_type: str = "complete") -> bytes:
+        """The response for ``result``; a stateless-era result (``rules`` given) gets
+        ``resultType``, the server's identity in ``_meta`` and, when ``cache`` gives them,
+        the caching hints ``ttlMs`` and ``cacheScope``."""
+        if rules is None or not rules.cache_hints:
+            return jsonrpc.encode_result(rid, result)
+        body = result if isinstance(result, dict) else msgspec.to_builtins(result)
+        assert isinstance(body, dict)  # every result is an object
+        body["resultType"] = result_type
+        if self.config.server_info_in_results:
+            meta = body.get("_meta")
+            body["_meta"] = {**self._server_meta, **meta} if isinstance(meta, dict) else self._server_meta
+        if cache is not None:
+            body.setdefault("ttlMs", cache[0])
+            body.setdefault("cacheScope", cache[1])
+        return jsonrpc.encode_result(rid, body)
+
+    def info_for(self, request: methods.Request) -> RequestInfo:
+        """What a handler learns of ``request``."""
+        meta = request.params.meta
+        if request.modern:
+            assert meta is not None and meta.client_capabilities is not None  # checked on receipt
+            return RequestInfo(
+                request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
+                modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
+                progress_token=meta.progress_token, log_level=meta.log_level,
+            )
+        return RequestInfo(
+            request_id=request.request_id, method=request.method,
+            protocol_version=self.protocol_version or LATEST_VERSION, modern=False,
+            client_info=self.client_info, client_capabilities=self.client_capabilities,
+            progress_token=None if meta is None else meta.progress_token, log_level=self.log_level,
+        )
+

@@ -1,0 +1,193 @@
+"""What a handler's signature says: its arguments as a msgspec Struct, and their JSON Schema.
+
+Registration reads a function's parameters and annotations (it never calls the function,
+STYLE.md law 3): the typed parameters become a Struct that validates and converts the
+arguments a client sends, and the JSON Schema 2020-12 msgspec derives from it is the tool's
+``inputSchema``; a structured return annotation (a Struct, dataclass, TypedDict or
+``dict``) becomes its ``outputSchema``. A parameter annotated with :class:`Context` (or a
+subclass) receives the request's context and is no argument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Final, is_typeddict
+
+import msgspec
+
+from ..errors import LocalProtocolError
+from .context import Context
+
+__all__ = ["HandlerSignature", "inspect_handler"]
+
+_ALLOWED_KINDS: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_EMPTY_OBJECT: Final = b"{}"
+# Schema keys msgspec adds that say nothing to a client.
+_NOISE: Final = ("title",)
+
+
+class HandlerSignature:
+    """The parsed signature of one handler (a tool, prompt, resource template or completion).
+
+    Attributes:
+        fn: the handler itself, an opaque reference the core never calls.
+        is_async: the handler is an ``async def`` (drivers await it) rather than a plain
+            function (drivers call it).
+        context_param: the name of the parameter that receives the :class:`Context`.
+        names: the argument parameters, in order.
+        required: those without a default.
+        args_type: a Struct of the argument parameters (``None`` when there are none).
+        decoder: decodes a JSON object of arguments into ``args_type``.
+        var_keyword: the handler takes ``**kwargs``: it gets the arguments no parameter
+            names too (a tool registered with an explicit ``input_schema``).
+        return_annotation: the declared return type, or ``inspect.Signature.empty``.
+    """
+
+    __slots__ = ("args_type", "context_param", "decoder", "descriptions", "fn", "is_async", "names",
+                 "required", "return_annotation", "var_keyword")
+
+    def __init__(self, fn: Callable[..., object], *, name: str) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004  # an instance with an async __call__
+        )
+        try:
+            sig = inspect.signature(fn)
+            annotated = fn if inspect.isroutine(fn) else type(fn).__call__  # an instance: its __call__
+            hints = typing.get_type_hints(annotated, include_extras=True)
+        except (TypeError, ValueError, NameError) as exc:
+            raise LocalProtocolError(f"cannot read the signature of {name!r}: {exc}") from exc
+        self.context_param: str | None = None
+        fields: list[tuple[str, object, object] | tuple[str, object]] = []
+        self.descriptions: dict[str, str] = {}
+        required = []
+        self.var_keyword = False
+        for param in sig.parameters.values():
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                self.var_keyword = True  # it also receives the arguments no parameter names
+                continue
+            if param.kind not in _ALLOWED_KINDS:
+                raise LocalProtocolError(
+                    f"{name!r}: parameter {param.name!r} must be nameable (no positional-only or *args)"
+                )
+            annotation = hints.get(param.name, Any)  # unannotated: any JSON value
+            if _is_context(annotation):
+                self.context_param = param.name
+                continue
+            description = _description(annotation)
+            if description is not None:
+                self.descriptions[param.name] = description
+            if param.default is inspect.Parameter.empty:
+                fields.append((param.name, annotation))
+                required.append(param.name)
+            else:
+                fields.append((param.name, annotation, param.default))
+        self.names = tuple(f[0] for f in fields)
+        self.required = tuple(required)
+        self.return_annotation: object = hints.get("return", inspect.Signature.empty)
+        self.args_type: type[msgspec.Struct] | None = None
+        self.decoder: msgspec.json.Decoder[Any] | None = None
+        if fields:
+            try:
+                self.args_type = msgspec.defstruct(f"{name}_arguments", fields, kw_only=True)
+                self.decoder = msgspec.json.Decoder(self.args_type)
+            except (TypeError, ValueError) as exc:
+                raise LocalProtocolError(f"{name!r}: cannot validate its parameters: {exc}") from exc
+
+    def decode(self, raw: bytes | None) -> dict[str, object]:
+        """The keyword arguments in the JSON object ``raw`` (``None``: no arguments).
+
+        Raises:
+            msgspec.ValidationError: an argument is missing or has the wrong type (the
+                message names it); the caller decides what the protocol makes of it.
+            msgspec.DecodeError: ``raw`` is not JSON.
+        """
+        if self.var_keyword:
+            values = msgspec.json.decode(raw or _EMPTY_OBJECT)
+            if not isinstance(values, dict):
+                raise msgspec.ValidationError("Expected `object` - at `$`")
+            named = self.convert(values, strict=True)
+            return named | {k: v for k, v in values.items() if k not in self.names}
+        if self.decoder is None:
+            return {}
+        return msgspec.structs.asdict(self.decoder.decode(raw or _EMPTY_OBJECT))
+
+    def convert(self, values: Mapping[str, object], *, strict: bool = False) -> dict[str, object]:
+        """The keyword arguments in ``values``; unless ``strict``, strings are converted to
+        the declared types (prompt arguments and URI template variables are strings).
+
+        Raises:
+            msgspec.ValidationError: a value is missing or cannot be converted.
+        """
+        if self.args_type is None:
+            return {}
+        return msgspec.structs.asdict(msgspec.convert(values, self.args_type, strict=strict))
+
+    def input_schema(self) -> dict[str, object]:
+        """The JSON Schema 2020-12 of the arguments: an object, ``$defs`` for nested types."""
+        if self.args_type is None:
+            return {"type": "object", "properties": {}}
+        return _inline(self.args_type)
+
+    def output_schema(self) -> dict[str, object] | None:
+        """The schema of a structured return annotation; ``None`` for text, content or a scalar."""
+        annotation = self.return_annotation
+        if not _structured(annotation):
+            return None
+        return _inline(annotation)
+
+
+def inspect_handler(fn: Callable[..., object], *, name: str) -> HandlerSignature:
+    """Parse ``fn``'s signature for the handler named ``name``.
+
+    Raises:
+        LocalProtocolError: the signature cannot serve as a handler's (positional-only or
+            ``*args`` parameters, unresolvable annotations, types msgspec cannot validate).
+    """
+    return HandlerSignature(fn, name=name)
+
+
+def _is_context(annotation: object) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+def _description(annotation: object) -> str | None:
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return None
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, msgspec.Meta) and meta.description:
+            return meta.description
+    return None
+
+
+def _structured(annotation: object) -> bool:
+    """A return type that produces ``structuredContent``: an object, not text or content."""
+    if isinstance(annotation, type):
+        if issubclass(annotation, msgspec.Struct):
+            from ..types import WireStruct
+
+            return not issubclass(annotation, WireStruct)  # CallToolResult, TextContent, ...
+        return dataclasses.is_dataclass(annotation) or is_typeddict(annotation)
+    return typing.get_origin(annotation) is dict
+
+
+def _inline(tp: object) -> dict[str, object]:
+    """``tp``'s schema with its own definition at the root and the rest under ``$defs``."""
+    try:
+        (root,), defs = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"cannot derive a JSON Schema for {tp!r}: {exc}") from exc
+    ref = root.get("$ref")
+    if isinstance(ref, str):
+        own = ref.removeprefix("#/$defs/")
+        root = dict(defs.pop(own))
+        if ref.encode() in msgspec.json.encode([root, defs]):  # recursive: keep the definition
+            defs[own] = dict(root)
+    schema = {k: v for k, v in root.items() if k not in _NOISE}
+    if defs:
+        schema["$defs"] = defs
+    return schema
+

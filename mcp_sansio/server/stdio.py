@@ -1,0 +1,111 @@
+"""The stdio transport of a server: newline-delimited JSON-RPC on stdin and stdout.
+
+``StdioServer`` is one :class:`ServerSession` behind a bounded line buffer (MCP "stdio":
+one message per line, no embedded newlines). A line over ``max_line_bytes`` is answered
+with an error and skipped, and reading resumes after its end, so a hostile client cannot
+exhaust memory nor stop the server. End of input closes the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .. import jsonrpc
+from ..events import DiscardReason, MessageDiscarded
+from ..framing import LineBuffer
+from .endpoint import Endpoint
+from .session import ServerSession
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+
+__all__ = ["StdioServer"]
+
+
+class StdioServer(Endpoint):
+    """A server speaking to one client over a pair of byte streams.
+
+    Driver contract: feed what stdin yields to :meth:`receive_data` (``b""`` at EOF),
+    run the handlers :meth:`next_event` asks for and answer them, write
+    :meth:`data_to_send` to stdout, and call :meth:`handle_timeout` at
+    :meth:`next_deadline`. After ``receive_data(b"")`` (a ``ConnectionTerminated`` event
+    follows) the driver finishes writing and exits.
+
+    Args:
+        app: what the server offers.
+        secret: see :class:`Endpoint`.
+        wall_offset: see :class:`Endpoint`.
+    """
+
+    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0) -> None:
+        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        self.session = ServerSession(app, self)
+        self._max_line = app.config.max_line_bytes
+        self._lines = LineBuffer(self._max_line)
+        self._skipping = False  # the rest of an oversized line is being dropped
+        self._out: list[bytes] = []
+
+    def receive_data(self, data: bytes, now: float) -> None:
+        """Bytes from the client's stdin; ``b""`` at end of input.
+
+        Raises:
+            LocalProtocolError: the input already ended.
+
+        Events: those of :meth:`ServerSession.receive_message`, ``MessageDiscarded`` for
+        an oversized line, and at EOF ``CallCancelled`` for calls still running and
+        ``ConnectionTerminated``.
+        """
+        session = self.session
+        if not data:
+            for line in ([] if self._skipping else self._lines.close()):
+                session.receive_message(line, now)
+            session.close(now, "the client closed its end of the stream")
+            return
+        sole = None if self._skipping else self._lines.sole_line(data)
+        if sole is not None:
+            if sole:
+                session.receive_message(sole, now)
+            return
+        self._feed(data, now)
+
+    def data_to_send(self) -> bytes:
+        """What to write to stdout (drains it)."""
+        out = self._out
+        if not out:
+            return b""
+        data = b"".join(out)
+        out.clear()
+        return data
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """Queue one message as a line (every message shares the one stream)."""
+        self._out.append(data + b"\n")
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """Queue a response as a line."""
+        self._out.append(data + b"\n")
+
+    def sessions(self) -> Iterable[ServerSession]:
+        """The one session."""
+        return (self.session,)
+
+    def _feed(self, data: bytes, now: float) -> None:
+        if self._skipping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return
+            self._skipping = False
+            data = data[newline + 1:]
+        for line in self._lines.feed(data):
+            self.session.receive_message(line, now)
+        if self._lines.overflow is None:
+            return
+        # Lines after the oversized one in this read are lost with it; reading resumes at
+        # the next newline, which the next read may bring.
+        size = self._lines.overflow
+        self._lines = LineBuffer(self._max_line)
+        self._skipping = not data.endswith(b"\n")
+        message = f"Invalid request: a message of {size} bytes or more exceeds the limit of {self._max_line}"
+        self.finish(None, jsonrpc.encode_error(None, jsonrpc.INVALID_REQUEST, message), 400, now)
+        self.emit(MessageDiscarded(reason=DiscardReason.NOT_JSON_RPC, detail=message, excerpt=b""))

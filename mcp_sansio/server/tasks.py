@@ -1,0 +1,261 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), server side.
+
+A stateless-era ``tools/call`` of a task-capable tool becomes a task when its handler
+calls ``ctx.start_task()``: the request is answered at once with a flat
+``CreateTaskResult`` (``resultType: "task"``) and the handler runs on in the background.
+``tasks/get`` reports the task (with the result or error inlined once it ends, and the
+open questions while it waits for input), ``tasks/update`` delivers answers to those
+questions, ``tasks/cancel`` asks it to stop. ``tasks/result`` and ``tasks/list`` do not
+exist in this revision of the extension. Tasks live in the session that created them
+(per process; a multi-worker deployment would share them through a store). Timestamps
+are wall-clock time derived from ``now`` and the endpoint's ``wall_offset``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import enum
+import hashlib
+import hmac
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from .. import jsonrpc
+from ..errors import LocalProtocolError
+from ..modern import MISSING_CLIENT_CAPABILITY
+from ..types import RESULT_TYPES
+from .app import TASKS_EXTENSION
+from .calls import Call, CallKind
+from .context import Ask
+from .events import AnswerReceived
+from .wire import TaskParams, TaskUpdateParams
+
+if TYPE_CHECKING:
+    from .methods import Request
+    from .session import ServerSession
+
+__all__ = [
+    "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "require_tasks", "required_data",
+    "start_task", "task_ask", "tasks_cancel", "tasks_get", "tasks_update",
+]
+
+_REQUIRED: Final[dict[str, object]] = {"extensions": {TASKS_EXTENSION: {}}}
+
+
+class TaskState(enum.Enum):
+    """A task's ``status``; the last three are terminal."""
+
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+_TERMINAL: Final = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
+
+
+class TaskRecord:
+    """One task: its state, and what ``tasks/get`` inlines.
+
+    Attributes:
+        task_id: the unguessable id the client polls with.
+        call: the handler's call handle while it runs (``None`` once it ended).
+        state: the status.
+        created_at: wall-clock creation time (seconds).
+        updated_at: wall-clock time of the last status change.
+        expires_at: ``now``-clock time after which the task is forgotten.
+        result: the inlined result, once completed.
+        error: the inlined JSON-RPC error object, once failed.
+        pending: open questions by key, with their tickets.
+        status_message: a message for people, if the handler set one.
+    """
+
+    __slots__ = ("call", "created_at", "error", "expires_at", "pending", "result", "state", "status_message",
+                 "task_id", "updated_at")
+
+    def __init__(self, task_id: str, call: int, wall: float, expires_at: float) -> None:
+        self.task_id = task_id
+        self.call: int | None = call
+        self.state = TaskState.WORKING
+        self.created_at = self.updated_at = wall
+        self.expires_at = expires_at
+        self.result: object = None
+        self.error: dict[str, object] | None = None
+        self.pending: dict[str, tuple[int, Ask]] = {}
+        self.status_message: str | None = None
+
+    def move(self, state: TaskState, wall: float) -> None:
+        """Change the status (a terminal status never changes again)."""
+        if self.state not in _TERMINAL and state is not self.state:
+            self.state, self.updated_at = state, wall
+
+
+def declares_tasks(rec_or_meta_caps: object) -> bool:
+    """Whether client capabilities name the tasks extension."""
+    extensions = getattr(rec_or_meta_caps, "extensions", None)
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def require_tasks(session: ServerSession, req: Request) -> bool:
+    """Refuse ``req`` with ``-32021`` unless its client declared the extension."""
+    meta = req.params.meta
+    if meta is not None and declares_tasks(meta.client_capabilities):
+        return True
+    message = f"the client did not declare the {TASKS_EXTENSION} extension"
+    session.reject(req, MISSING_CLIENT_CAPABILITY, message, {"requiredCapabilities": _REQUIRED})
+    return False
+
+
+def required_data() -> dict[str, object]:
+    """``data`` of the ``-32021`` error for a tool that must run as a task."""
+    return {"requiredCapabilities": _REQUIRED}
+
+
+def start_task(session: ServerSession, rec: Call, now: float, message: str | None) -> str | None:
+    """Make ``rec`` a task: answer its request with ``CreateTaskResult`` now; its handler
+    runs on. The task's id, or ``None`` when it cannot be one (the client did not declare
+    the extension, or the server holds ``max_tasks`` already)."""
+
+    if rec.task is not None:
+        return rec.task.task_id
+    tool = rec.tool
+    capable = rec.kind is CallKind.TOOL and tool is not None and tool.task_support != "forbidden"
+    if not capable or not rec.info.modern:
+        raise LocalProtocolError("only a stateless-era call of a task-capable tool can become a task")
+    config = session.config
+    if not declares_tasks(rec.info.client_capabilities) or len(session.tasks) >= config.max_tasks:
+        return None
+    wall = now + session.host.wall_offset
+    ticket = session.host.new_ticket()
+    digest = hmac.new(session.host.secret, f"task/{ticket}".encode(), hashlib.sha256).digest()
+    task_id = base64.urlsafe_b64encode(digest[:18]).decode()
+    task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
+    task.status_message = message
+    session.tasks[task_id] = task
+    rec.task = task
+    body = {**_task_fields(session, task), "resultType": "task"}
+    data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")
+    session.release_request(rec)
+    session.host.finish(rec.channel, data, 200, now)
+    rec.channel = None
+    return task_id
+
+
+def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) -> int:
+    """Park ``ask`` on ``rec``'s task until ``tasks/update`` answers it; its ticket."""
+    task = rec.task
+    assert task is not None  # only task calls come here
+    ticket = session.host.new_ticket()
+    task.pending[key] = (ticket, ask)
+    task.move(TaskState.INPUT_REQUIRED, now + session.host.wall_offset)
+    return ticket
+
+
+def finish(session: ServerSession, rec: Call, now: float, result: object = None,
+           error: Mapping[str, object] | None = None) -> None:
+    """``rec``'s handler ended: inline its result (or protocol error) in the task."""
+    task = rec.task
+    assert task is not None  # only task calls come here
+    task.call = None
+    task.pending.clear()
+    wall = now + session.host.wall_offset
+    if error is not None:
+        task.error = dict(error)
+        task.move(TaskState.FAILED, wall)
+    else:
+        task.result = result
+        task.move(TaskState.COMPLETED, wall)
+
+
+def expire(session: ServerSession, now: float) -> None:
+    """Forget the tasks whose time is up (cancelling any still running)."""
+    for task in [t for t in session.tasks.values() if t.expires_at <= now]:
+        del session.tasks[task.task_id]
+        if task.call is not None:
+            session.cancel_call(task.call, "the task expired")
+
+
+def _task_fields(session: ServerSession, task: TaskRecord) -> dict[str, object]:
+    fields: dict[str, object] = {
+        "taskId": task.task_id, "status": task.state.value, "createdAt": _iso(task.created_at),
+        "lastUpdatedAt": _iso(task.updated_at), "ttlMs": session.config.task_ttl_ms,
+        "pollIntervalMs": session.config.task_poll_interval_ms,
+    }
+    if task.status_message is not None:
+        fields["statusMessage"] = task.status_message
+    return fields
+
+
+def _iso(wall: float) -> str:
+    return datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def _find(session: ServerSession, req: Request) -> TaskRecord | None:
+    params: TaskParams = req.params
+    task = session.tasks.get(params.task_id)
+    if task is None:
+        session.reject(req, jsonrpc.INVALID_PARAMS, f"Unknown task: {params.task_id}")
+    return task
+
+
+def tasks_get(session: ServerSession, req: Request, now: float) -> None:
+    """``tasks/get``: the task, its result or error inlined, or its open questions."""
+    if not require_tasks(session, req):
+        return
+    task = _find(session, req)
+    if task is None:
+        return
+    body = _task_fields(session, task)
+    if task.state is TaskState.COMPLETED:
+        body["result"] = task.result
+    elif task.state is TaskState.FAILED:
+        body["error"] = task.error
+    elif task.pending:
+        body["inputRequests"] = {key: {"method": ask.method, "params": ask.params}
+                                 for key, (_, ask) in task.pending.items()}
+    session.host.finish(req.channel, session.encode_result(req.request_id, body, req.rules), 200, now)
+
+
+def tasks_update(session: ServerSession, req: Request, now: float) -> None:
+    """``tasks/update``: answers to open questions (unknown or answered keys are ignored)."""
+    if not require_tasks(session, req):
+        return
+    task = _find(session, req)
+    if task is None:
+        return
+    params: TaskUpdateParams = req.params
+    for key, answer in params.input_responses.items():
+        entry = task.pending.get(key)
+        if entry is None:
+            continue
+        ticket, ask = entry
+        try:
+            result = msgspec.convert(answer, RESULT_TYPES[ask.method])
+        except msgspec.ValidationError:
+            continue  # not an answer to that question: it stays open
+        del task.pending[key]
+        session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=result))
+    if not task.pending:
+        task.move(TaskState.WORKING, now + session.host.wall_offset)
+    session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
+
+
+def tasks_cancel(session: ServerSession, req: Request, now: float) -> None:
+    """``tasks/cancel``: stop the task if it runs; an acknowledgement either way."""
+    if not require_tasks(session, req):
+        return
+    task = _find(session, req)
+    if task is None:
+        return
+    if task.state not in _TERMINAL:
+        task.move(TaskState.CANCELLED, now + session.host.wall_offset)
+        assert task.call is not None  # a task that has not ended is running
+        session.cancel_call(task.call, "the task was cancelled")
+        task.call = None
+        task.pending.clear()
+    session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
+

@@ -1,0 +1,278 @@
+"""MCP over WebSocket, server side: one JSON-RPC message per text frame (wsproto).
+
+``WebSocketServer`` accepts connections whose upgrade request names the subprotocol
+``mcp`` (RFC 6455 section 4; as the official SDK 1.x serves it, the MCP specification
+itself defines no WebSocket transport) and checks ``Host``/``Origin`` like the HTTP
+server. Each connection is one :class:`ServerSession`, as a stdio connection is. A message
+over ``max_line_bytes`` closes the connection with 1009; a binary message is refused with
+1003; control frames and the closing handshake are wsproto's and this module's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+from wsproto import ConnectionType, WSConnection
+from wsproto import events as wsevents
+from wsproto.utilities import LocalProtocolError as WsLocalError
+from wsproto.utilities import RemoteProtocolError as WsRemoteError
+
+from ..errors import LocalProtocolError
+from ..events import Event
+from .endpoint import Endpoint
+from .http11 import CloseConnection
+from .http_headers import LOOPBACK_HOSTS, host_allowed, origin_allowed
+from .session import ServerSession
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+
+__all__ = ["WebSocketConfig", "WebSocketServer"]
+
+_SUBPROTOCOL: Final = "mcp"
+_TOO_BIG: Final = 1009
+_UNSUPPORTED: Final = 1003
+_GOING_AWAY: Final = 1001
+
+
+class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The WebSocket transport's settings.
+
+    Attributes:
+        path: the path upgrades must name (``None``: any).
+        allowed_hosts: host names the ``Host`` header may name; ``None``: any.
+        allowed_origins: hosts an ``Origin`` header may name; ``None``: any.
+        max_connections: connections served at once.
+    """
+
+    path: str | None = None
+    allowed_hosts: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = None
+    max_connections: int = 1024
+
+    @classmethod
+    def loopback(cls, **overrides: object) -> WebSocketConfig:
+        """Settings for a loopback bind: only loopback names as ``Host`` and ``Origin``."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        fields.update(overrides)
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+class _Link:
+    """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
+
+    __slots__ = ("id", "message", "out", "session", "ws")
+
+    def __init__(self, connection: int) -> None:
+        self.id = connection
+        self.ws = WSConnection(ConnectionType.SERVER)
+        self.session: ServerSession | None = None
+        self.message: list[str] = []
+        self.out: list[bytes] = []
+
+
+class _LinkHost:
+    """The host one connection's session sees: the server's, writing to that connection."""
+
+    __slots__ = ("_link", "_server", "secret", "wall_offset")
+
+    def __init__(self, server: WebSocketServer, link: _Link) -> None:
+        self._server = server
+        self._link = link
+        self.secret = server.secret
+        self.wall_offset = server.wall_offset
+
+    def new_call(self, session: ServerSession) -> int:
+        """A call handle from the server."""
+        return self._server.new_call(session)
+
+    def call_done(self, call: int) -> None:
+        """Forget ``call``."""
+        self._server.call_done(call)
+
+    def call_cancelled(self, call: int) -> None:
+        """``call`` was cancelled."""
+        self._server.call_cancelled(call)
+
+    def new_ticket(self) -> int:
+        """A ticket from the server."""
+        return self._server.new_ticket()
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` on the server."""
+        self._server.emit(event)
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """A message, as one text frame."""
+        self._server.write(self._link, data)
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """A response, as one text frame."""
+        self._server.write(self._link, data)
+
+
+class WebSocketServer(Endpoint):
+    """An MCP server for WebSocket clients, one session per connection.
+
+    Driver contract: as :class:`~mcp_sansio.server.http.HttpServer` (connections in,
+    bytes, ``CloseConnection`` actions, the :class:`Endpoint` API for handlers).
+    """
+
+    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+                 config: WebSocketConfig | None = None) -> None:
+        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        self.config = config or WebSocketConfig()
+        self._links: dict[int, _Link] = {}
+        self._actions: deque[CloseConnection] = deque()
+        self._closing: dict[int, list[bytes]] = {}
+        self._next = 0
+
+    # ------------------------------------------------------------ driver side
+
+    def connection_made(self, now: float) -> int:
+        """A client connected; its id (closed at once past ``max_connections``)."""
+        self._next += 1
+        if len(self._links) >= self.config.max_connections:
+            self._actions.append(CloseConnection(connection=self._next))
+            return self._next
+        self._links[self._next] = _Link(self._next)
+        return self._next
+
+    def receive_data(self, connection: int, data: bytes, now: float) -> None:
+        """Bytes from ``connection`` (``b""`` at EOF).
+
+        Raises:
+            LocalProtocolError: the connection was never made.
+        """
+        link = self._link(connection)
+        if link is None:
+            return
+        link.ws.receive_data(data or None)
+        try:
+            for event in link.ws.events():
+                self._on_event(link, event, now)
+                if link.id not in self._links:
+                    return
+        except WsRemoteError as exc:  # wsproto says what to answer: a 400, or Close 1002
+            if exc.event_hint is not None:
+                self._send_ws(link, exc.event_hint)
+            self._drop(link, now, f"invalid WebSocket data: {exc}")
+            return
+        if not data:
+            self._drop(link, now, "the client closed the connection")
+
+    def connection_lost(self, connection: int, now: float) -> None:
+        """``connection`` broke: its session ends."""
+        link = self._link(connection)
+        if link is not None:
+            self._drop(link, now, "the connection was lost")
+
+    def data_to_send(self, connection: int) -> bytes:
+        """What to write on ``connection`` (drains it)."""
+        link = self._links.get(connection)
+        out = self._closing.pop(connection, None) if link is None else link.out
+        if not out:
+            return b""
+        data = b"".join(out)
+        out.clear()
+        return data
+
+    def connections_with_data(self) -> list[int]:
+        """The connections with bytes waiting; changes nothing."""
+        return [*(link.id for link in self._links.values() if link.out), *self._closing]
+
+    def next_action(self) -> CloseConnection | None:
+        """The next connection to close (write its ``data_to_send`` first)."""
+        return self._actions.popleft() if self._actions else None
+
+    def close(self, now: float) -> None:
+        """Shut down: every connection gets a Close frame (1001) and closes."""
+        for link in list(self._links.values()):
+            closing = wsevents.CloseConnection(code=_GOING_AWAY, reason="the server is shutting down")
+            self._send_ws(link, closing)
+            self._drop(link, now, "the server is shutting down")
+
+    # ------------------------------------------------------------ Endpoint
+
+    def sessions(self) -> Iterable[ServerSession]:
+        """The session of every upgraded connection."""
+        return [link.session for link in self._links.values() if link.session is not None]
+
+    def send(self, channel: int | None, data: bytes) -> None:
+        """Unused: every session writes through its own connection's host."""
+
+    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
+        """Unused: every session writes through its own connection's host."""
+
+    def write(self, link: _Link, data: bytes) -> None:
+        """One message as a text frame on ``link`` (if it is still open)."""
+        if link.id in self._links:
+            self._send_ws(link, wsevents.TextMessage(data=data.decode()))
+
+    # ------------------------------------------------------------ internals
+
+    def _link(self, connection: int) -> _Link | None:
+        link = self._links.get(connection)
+        if link is None and not 0 < connection <= self._next:
+            raise LocalProtocolError(f"connection {connection} was never made")
+        return link
+
+    def _on_event(self, link: _Link, event: wsevents.Event, now: float) -> None:
+        if isinstance(event, wsevents.Request):
+            self._upgrade(link, event)
+        elif isinstance(event, wsevents.TextMessage):
+            self._text(link, event, now)
+        elif isinstance(event, wsevents.BytesMessage):
+            self._fail(link, "MCP messages are text frames", now, _UNSUPPORTED)
+        elif isinstance(event, wsevents.Ping):
+            self._send_ws(link, event.response())
+        elif isinstance(event, wsevents.CloseConnection):
+            self._send_ws(link, event.response())
+            self._drop(link, now, "the client closed the connection")
+
+    def _upgrade(self, link: _Link, request: wsevents.Request) -> None:
+        config = self.config
+        origin = next((value.decode("latin-1") for name, value in request.extra_headers
+                       if name.lower() == b"origin"), None)
+        path_ok = config.path is None or request.target.partition("?")[0] == config.path
+        if (not path_ok or _SUBPROTOCOL not in request.subprotocols
+                or not host_allowed(request.host, config.allowed_hosts)
+                or not origin_allowed(origin, config.allowed_origins)):
+            status = 404 if not path_ok else 403 if _SUBPROTOCOL in request.subprotocols else 400
+            self._send_ws(link, wsevents.RejectConnection(status_code=status, has_body=False))
+            self._drop(link, 0.0, "the upgrade was refused")
+            return
+        self._send_ws(link, wsevents.AcceptConnection(subprotocol=_SUBPROTOCOL))
+        link.session = ServerSession(self.app, _LinkHost(self, link))
+
+    def _text(self, link: _Link, event: wsevents.TextMessage, now: float) -> None:
+        link.message.append(event.data)
+        size = sum(len(part) for part in link.message)
+        if size > self.app.config.max_line_bytes:
+            self._fail(link, f"a message exceeds {self.app.config.max_line_bytes} bytes", now, _TOO_BIG)
+            return
+        if event.message_finished and link.session is not None:
+            text, link.message = "".join(link.message), []
+            link.session.receive_message(text.encode("utf-8", "surrogatepass"), now)
+
+    def _fail(self, link: _Link, reason: str, now: float, code: int) -> None:
+        """Close ``link`` for a protocol violation by the client."""
+        self._send_ws(link, wsevents.CloseConnection(code=code, reason=reason[:120]))
+        self._drop(link, now, reason)
+
+    def _send_ws(self, link: _Link, event: wsevents.Event) -> None:
+        with contextlib.suppress(WsLocalError):  # the connection is closing: nothing more goes out
+            link.out.append(link.ws.send(event))
+
+    def _drop(self, link: _Link, now: float, reason: str) -> None:
+        if self._links.pop(link.id, None) is None:
+            return
+        if link.session is not None:
+            link.session.close(now, reason)
+        if link.out:
+            self._closing[link.id] = link.out  # its last bytes (a Close frame), until drained
+        self._actions.append(CloseConnection(connection=link.id))

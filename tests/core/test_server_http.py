@@ -1,0 +1,804 @@
+"""The Streamable HTTP server on raw HTTP: routing, checks, sessions, JSON and SSE, resumption."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pair import ManualLoop
+from server_http_helpers import MODERN_HEADERS, RawHttp, Response, http_server, modern_body
+
+from mcp_sansio.server import CallCancelled, Context, MCPServer, ToolCallReceived
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.http11 import HttpLimits
+from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore
+from mcp_sansio_base.server import ServerRunner
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+    "clientInfo": {"name": "c", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _app() -> MCPServer:
+    app = MCPServer("s")
+    app.add_tool(lambda: "done", name="work")
+    app.add_resource("test://r", text="r")
+    return app
+
+
+def _session(server: HttpServer) -> tuple[RawHttp, str]:
+    """A connection with an initialized handshake-era session, and its id."""
+    conn = RawHttp(server)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200
+    session_id = answer.headers["mcp-session-id"]
+    assert _status(conn.request(body=INITIALIZED, headers=_sid(session_id))) == 202
+    return conn, session_id
+
+
+def _get(server: HttpServer, session_id: str, last: str | None = None, conn: RawHttp | None = None
+         ) -> Response | None:
+    """A GET stream request of ``session_id`` (resuming after ``last``)."""
+    headers = {"mcp-session-id": session_id} if last is None else {"mcp-session-id": session_id,
+                                                                     "last-event-id": last}
+    return (conn or RawHttp(server)).request("GET", headers=headers, accept="text/event-stream")
+
+
+def _status(answer: Response | None) -> int:
+    assert answer is not None
+    return answer.status
+
+
+def _sid(session_id: str) -> dict[str, str]:
+    return {"mcp-session-id": session_id}
+
+
+def _modern_headers(method: str, **extra: str) -> dict[str, str]:
+    return {**MODERN_HEADERS, "mcp-method": method, **extra}
+
+
+def test_initialize_opens_a_session_with_a_visible_ascii_id() -> None:
+    server = http_server(_app())
+    conn = RawHttp(server)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200 and answer.complete
+    assert answer.headers["content-type"] == "application/json"
+    session_id = answer.headers["mcp-session-id"]
+    assert all(0x21 <= ord(c) <= 0x7E for c in session_id) and len(session_id) == 32
+    assert answer.json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_a_session_serves_its_requests_as_json() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                          headers={"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"})
+    assert answer is not None and answer.json()["result"]["tools"][0]["name"] == "work"
+
+
+def test_a_request_of_no_session_is_refused() -> None:
+    conn = RawHttp(http_server(_app()))
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == -32000
+
+
+def test_an_unknown_session_is_not_found() -> None:
+    conn = RawHttp(http_server(_app()))
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                          headers={"mcp-session-id": "nope"})
+    assert answer is not None and answer.status == 404
+    assert answer.json() == {"jsonrpc": "2.0", "id": 2,
+                             "error": {"code": -32001, "message": "Session not found"}}
+
+
+def test_an_unsupported_protocol_version_header_is_refused_in_a_session() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                          headers={"mcp-session-id": session_id, "mcp-protocol-version": "1999-01-01"})
+    assert answer is not None and answer.status == 400
+
+
+def test_delete_ends_the_session() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    assert _status(conn.request("DELETE", headers=_sid(session_id))) == 200
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=_sid(session_id))
+    assert answer is not None and answer.status == 404
+    assert _status(conn.request("DELETE", headers=_sid(session_id))) == 404
+
+
+def test_delete_and_get_without_a_session_are_not_allowed() -> None:
+    conn = RawHttp(http_server(_app()))
+    assert conn.request("DELETE").status == 405  # type: ignore[union-attr]
+    answer = conn.request("GET", accept="text/event-stream")
+    assert answer is not None and answer.status == 405 and answer.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(("method", "status"), [("PUT", 405), ("PATCH", 405)])
+def test_other_methods_are_not_allowed(method: str, status: int) -> None:
+    answer = RawHttp(http_server(_app())).request(method)
+    assert answer is not None and answer.status == status and answer.headers["allow"] == "GET, POST, DELETE"
+
+
+def test_another_path_is_not_found() -> None:
+    assert _status(RawHttp(http_server(_app())).request(body=INIT, target="/other")) == 404
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ({"host": "evil.example.com"}, 421),
+    ({"origin": "http://evil.example.com"}, 403),
+    ({"origin": "null"}, 403),
+    ({"origin": "ftp://localhost"}, 403),
+    ({"origin": "http://localhost/path"}, 403),
+])
+def test_dns_rebinding_is_refused(headers: dict[str, Any], status: int) -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, headers=headers)
+    assert answer is not None and answer.status == status
+
+
+@pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "[::1]:1234", "LOCALHOST"])
+def test_loopback_names_are_accepted(host: str) -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, headers={"host": host,
+                                                                      "origin": f"http://{host}"})
+    assert answer is not None and answer.status == 200
+
+
+def test_without_allow_lists_any_host_passes() -> None:
+    server = HttpServer(_app(), secret=b"s" * 16, config=HttpConfig())
+    answer = RawHttp(server).request(body=INIT, headers={"host": "example.com",
+                                                         "origin": "https://x.example"})
+    assert answer is not None and answer.status == 200
+
+
+@pytest.mark.parametrize(("accept", "status"), [("text/html", 406), ("image/*", 406)])
+def test_a_client_that_takes_neither_json_nor_sse_is_refused(accept: str, status: int) -> None:
+    assert _status(RawHttp(http_server(_app())).request(body=INIT, accept=accept)) == status
+
+
+def test_a_body_that_is_not_json_content_is_refused() -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, headers={"content-type": "text/plain"})
+    assert answer is not None and answer.status == 415
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b"{not json", -32700), (b"[1]", -32600), (b'{"params": 5}', -32600)])
+def test_a_body_that_is_no_message_is_a_bad_request(raw: bytes, code: int) -> None:
+    answer = RawHttp(http_server(_app())).request(raw_body=raw)
+    assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == code
+
+
+def test_accept_star_takes_json() -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, accept="*/*")
+    assert answer is not None and answer.headers["content-type"] == "application/json"
+
+
+def test_a_client_taking_only_sse_gets_sse_with_a_priming_event() -> None:
+    answer = RawHttp(http_server(_app(), sse_retry_ms=2500)).request(body=INIT, accept="text/event-stream")
+    assert answer is not None and answer.headers["content-type"] == "text/event-stream" and answer.complete
+    assert answer.events[0] is None and b"retry: 2500" in answer.body
+    assert answer.events[1]["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_response_mode_sse_streams_every_answer() -> None:
+    answer = RawHttp(http_server(_app(), response_mode="sse")).request(body=INIT)
+    assert answer is not None and answer.headers["content-type"] == "text/event-stream"
+
+
+def test_a_stateless_request_is_served_without_a_session() -> None:
+    conn = RawHttp(http_server(_app()))
+    answer = conn.request(body=modern_body(1, "tools/list"), headers=_modern_headers("tools/list"))
+    assert answer is not None and answer.status == 200 and "mcp-session-id" not in answer.headers
+    assert answer.json()["result"]["resultType"] == "complete"
+
+
+@pytest.mark.parametrize(("headers", "problem"), [
+    ({"mcp-method": "tools/list"}, "MCP-Protocol-Version header is missing"),
+    ({**MODERN_HEADERS, "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/list"}, "differs"),
+    (MODERN_HEADERS, "Mcp-Method header is missing"),
+    ({**MODERN_HEADERS, "mcp-method": "TOOLS/LIST"}, "does not match the method"),
+])
+def test_stateless_headers_must_match_the_body(headers: dict[str, str], problem: str) -> None:
+    answer = RawHttp(http_server(_app())).request(body=modern_body(1, "tools/list"), headers=headers)
+    assert answer is not None and answer.status == 400
+    error = answer.json()["error"]
+    assert error["code"] == -32020 and problem in error["message"]
+
+
+def test_header_names_are_case_insensitive_and_values_trimmed() -> None:
+    server = http_server(_app())
+    conn = RawHttp(server)
+    body = json.dumps(modern_body(1, "tools/list")).encode()
+    conn.send_raw(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  b"MCP-PROTOCOL-VERSION: 2026-07-28\r\nMCP-METHOD:   tools/list  \r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    answer = conn.read()
+    assert answer is not None and answer.status == 200
+
+
+@pytest.mark.parametrize(("name", "ok"), [("work", True), ("=?base64?d29yaw==?=", True), ("other", False),
+                                          ("=?base64?d29yaw?=", False), (None, False)])
+def test_the_name_header_is_checked_decoded(name: str | None, ok: bool) -> None:
+    headers = _modern_headers("tools/call")
+    if name is not None:
+        headers["mcp-name"] = name
+    server, _, runner = _running(_app())
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "work"}), headers=headers)
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and (answer.status == 200) is ok
+
+
+def _header_tool() -> MCPServer:
+    app = MCPServer("s")
+    app.add_tool(lambda **arguments: "ok", name="q", input_schema={"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "flag": {"type": "boolean", "x-mcp-header": "Flag"}}})
+    return app
+
+
+@pytest.mark.parametrize(("arguments", "headers", "ok"), [
+    ({"region": "eu"}, {"mcp-param-region": "eu"}, True),
+    ({"region": "Hello"}, {"mcp-param-region": "=?base64?SGVsbG8=?="}, True),
+    ({"region": "Hello"}, {"mcp-param-region": "=?base64?SGVsbG8?="}, False),
+    ({"region": "Hello"}, {"mcp-param-region": "=?base64?SGVs!!!bG8=?="}, False),
+    ({"region": "eu"}, {}, False),
+    ({"region": "eu"}, {"mcp-param-region": "us"}, False),
+    ({"region": None}, {}, True),
+    ({}, {}, True),
+    ({"count": 42}, {"mcp-param-count": "42.0"}, True),
+    ({"count": 42}, {"mcp-param-count": "x"}, False),
+    ({"count": 2**60}, {"mcp-param-count": str(2**60)}, False),
+    ({"flag": True}, {"mcp-param-flag": "true"}, True),
+    ({"flag": False}, {"mcp-param-flag": "true"}, False),
+    ({"region": 5}, {"mcp-param-region": "5"}, True),  # the header mirrors the value as sent
+])
+def test_param_headers_mirror_annotated_arguments(arguments: dict[str, object], headers: dict[str, str],
+                                                  ok: bool) -> None:
+    server, _, runner = _running(_header_tool())
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "q", "arguments": arguments}),
+                 headers={**_modern_headers("tools/call", **{"mcp-name": "q"}), **headers})
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and (answer.status < 400) is ok
+
+
+def test_a_stateless_request_without_meta_but_the_header_is_invalid_params() -> None:
+    conn = RawHttp(http_server(_app()))
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
+                          headers=_modern_headers("server/discover"))
+    assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == -32602
+
+
+def test_an_unsupported_stateless_version_is_the_sessions_to_refuse() -> None:
+    body = modern_body(1, "tools/list")
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"  # type: ignore[index]
+    answer = RawHttp(http_server(_app())).request(body=body, headers={
+        "mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list"})
+    assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == -32022
+
+
+def test_a_removed_method_is_a_404_in_the_stateless_era() -> None:
+    answer = RawHttp(http_server(_app())).request(body=modern_body(1, "ping"),
+                                                  headers=_modern_headers("ping"))
+    assert answer is not None and answer.status == 404 and answer.json()["error"]["code"] == -32601
+
+
+def test_a_notification_is_accepted_with_202() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    answer = conn.request(body={"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+                          headers=_sid(session_id))
+    assert answer is not None and answer.status == 202 and answer.body == b""
+
+
+def test_an_invalid_envelope_in_a_session_gets_its_error() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    answer = conn.request(body={"jsonrpc": "1.0", "method": 5}, headers=_sid(session_id))
+    assert answer is not None and answer.status == 400
+
+
+def _running(app: MCPServer) -> tuple[HttpServer, ManualLoop, ServerRunner]:
+    server = http_server(app)
+    loop = ManualLoop(lambda: 0.0)
+    return server, loop, ServerRunner(server, loop)
+
+
+def test_progress_before_the_answer_makes_the_response_sse() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def counted(ctx: Context) -> str:
+        ctx.report_progress(1, 2)
+        return "done"
+
+    server, _, runner = _running(app)
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "counted", "_meta": {"progressToken": "t"}}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "counted"}))
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and answer.headers["content-type"] == "text/event-stream" and answer.complete
+    assert [e.get("method", "result") for e in answer.events] == ["notifications/progress", "result"]
+
+
+def test_a_json_only_client_of_the_stateless_era_loses_progress_but_gets_its_answer() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def counted(ctx: Context) -> str:
+        ctx.report_progress(1, 2)
+        return "done"
+
+    server, _, runner = _running(app)
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "counted", "_meta": {"progressToken": "t"}}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "counted"}), accept="application/json")
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and answer.headers["content-type"] == "application/json"
+
+
+def test_closing_a_stateless_stream_cancels_its_request() -> None:
+    server = http_server(_app())
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "work"}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "work"}))
+    call_event = server.next_event()
+    assert isinstance(call_event, ToolCallReceived)
+    server.connection_lost(conn.id, 1.0)
+    assert server.next_event() == CallCancelled(call=call_event.call, reason="the connection was lost")
+
+
+def test_a_handshake_era_stream_left_open_is_not_cancelled() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    while server.next_event() is not None:
+        pass  # the handshake's
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "work"}},
+                 headers=_sid(session_id))
+    call_event = server.next_event()
+    assert isinstance(call_event, ToolCallReceived)
+    server.receive_data(conn.id, b"", 1.0)
+    assert server.next_event() is None
+    server.respond(call_event.call, "late", now=2.0)  # nowhere to go, and no error
+
+
+def test_the_get_stream_carries_messages_of_no_request() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    stream = RawHttp(server)
+    answer = _get(server, session_id, conn=stream)
+    assert answer is not None and answer.status == 200 and answer.events == [None] and answer.last_id
+    server.notify_list_changed("tools")
+    stream.read()
+    assert answer.events[1:] == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+    second = _get(server, session_id)
+    assert second is not None and second.status == 409
+
+
+def test_a_get_needs_an_event_stream_accept() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    answer = RawHttp(server).request("GET", headers=_sid(session_id), accept="application/json")
+    assert answer is not None and answer.status == 406
+
+
+def test_a_get_for_an_unknown_session_is_not_found() -> None:
+    answer = RawHttp(http_server(_app())).request("GET", headers={"mcp-session-id": "x"},
+                                                  accept="text/event-stream")
+    assert answer is not None and answer.status == 404
+
+
+def test_a_closed_get_stream_frees_its_place() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    stream = RawHttp(server)
+    _get(server, session_id, conn=stream)
+    server.connection_lost(stream.id, 1.0)
+    again = _get(server, session_id)
+    assert again is not None and again.status == 200
+
+
+def _slow(app: MCPServer) -> None:
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        return "after the reconnection"
+
+
+def test_a_closed_stream_is_resumed_with_last_event_id() -> None:
+    app = _app()
+    _slow(app)
+    server, loop, runner = _running(app)
+    conn, session_id = _session(server)
+    call = conn.request(body={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}},
+                        headers=_sid(session_id))
+    runner.pump()
+    assert call is None
+    loop.run_ready()
+    first = conn.read()
+    assert first is not None and first.complete and first.events == [None] and first.last_id
+    resumed = _get(server, session_id, first.last_id)
+    assert resumed is not None and resumed.complete
+    assert resumed.events[-1]["result"]["content"][0]["text"] == "after the reconnection"
+
+
+def test_a_resumption_before_the_answer_gets_it_live() -> None:
+    app = _app()
+    server, loop, runner = _running(app)
+    gate = loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await gate
+        return "after the reconnection"
+
+    conn, session_id = _session(server)
+    conn.request(body={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}},
+                 headers=_sid(session_id))
+    runner.pump()
+    loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    resumed_conn = RawHttp(server)
+    resumed = _get(server, session_id, first.last_id, conn=resumed_conn)
+    assert resumed is not None and not resumed.complete
+    gate.set_result(None)
+    loop.run_ready()
+    runner.pump()
+    resumed_conn.read()
+    assert resumed.complete and resumed.events[-1]["id"] == 7
+
+
+def test_an_unknown_last_event_id_is_not_found() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    for last in ("9-9", "garbage"):
+        answer = _get(server, session_id, last)
+        assert answer is not None and answer.status == 404
+
+
+def test_closing_a_stream_that_is_not_sse_says_so() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def tries(ctx: Context) -> str:
+        return f"closed={ctx.close_sse_stream()}"
+
+    server, _, runner = _running(app)
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "tries"}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "tries"}))
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and answer.json()["result"]["content"][0]["text"] == "closed=False"
+
+
+def test_an_idle_session_expires() -> None:
+    server = http_server(_app(), session_idle_timeout=10.0)
+    conn, session_id = _session(server)
+    assert server.next_deadline() is not None
+    server.handle_timeout(11.0)
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=_sid(session_id),
+                          now=11.0)
+    assert answer is not None and answer.status == 404
+
+
+def test_too_many_sessions_are_refused() -> None:
+    server = http_server(_app(), max_sessions=1)
+    _session(server)
+    answer = RawHttp(server).request(body=INIT)
+    assert answer is not None and answer.status == 503
+
+
+def test_too_many_connections_are_closed_at_once() -> None:
+    server = http_server(_app(), max_connections=1)
+    RawHttp(server)
+    extra = RawHttp(server)
+    extra.read()
+    assert extra.closed
+
+
+def test_a_session_is_rebuilt_from_a_shared_store() -> None:
+    store, events = MemorySessionStore(), MemoryEventStore()
+    first = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store, events=events)
+    _, session_id = _session(first)
+    other = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store, events=events)
+    answer = RawHttp(other).request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                    headers=_sid(session_id))
+    assert answer is not None and answer.status == 200 and answer.json()["result"]["tools"]
+    assert store.load(session_id) is not None
+
+
+def test_a_stored_session_is_not_rebuilt_past_the_limit() -> None:
+    store = MemorySessionStore()
+    first = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    _, session_id = _session(first)
+    full = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(max_sessions=0), sessions=store)
+    answer = RawHttp(full).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                                   headers=_sid(session_id))
+    assert answer is not None and answer.status == 404
+
+
+def test_close_ends_every_session_and_connection() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    stream = RawHttp(server)
+    _get(server, session_id, conn=stream)
+    server.close(5.0)
+    stream.read()
+    assert stream.closed
+    assert list(server.sessions()) == [server.modern]
+
+
+def test_close_drops_a_stateless_request_under_way() -> None:
+    server = http_server(_app())
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "work"}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "work"}))
+    assert conn.id in server.connections_with_data() or server.connections_with_data() == []
+    server.close(1.0)
+    conn.read()
+    assert conn.closed
+
+
+def test_messages_for_a_gone_exchange_are_dropped() -> None:
+    server = http_server(_app())
+    server.send(None, b"{}")
+    server.send(99, b"{}")
+    server.finish(None, b"{}", 200, 0.0)
+    server.finish(99, b"{}", 200, 0.0)
+    assert server.connections_with_data() == []
+
+
+def test_a_stream_can_be_closed_again_after_its_resumption() -> None:
+    app = _app()
+    server, loop, runner = _running(app)
+    gate = loop.future()
+    closed: list[bool] = []
+
+    @app.tool()
+    async def polled(ctx: Context) -> str:
+        ctx.report_progress(1)  # the stream is SSE already
+        closed.append(ctx.close_sse_stream())
+        await gate
+        closed.append(ctx.close_sse_stream())
+        return "done"
+
+    conn, session_id = _session(server)
+    conn.request(body={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "polled", "_meta": {"progressToken": "p"}}},
+                 headers=_sid(session_id))
+    runner.pump()
+    loop.run_ready()
+    first = conn.read()
+    assert first is not None and first.complete and first.events[1]["method"] == "notifications/progress"
+    again = RawHttp(server)
+    resumed = _get(server, session_id, first.last_id, conn=again)
+    assert resumed is not None and not resumed.complete
+    gate.set_result(None)
+    loop.run_ready()
+    runner.pump()
+    again.read()
+    assert closed == [True, True] and resumed.complete and resumed.events == []
+    last = _get(server, session_id, first.last_id)
+    assert last is not None and last.complete and last.events[-1]["result"]["content"][0]["text"] == "done"
+
+
+def test_a_stream_cannot_be_closed_once_its_connection_is_gone() -> None:
+    app = _app()
+    server, loop, runner = _running(app)
+    gate = loop.future()
+    closed: list[bool] = []
+
+    @app.tool()
+    async def late(ctx: Context) -> str:
+        ctx.report_progress(1)
+        await gate
+        ctx.report_progress(2)  # kept for a resumption
+        closed.append(ctx.close_sse_stream())
+        return "done"
+
+    conn, session_id = _session(server)
+    conn.request(body={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "late", "_meta": {"progressToken": "p"}}},
+                 headers=_sid(session_id))
+    runner.pump()
+    loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    server.connection_lost(conn.id, 1.0)
+    gate.set_result(None)
+    loop.run_ready()
+    runner.pump()
+    assert closed == [False]
+    resumed = _get(server, session_id, first.last_id)
+    assert resumed is not None and resumed.complete
+    assert [e["params"]["progress"] if "method" in e else e["id"] for e in resumed.events] == [2, 7]
+
+
+def test_the_get_stream_is_resumed_and_a_stale_one_replaced() -> None:
+    server = http_server(_app())
+    _, session_id = _session(server)
+    first = RawHttp(server)
+    opened = _get(server, session_id, conn=first)
+    assert opened is not None
+    primed = opened.last_id
+    server.notify_list_changed("tools")
+    server.connection_lost(first.id, 1.0)
+    second = RawHttp(server)
+    _get(server, session_id, conn=second)  # primes again
+    server.notify_list_changed("resources")
+    third = RawHttp(server)
+    resumed = _get(server, session_id, primed, conn=third)
+    assert resumed is not None and not resumed.complete
+    assert [e["method"] for e in resumed.events] == ["notifications/tools/list_changed",
+                                                     "notifications/resources/list_changed"]
+    second.read()
+    assert second.closed  # the stale stream gave way
+    server.notify_list_changed("tools")
+    third.read()
+    assert len(resumed.events) == 3 and resumed.events[-1]["method"] == "notifications/tools/list_changed"
+
+
+def test_a_stream_dropped_for_not_reading_ends_quietly() -> None:
+    app = MCPServer("s")
+    app.add_tool(lambda: "x" * 5000, name="big")
+    server = http_server(app, response_mode="sse", limits=HttpLimits(max_buffer_bytes=1000))
+    conn, session_id = _session(server)
+    while server.next_event() is not None:
+        pass
+    runner = ServerRunner(server, ManualLoop(lambda: 0.0))
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big"}},
+                 headers=_sid(session_id))
+    runner.pump()
+    conn.read()
+    assert conn.closed
+
+
+def test_a_json_only_handshake_client_gets_progress_on_its_get_stream() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def counted(ctx: Context) -> str:
+        ctx.report_progress(1)
+        return "done"
+
+    server, _, runner = _running(app)
+    conn, session_id = _session(server)
+    stream = RawHttp(server)
+    opened = _get(server, session_id, conn=stream)
+    assert opened is not None
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "counted", "_meta": {"progressToken": 1}}},
+                          headers=_sid(session_id), accept="application/json")
+    runner.pump()
+    answer = conn.read()
+    stream.read()
+    assert answer is not None and answer.json()["result"]["content"][0]["text"] == "done"
+    assert opened.events[-1]["method"] == "notifications/progress"
+
+
+def test_finished_streams_are_remembered_boundedly() -> None:
+    server = http_server(_app(), response_mode="sse")
+    conn, session_id = _session(server)
+    for rid in range(1030):
+        answer = conn.request(body={"jsonrpc": "2.0", "id": rid + 2, "method": "ping"},
+                              headers=_sid(session_id))
+        assert answer is not None and answer.complete
+    legacy = next(iter(server._legacy.values()))
+    assert len(legacy.finished_streams) == 1024
+
+
+def test_a_failed_initialize_stores_nothing() -> None:
+    store = MemorySessionStore()
+    server = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    assert answer is not None and "error" in answer.json()
+    assert store._records == {}
+
+
+def test_the_memory_session_store_keeps_the_newest() -> None:
+    from mcp_sansio.server.stores import SessionRecord
+    from mcp_sansio.types import ClientCapabilities, Implementation
+
+    store = MemorySessionStore(max_sessions=2)
+    for name in "abc":
+        store.save(SessionRecord(session_id=name, protocol_version="2025-11-25",
+                                 client_info=Implementation(name="c", version="1"),
+                                 client_capabilities=ClientCapabilities()))
+    assert store.load("a") is None and store.load("c") is not None
+
+
+def test_a_request_sent_behind_a_late_answer_is_served_after_it() -> None:
+    app = MCPServer("s")
+    server, loop, runner = _running(app)
+    gate = loop.future()
+
+    @app.tool()
+    async def waits() -> str:
+        await gate
+        return "first"
+
+    conn = RawHttp(server)
+    first = modern_body(1, "tools/call", {"name": "waits"})
+    second = modern_body(2, "ping")
+    wire = b""
+    for body, method, extra in ((first, "tools/call", {"mcp-name": "waits"}), (second, "ping", {})):
+        data = json.dumps(body).encode()
+        head = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json\r\n"
+        head += "content-type: application/json\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in _modern_headers(method, **extra).items())
+        wire += head.encode() + f"content-length: {len(data)}\r\n\r\n".encode() + data
+    conn.send_raw(wire)
+    runner.pump()
+    assert server.data_to_send(conn.id) == b""
+    gate.set_result(None)
+    loop.run_ready()
+    out = server.data_to_send(conn.id)
+    assert out.count(b"HTTP/1.1 ") == 2 and out.index(b'"id":1') < out.index(b'"id":2')
+
+
+def test_a_tool_name_that_is_no_string_is_the_sessions_to_refuse() -> None:
+    server = http_server(_app())
+    answer = RawHttp(server).request(body=modern_body(1, "tools/call", {"name": 5}),
+                                     headers=_modern_headers("tools/call", **{"mcp-name": "5"}))
+    assert answer is not None and answer.json()["error"]["code"] == -32602
+
+
+def test_a_handshake_session_asks_on_the_request_stream_and_takes_the_answer_by_post() -> None:
+    app = MCPServer("s")
+    server, loop, runner = _running(app)
+
+    @app.tool()
+    async def confirm(ctx: Context) -> str:
+        result = await ctx.elicit("sure?", {"type": "object", "properties": {}})
+        return result.action
+
+    conn, session_id = _session(server)
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "confirm"}},
+                 headers=_sid(session_id))
+    runner.pump()
+    loop.run_ready()
+    stream = conn.read()
+    assert stream is not None and stream.events[-1]["method"] == "elicitation/create"
+    question = stream.events[-1]["id"]
+    other = RawHttp(server)
+    answer = {"jsonrpc": "2.0", "id": question, "result": {"action": "accept", "content": {}}}
+    posted = other.request(body=answer,
+                           headers=_sid(session_id))
+    assert posted is not None and posted.status == 202
+    runner.pump()
+    loop.run_ready()
+    conn.read()
+    assert stream.complete and stream.events[-1]["result"]["content"][0]["text"] == "accept"
+
+
+def test_a_handshake_call_is_cancelled_by_notification() -> None:
+    app = MCPServer("s")
+    server, loop, runner = _running(app)
+    gate = loop.future()
+
+    @app.tool()
+    async def hangs() -> str:
+        await gate
+        return "never"
+
+    conn, session_id = _session(server)
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hangs"}},
+                 headers=_sid(session_id))
+    runner.pump()
+    assert runner.running == 1
+    RawHttp(server).request(body={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                  "params": {"requestId": 2}}, headers=_sid(session_id))
+    runner.pump()
+    loop.run_ready()
+    assert runner.running == 0

@@ -1,0 +1,273 @@
+"""The HTTP/1.1 server binding: bounded heads and bodies, slow clients, keep-alive, streams."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_sansio import LocalProtocolError
+from mcp_sansio.server.http11 import (
+    CloseConnection,
+    ExchangeClosed,
+    HttpConnections,
+    HttpLimits,
+    RequestReceived,
+)
+
+GET = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
+
+
+def _post(body: bytes, extra: bytes = b"") -> bytes:
+    length = str(len(body)).encode()
+    return b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: " + length + b"\r\n" + extra + b"\r\n" + body
+
+
+def _connections(**limits: float) -> tuple[HttpConnections, int]:
+    http = HttpConnections(HttpLimits(**limits))  # type: ignore[arg-type]
+    return http, http.connection_made(0.0)
+
+
+def _closed(http: HttpConnections) -> list[int]:
+    closed = []
+    while (action := http.next_action()) is not None:
+        assert isinstance(action, CloseConnection)
+        closed.append(action.connection)
+    return closed
+
+
+def test_a_request_arrives_whole_with_lower_case_headers() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, _post(b'{"a":1}', b"X-Thing: Yes\r\n"), 1.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    assert (event.method, event.target, event.body) == ("POST", "/mcp", b'{"a":1}')
+    assert event.header("x-thing") == "Yes" and event.header("missing") is None
+    assert http.exchange_connection(event.exchange) == conn
+
+
+def test_a_body_split_over_reads_is_joined() -> None:
+    http, conn = _connections()
+    data = _post(b"0123456789")
+    for i in range(len(data)):
+        http.receive_data(conn, data[i:i + 1], 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived) and event.body == b"0123456789"
+
+
+def test_a_response_keeps_the_connection_for_the_next_request() -> None:
+    http, conn = _connections(idle_timeout=5.0)
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [("x", "y")], b"ok", now=1.0)
+    out = http.data_to_send(conn)
+    assert out.startswith(b"HTTP/1.1 200 ") and out.endswith(b"\r\n\r\nok") and b"content-length: 2" in out
+    assert http.next_deadline() == 6.0
+    http.receive_data(conn, GET, 2.0)
+    assert isinstance(http.next_event(), RequestReceived)
+
+
+def test_a_request_sent_early_is_read_after_the_response() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET + GET, 0.0)
+    first = http.next_event()
+    assert isinstance(first, RequestReceived) and http.next_event() is None
+    http.respond(first.exchange, 204, [], now=1.0)
+    second = http.next_event()
+    assert isinstance(second, RequestReceived) and second.exchange != first.exchange
+
+
+@pytest.mark.parametrize(("data", "status"), [
+    (b"garbage\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"x" * 200 + b"\r\n\r\n", 431),
+    (_post(b"x" * 50), 413),
+    (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n" + b"x" * 64 + b"\r\n", 413),
+])
+def test_a_request_that_cannot_be_served_gets_an_error_and_a_close(data: bytes, status: int) -> None:
+    http, conn = _connections(max_header_bytes=100, max_body_bytes=32)
+    http.receive_data(conn, data, 0.0)
+    assert http.data_to_send(conn).startswith(f"HTTP/1.1 {status} ".encode())
+    assert _closed(http) == [conn] and http.next_event() is None
+
+
+def test_a_slow_head_gets_408() -> None:
+    http, conn = _connections(header_timeout=5.0)
+    http.receive_data(conn, b"GET / HTTP/1.1\r\nHo", 1.0)
+    assert http.next_deadline() == 6.0
+    http.handle_timeout(5.9)
+    assert _closed(http) == []
+    http.handle_timeout(6.0)
+    assert http.data_to_send(conn).startswith(b"HTTP/1.1 408 ")
+    assert _closed(http) == [conn]
+
+
+def test_a_slow_body_gets_408() -> None:
+    http, conn = _connections(body_timeout=3.0)
+    http.receive_data(conn, _post(b"0123456789")[:-5], 1.0)
+    assert http.next_deadline() == 4.0
+    http.handle_timeout(4.0)
+    assert http.data_to_send(conn).startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_connection_that_sends_nothing_is_closed_quietly() -> None:
+    http, conn = _connections(header_timeout=2.0)
+    http.handle_timeout(2.0)
+    assert http.data_to_send(conn) == b"" and _closed(http) == [conn]
+
+
+def test_an_idle_keep_alive_connection_is_closed() -> None:
+    http, conn = _connections(idle_timeout=1.0)
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [], now=0.0)
+    http.handle_timeout(1.0)
+    assert _closed(http) == [conn]
+
+
+def test_expect_100_continue_is_answered() -> None:
+    http, conn = _connections()
+    head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+    http.receive_data(conn, head, 0.0)
+    assert http.data_to_send(conn).startswith(b"HTTP/1.1 100 ")
+
+
+def test_a_streamed_response_is_chunked_and_ends() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [("content-type", "text/event-stream")])
+    assert http.send(event.exchange, b"data: 1\n\n")
+    http.end(event.exchange, now=1.0)
+    out = http.data_to_send(conn)
+    assert b"transfer-encoding: chunked" in out.lower() and out.endswith(b"0\r\n\r\n")
+    assert not http.send(event.exchange, b"late")
+    http.end(event.exchange, now=1.0)  # already ended: nothing happens
+
+
+def test_a_stream_whose_client_does_not_read_is_dropped() -> None:
+    http, conn = _connections(max_buffer_bytes=100)
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [])
+    assert http.send(event.exchange, b"x" * 50)
+    assert not http.send(event.exchange, b"x" * 60)
+    reason = "the client does not read its stream"
+    assert http.next_event() == ExchangeClosed(exchange=event.exchange, reason=reason)
+    assert _closed(http) == [conn]
+
+
+def test_the_buffer_bound_counts_only_what_is_unread() -> None:
+    http, conn = _connections(max_buffer_bytes=100)
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [])
+    for _ in range(5):
+        assert http.send(event.exchange, b"x" * 50)
+        http.data_to_send(conn)
+    assert http.connections_with_data() == []
+
+
+def test_a_client_leaving_mid_request_closes_its_exchange() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.receive_data(conn, b"", 1.0)
+    reason = "the client closed the connection"
+    assert http.next_event() == ExchangeClosed(exchange=event.exchange, reason=reason)
+    http.respond(event.exchange, 200, [], now=1.0)  # the client left: nothing to answer
+    assert http.data_to_send(conn) == b""
+
+
+def test_a_lost_connection_closes_its_exchange() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.connection_lost(conn, 1.0)
+    assert http.next_event() == ExchangeClosed(exchange=event.exchange, reason="the connection was lost")
+    http.connection_lost(conn, 1.0)
+    http.receive_data(conn, b"more", 1.0)  # a late read of a closed connection is ignored
+
+
+def test_abort_drops_a_stream() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [])
+    http.abort(event.exchange)
+    assert _closed(http) == [conn]
+    http.abort(event.exchange)
+
+
+def test_http_1_0_closes_after_the_response() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, b"GET / HTTP/1.0\r\n\r\n", 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [], b"bye", now=0.0)
+    assert _closed(http) == [conn]
+
+
+def test_answering_twice_or_badly_is_a_local_error() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    with pytest.raises(LocalProtocolError, match="invalid response"):
+        http.respond(event.exchange, 200, [("bad header", "x")], now=0.0)
+    http.start_stream(event.exchange, 200, [])
+    with pytest.raises(LocalProtocolError, match="already has a response"):
+        http.respond(event.exchange, 200, [], now=0.0)
+
+
+def test_a_connection_that_was_never_made_is_a_local_error() -> None:
+    http, _ = _connections()
+    with pytest.raises(LocalProtocolError, match="never made"):
+        http.receive_data(99, b"x", 0.0)
+
+
+def test_eof_with_nothing_under_way_just_closes() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, b"", 0.0)
+    assert _closed(http) == [conn] and http.next_event() is None
+
+
+def test_a_request_arriving_while_the_previous_is_handled_waits_its_turn() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    first = http.next_event()
+    assert isinstance(first, RequestReceived)
+    http.receive_data(conn, GET, 0.1)
+    assert http.next_event() is None and http.next_deadline() is None
+    http.respond(first.exchange, 204, [], now=1.0)
+    assert isinstance(http.next_event(), RequestReceived)
+
+
+def test_a_gone_exchange_is_not_answered() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.connection_lost(conn, 0.1)
+    http.start_stream(event.exchange, 200, [])
+    http.respond(event.exchange, 200, [], now=0.2)
+    assert not http.send(event.exchange, b"x")
+    http.end(event.exchange, now=0.3)
+    http.abort(event.exchange)
+    assert http.exchange_connection(event.exchange) is None
+    assert http.data_to_send(conn) == b"" and http.connections_with_data() == []
+
+
+def test_a_stream_beyond_its_declared_length_is_a_local_error() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [("content-length", "1")])
+    with pytest.raises(LocalProtocolError, match="invalid response"):
+        http.send(event.exchange, b"abc")
