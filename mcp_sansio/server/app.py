@@ -388,7 +388,7 @@ class MCPServer:
         """
         from importlib import import_module
 
-        return import_module("mcp_sansio_base.asgi").AsgiApp(self, **options)
+        return import_module("mcp_sansio_asgi").AsgiApp(self, **options)
 
 
 def _doc(fn: Callable[..., Any] | None) -> str | None:

@@ -25,10 +25,12 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .. import jsonrpc
+from ..errors import LocalProtocolError
 from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
 from .endpoint import Endpoint
+from .exchanges import HttpExchanges
 from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from .http_headers import (
     LOOPBACK_HOSTS,
@@ -130,14 +132,21 @@ class HttpServer(Endpoint):
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
+        exchanges: take HTTP messages from a host server (ASGI) instead of bytes: the
+            driver then feeds and drains these, and the byte-level methods refuse.
     """
 
     def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
-                 events: EventStore | None = None) -> None:
+                 events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
         super().__init__(app, secret=secret, wall_offset=wall_offset)
         self.config = config or HttpConfig()
-        self.http = HttpConnections(self.config.limits)
+        self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
+        self.http: HttpConnections | HttpExchanges
+        if exchanges is None:
+            self.http = self._wire = HttpConnections(self.config.limits)
+        else:
+            self.http = exchanges
         self.modern = ServerSession(app, self, channel_ids=True)
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
@@ -153,10 +162,11 @@ class HttpServer(Endpoint):
 
         Actions: ``CloseConnection`` when over the limit.
         """
-        conn = self.http.connection_made(now)
+        wire = self._bytes()
+        conn = wire.connection_made(now)
         self._open += 1
         if self._open > self.config.max_connections:
-            self.http.connection_lost(conn, now)
+            wire.connection_lost(conn, now)
             self._pump(now)
         return conn
 
@@ -166,26 +176,26 @@ class HttpServer(Endpoint):
         Raises:
             LocalProtocolError: the connection was never made.
         """
-        self.http.receive_data(connection, data, now)
+        self._bytes().receive_data(connection, data, now)
         self._pump(now)
 
     def connection_lost(self, connection: int, now: float) -> None:
         """``connection`` broke: its request is cancelled (stateless era) or its stream
         left to be resumed (handshake era)."""
-        self.http.connection_lost(connection, now)
+        self._bytes().connection_lost(connection, now)
         self._pump(now)
 
     def data_to_send(self, connection: int) -> bytes:
         """What to write on ``connection`` (drains it)."""
-        return self.http.data_to_send(connection)
+        return self._bytes().data_to_send(connection)
 
     def connections_with_data(self) -> list[int]:
         """The connections with bytes waiting; changes nothing."""
-        return self.http.connections_with_data()
+        return self._bytes().connections_with_data()
 
     def next_action(self) -> CloseConnection | None:
         """The next connection to close."""
-        action = self.http.next_action()
+        action = None if self._wire is None else self._wire.next_action()
         if action is not None:
             self._open -= 1
         return action
@@ -215,6 +225,15 @@ class HttpServer(Endpoint):
         for exchange in list(self._exchanges):
             self.http.abort(exchange)
         self._exchanges.clear()
+
+    def exchanges_changed(self, now: float) -> None:
+        """The driver fed the exchanges (a request completed, a client left): act on it."""
+        self._pump(now)
+
+    def _bytes(self) -> HttpConnections:
+        if self._wire is None:
+            raise LocalProtocolError("this server takes HTTP messages (its exchanges), not bytes")
+        return self._wire
 
     # ------------------------------------------------------------ Endpoint
 

@@ -1,0 +1,229 @@
+"""An ``MCPServer`` as an ASGI 3 application: Streamable HTTP under uvicorn, hypercorn, granian.
+
+``AsgiApp(app)`` (or ``app.asgi()``) gives the host server's HTTP messages to the core's
+:class:`~mcp_sansio.server.http.HttpServer` through
+:class:`~mcp_sansio.server.exchanges.HttpExchanges`, and runs the handlers with the
+shared :class:`~mcp_sansio_base.server.ServerRunner` on anyio (so under asyncio or trio).
+The handlers run in a task group the ASGI lifespan opens: the host server must run the
+lifespan protocol (uvicorn, hypercorn and granian do by default).
+
+Several workers: a stateless (2026-07-28) request needs nothing shared but ``secret``
+(it seals ``requestState``). Handshake-era sessions live in the worker that opened them
+unless ``sessions`` and ``events`` are stores every worker reaches; with the in-memory
+defaults, route a session's requests to one worker (sticky by ``Mcp-Session-Id``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from mcp_sansio.events import Event
+from mcp_sansio.server import MCPServer
+from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.stores import EventStore, SessionStore
+from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
+
+__all__ = ["AsgiApp"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class _Future:
+    """A one-shot result on anyio (which has no futures)."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._value: msgspec.Struct | None = None
+        self._error: BaseException | None = None
+
+    def set_result(self, value: msgspec.Struct) -> None:
+        self._value = value
+        self._event.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    async def _wait(self) -> msgspec.Struct:
+        await self._event.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None  # set_result gave one
+        return self._value
+
+    def __await__(self) -> Any:
+        return self._wait().__await__()
+
+
+class _Primitives:
+    """The runner's primitives on anyio: tasks in the lifespan's task group."""
+
+    def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None]) -> None:
+        self._group = group
+        self.write = write
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
+        scope = anyio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await coro
+
+        self._group.start_soon(run)
+        return scope
+
+    def future(self) -> FutureLike[msgspec.Struct]:
+        return _Future()
+
+    def clock(self) -> float:
+        return anyio.current_time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
+        async def sleep() -> None:
+            await anyio.sleep_until(when)
+            callback()
+
+        return self.spawn(sleep())
+
+
+class AsgiApp:
+    """Serve ``app`` over Streamable HTTP as an ASGI 3 application.
+
+    Args:
+        app: the server.
+        config: the HTTP settings. The default, ``HttpConfig.loopback()``, accepts only
+            loopback names in ``Host`` and ``Origin`` (DNS-rebinding protection, as for a
+            loopback bind); behind a public name give ``HttpConfig(allowed_hosts=(...),
+            allowed_origins=(...))``, or ``None`` for either to accept any.
+        secret: the key sealing ``requestState`` and naming sessions; give every worker
+            the same one (default: random, this process only).
+        sessions: where handshake-era sessions are kept (default: this process).
+        events: where resumable stream events are kept (default: this process).
+        on_event: receives the events the runner does not act on itself.
+    """
+
+    def __init__(self, app: MCPServer, *, config: HttpConfig | None = None, secret: bytes | None = None,
+                 sessions: SessionStore | None = None, events: EventStore | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> None:
+        self.app = app
+        self.config = config or HttpConfig.loopback()
+        self._exchanges = HttpExchanges(self.config.limits)
+        self._secret = secret if secret is not None else os.urandom(32)
+        self._stores = (sessions, events)
+        self._on_event = on_event
+        self._server: HttpServer | None = None
+        self._runner: ServerRunner | None = None
+        self._waiters: dict[int, anyio.Event] = {}
+        self._scopes: dict[int, anyio.CancelScope] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "http":
+            await self._http(scope, receive, send)
+        else:  # no MCP over an ASGI WebSocket: refuse the handshake
+            await send({"type": "websocket.close", "code": 1003})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        async with anyio.create_task_group() as group:
+            sessions, events = self._stores
+            offset = time.time() - anyio.current_time()
+            server = HttpServer(self.app, secret=self._secret, wall_offset=offset, config=self.config,
+                                sessions=sessions, events=events, exchanges=self._exchanges)
+            self._server = server
+            self._runner = ServerRunner(server, _Primitives(group, self._wake), self._on_event)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            server.close(anyio.current_time())
+            self._runner.pump()
+            self._runner.cancel_all()
+            group.cancel_scope.cancel()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    def _wake(self) -> None:
+        """The runner's ``write``: wake the responses that have parts waiting."""
+        exchanges = self._exchanges
+        for exchange in exchanges.exchanges_with_output():
+            if exchanges.dropped(exchange):
+                scope = self._scopes.get(exchange)
+                if scope is not None:
+                    scope.cancel()  # it may be blocked writing to a client that does not read
+            waiter = self._waiters.get(exchange)
+            if waiter is not None:
+                waiter.set()
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
+            body = b"mcp-sansio: run the ASGI server with its lifespan protocol on\n"
+            await send({"type": "http.response.start", "status": 500,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        exchanges = self._exchanges
+        query = scope.get("query_string", b"")
+        target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
+        exchange = exchanges.begin(scope["method"], target, scope["headers"])
+        self._waiters[exchange] = anyio.Event()
+        try:
+            while (message := await receive())["type"] == "http.request":
+                more = bool(message.get("more_body", False))
+                if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
+                    break
+            else:  # http.disconnect before the body was in
+                return
+            server.exchanges_changed(anyio.current_time())
+            runner.pump()
+            with anyio.CancelScope() as cancel:
+                self._scopes[exchange] = cancel
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._watch, exchange, receive, group.cancel_scope)
+                    await self._respond(exchange, send)
+                    group.cancel_scope.cancel()
+        finally:
+            self._waiters.pop(exchange, None)
+            self._scopes.pop(exchange, None)
+            exchanges.disconnect(exchange)  # a no-op once the response ended
+            server.exchanges_changed(anyio.current_time())
+            runner.pump()
+
+    async def _respond(self, exchange: int, send: Send) -> None:
+        """Send the response's parts as they come, until it ends."""
+        exchanges = self._exchanges
+        while True:
+            waiter = self._waiters[exchange] = anyio.Event()
+            while (part := exchanges.next_part(exchange)) is not None:
+                if isinstance(part, ResponseStart):
+                    start = {"type": "http.response.start", "status": part.status, "headers": part.headers}
+                    await send(start)
+                elif isinstance(part, ResponseBody):
+                    await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
+                    if not part.more:
+                        return
+                else:
+                    assert isinstance(part, ResponseAborted)
+                    return  # the host closes a response left unfinished
+            await waiter.wait()
+
+    async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope) -> None:
+        """The client left mid-response: tell the core, stop responding."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        done.cancel()

@@ -1,0 +1,171 @@
+"""HttpExchanges: HTTP as messages for a host server (ASGI), and HttpServer over them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from server_helpers import SECRET
+
+from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.server import MCPServer
+from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.http11 import ExchangeClosed, HttpLimits, RequestReceived
+
+HEAD = [(b"Host", b"127.0.0.1:8000"), (b"Accept", b"application/json, text/event-stream"),
+        (b"Content-Type", b"application/json")]
+
+
+def parts(exchanges: HttpExchanges, exchange: int) -> list[object]:
+    out: list[object] = []
+    while (part := exchanges.next_part(exchange)) is not None:
+        out.append(part)
+    return out
+
+
+def test_a_whole_body_becomes_one_request_with_lower_case_headers() -> None:
+    exchanges = HttpExchanges()
+    ex = exchanges.begin("POST", "/mcp?x=1", HEAD)
+    assert exchanges.receive_body(ex, b'{"a"', more=True)
+    assert exchanges.next_event() is None
+    assert not exchanges.receive_body(ex, b": 1}", more=False)
+    event = exchanges.next_event()
+    assert isinstance(event, RequestReceived)
+    assert (event.exchange, event.method, event.target, event.body) == (ex, "POST", "/mcp?x=1", b'{"a": 1}')
+    assert event.header("host") == "127.0.0.1:8000"
+
+
+def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
+    exchanges = HttpExchanges(HttpLimits(max_body_bytes=4))
+    ex = exchanges.begin("POST", "/mcp", HEAD)
+    assert not exchanges.receive_body(ex, b"12345", more=True)
+    assert exchanges.next_event() is None
+    start, body = parts(exchanges, ex)
+    assert isinstance(start, ResponseStart) and start.status == 413
+    assert (b"content-length", str(len(body.data)).encode()) in start.headers  # type: ignore[attr-defined]
+    assert isinstance(body, ResponseBody) and not body.more
+    assert not exchanges.receive_body(ex, b"more", more=False)  # forgotten
+    assert exchanges.exchanges_with_output() == []
+
+
+def test_a_whole_response_is_a_head_with_its_length_and_one_final_body() -> None:
+    exchanges = HttpExchanges()
+    ex = exchanges.begin("POST", "/mcp", HEAD)
+    exchanges.receive_body(ex, b"{}", more=False)
+    exchanges.respond(ex, 200, [("Content-Type", "application/json")], b"{}", now=0.0)
+    assert exchanges.exchanges_with_output() == [ex]
+    assert parts(exchanges, ex) == [
+        ResponseStart(status=200, headers=[(b"content-type", b"application/json"),
+                                           (b"content-length", b"2")]),
+        ResponseBody(data=b"{}", more=False),
+    ]
+    assert isinstance(exchanges.next_event(), RequestReceived)
+    exchanges.disconnect(ex)  # after the end: nothing to tell
+    assert exchanges.next_event() is None
+
+
+def test_a_second_response_to_one_exchange_is_the_callers_error() -> None:
+    exchanges = HttpExchanges()
+    ex = exchanges.begin("GET", "/mcp", HEAD)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.start_stream(ex, 200, [])
+    with pytest.raises(LocalProtocolError, match="already has a response"):
+        exchanges.respond(ex, 200, [], now=0.0)
+    with pytest.raises(LocalProtocolError, match="invalid response header"):
+        other = exchanges.begin("GET", "/mcp", HEAD)
+        exchanges.receive_body(other, b"", more=False)
+        exchanges.respond(other, 200, [("x", "\u2603")], now=0.0)
+
+
+def test_a_stream_is_sent_in_pieces_and_ended() -> None:
+    exchanges = HttpExchanges()
+    ex = exchanges.begin("GET", "/mcp", HEAD)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.start_stream(ex, 200, [("content-type", "text/event-stream")])
+    assert exchanges.send(ex, b"data: 1\n\n")
+    exchanges.end(ex, now=0.0)
+    assert not exchanges.send(ex, b"late")
+    assert [type(p) for p in parts(exchanges, ex)] == [ResponseStart, ResponseBody, ResponseBody]
+    assert exchanges.next_part(ex) is None
+
+
+def test_a_client_that_does_not_read_has_its_stream_dropped_at_the_buffer_bound() -> None:
+    exchanges = HttpExchanges(HttpLimits(max_buffer_bytes=10))
+    ex = exchanges.begin("GET", "/mcp", HEAD)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(ex, 200, [])
+    assert exchanges.send(ex, b"123456")
+    assert not exchanges.send(ex, b"123456")
+    assert exchanges.next_event() == ExchangeClosed(exchange=ex, reason="the client does not read its stream")
+    assert exchanges.dropped(ex)
+    assert parts(exchanges, ex) == [ResponseAborted()]
+    assert not exchanges.dropped(ex)
+
+
+def test_a_client_leaving_mid_request_closes_its_exchange_once() -> None:
+    exchanges = HttpExchanges()
+    reading = exchanges.begin("POST", "/mcp", HEAD)
+    exchanges.disconnect(reading)  # its request was never handed over: nothing to tell
+    handling = exchanges.begin("POST", "/mcp", HEAD)
+    exchanges.receive_body(handling, b"{}", more=False)
+    exchanges.next_event()
+    exchanges.disconnect(handling)
+    exchanges.disconnect(handling)
+    closed = ExchangeClosed(exchange=handling, reason="the client closed the connection")
+    assert exchanges.next_event() == closed
+    assert exchanges.next_event() is None
+    exchanges.respond(handling, 200, [], now=0.0)  # the client left: nothing to answer
+    exchanges.abort(handling)
+    exchanges.end(handling, now=0.0)
+    assert exchanges.exchanges_with_output() == []
+
+
+def test_no_timer_is_kept_the_host_server_times_out_slow_clients() -> None:
+    exchanges = HttpExchanges()
+    exchanges.handle_timeout(5.0)
+    assert exchanges.next_deadline() is None
+
+
+def _serve(server: HttpServer, exchanges: HttpExchanges, body: dict[str, object],
+           headers: list[tuple[bytes, bytes]] | None = None) -> tuple[ResponseStart, bytes]:
+    ex = exchanges.begin("POST", "/mcp", headers or HEAD)
+    exchanges.receive_body(ex, json.dumps(body).encode(), more=False)
+    server.exchanges_changed(1.0)
+    while server.next_event() is not None:
+        pass  # a trivial tool answers inline (see below)
+    got = parts(exchanges, ex)
+    start = got[0]
+    assert isinstance(start, ResponseStart)
+    return start, b"".join(p.data for p in got[1:] if isinstance(p, ResponseBody))
+
+
+def test_an_http_server_over_exchanges_serves_the_handshake_era() -> None:
+    exchanges = HttpExchanges()
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, config=HttpConfig.loopback(), exchanges=exchanges)
+    start, body = _serve(server, exchanges, {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "c", "version": "1"}}})
+    assert start.status == 200
+    assert json.loads(body)["result"]["serverInfo"]["name"] == "asgi"
+    assert any(name == b"mcp-session-id" for name, _ in start.headers)
+    assert server.next_action() is None
+
+
+def test_an_http_server_over_exchanges_refuses_bytes() -> None:
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, exchanges=HttpExchanges())
+    for call in (lambda: server.connection_made(0.0), lambda: server.receive_data(1, b"x", 0.0),
+                 lambda: server.connection_lost(1, 0.0), lambda: server.data_to_send(1),
+                 server.connections_with_data):
+        with pytest.raises(LocalProtocolError, match="takes HTTP messages"):
+            call()
+
+
+def test_an_http_server_over_exchanges_checks_the_host_header() -> None:
+    exchanges = HttpExchanges()
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, config=HttpConfig.loopback(), exchanges=exchanges)
+    start, _ = _serve(server, exchanges, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                      [(b"host", b"evil.example"), *HEAD[1:]])
+    assert start.status == 421
