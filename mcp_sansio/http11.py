@@ -60,6 +60,9 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
         url: where to send it; its authority becomes the ``Host`` header.
         headers: every header except ``Host`` and ``Content-Length``, which the pool adds.
         body: the request content, sent with a ``Content-Length``.
+        short: a request answered at once (an MCP response or notification, which gets
+            202): it may take the connection the pool keeps back from the others, so it
+            never waits behind long-lived streams (see :class:`HttpPool`).
     """
 
     exchange: int
@@ -67,6 +70,7 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
     url: Url
     headers: tuple[Header, ...]
     body: bytes = b""
+    short: bool = False
 
 
 class OpenConnection(Action, frozen=True, kw_only=True):
@@ -187,10 +191,11 @@ class _Outcome(enum.Enum):
 class _Exchange:
     """A submitted request: queued, or bound to a connection."""
 
-    __slots__ = ("body", "connection", "head", "id", "origin", "resent", "url")
+    __slots__ = ("body", "connection", "head", "id", "origin", "resent", "short", "url")
 
     def __init__(self, request: HttpRequest, head: h11.Request) -> None:
         self.id = request.exchange
+        self.short = request.short
         self.url = request.url
         self.origin = request.url.origin
         self.head = head
@@ -246,6 +251,12 @@ class HttpPool:
     when fewer than ``max_connections`` exist (closing the least recently used idle
     connection to another origin if that is what stands in the way), else waits in
     FIFO order. Every opened connection later gets exactly one :class:`CloseConnection`.
+
+    One connection is kept back for ``short`` requests: the others may hold at most
+    ``max_connections - 1`` connections at once, and a waiting short request goes before
+    them. Over HTTP/1.1 each SSE stream holds a connection until its response ends; a
+    client whose every connection carries a stream that waits for the client's own answer
+    (a tool call asking for elicitation) could otherwise never send that answer.
 
     Connection ids are allocated by the pool. Calls naming a connection the pool has
     already closed are ignored (the driver may learn of the close late); an id the pool
@@ -553,9 +564,9 @@ class HttpPool:
         return conn
 
     def _dispatch(self) -> None:
-        """Give waiting requests connections, in FIFO order, as far as the limit allows."""
-        while self._queue:
-            exchange = self._queue[0]
+        """Give waiting requests connections, in FIFO order (short ones first), as far as
+        the limits allow."""
+        while (exchange := self._next_to_start()) is not None:
             conn = None if exchange.resent else next(
                 (c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
             if conn is not None:
@@ -567,7 +578,20 @@ class HttpPool:
                 self._open(exchange)
             else:
                 return
-            self._queue.popleft()
+            self._queue.remove(exchange)
+
+    def _next_to_start(self) -> _Exchange | None:
+        """The first waiting short request, else the first waiting one if the others hold
+        fewer than all but one connection."""
+        first = None
+        for exchange in self._queue:
+            if exchange.short:
+                return exchange
+            first = first or exchange
+        if first is None:
+            return None
+        held = sum(1 for c in self._connections.values() if c.exchange is not None and not c.exchange.short)
+        return first if held < max(1, self._max_connections - 1) else None
 
     def _open(self, exchange: _Exchange) -> None:
         """Allocate a connection for ``exchange`` and ask the driver to open it."""

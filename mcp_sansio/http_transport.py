@@ -490,8 +490,10 @@ class HttpClient(ClientSession):
             extra = self._authorization(ex.method, ex.url)
             if extra:
                 headers = (*headers, *extra)
+        short = ex.kind in (_Kind.SIDE, _Kind.DELETE) or (
+            ex.kind in (_Kind.POST, _Kind.LEGACY_POST) and not ex.request_ids)  # answers and notifications
         self._pool.submit(HttpRequest(exchange=ex.id, method=ex.method, url=ex.url, headers=headers,
-                                      body=ex.body), now)
+                                      body=ex.body, short=short), now)
 
     def _stall(self) -> str:
         """Where the handshake's request stands: connecting, waiting, reading, retrying."""

@@ -42,10 +42,12 @@ def request(
     url: str | None = None,
     headers: tuple[Header, ...] = (),
     body: bytes = b"{}",
+    short: bool = False,
 ) -> HttpRequest:
     """A request to ``url`` (``URL`` by default)."""
     return HttpRequest(
         exchange=exchange,
+        short=short,
         method=method,
         url=URL if url is None else parse_url(url),
         headers=headers,
@@ -425,7 +427,7 @@ def test_another_origin_gets_its_own_connection() -> None:
 def test_max_connections_is_respected_and_waiting_exchanges_go_in_order() -> None:
     pool = HttpPool(max_connections=2)
     for exchange in (1, 2, 3, 4):
-        pool.submit(request(exchange, url=f"http://h{exchange}/"), 0.0)
+        pool.submit(request(exchange, url=f"http://h{exchange}/", short=True), 0.0)
     opened = actions(pool)
     assert [a.connection for a in opened if isinstance(a, OpenConnection)] == [1, 2]
     pool.connection_failed(1, REFUSED, 0.5)
@@ -445,15 +447,34 @@ def test_max_connections_is_respected_and_waiting_exchanges_go_in_order() -> Non
 def test_least_recently_used_idle_connection_makes_room_for_another_origin() -> None:
     pool = HttpPool(max_connections=2)
     for exchange in (1, 2):
-        pool.submit(request(exchange, url=f"http://h{exchange}/"), 0.0)
+        pool.submit(request(exchange, url=f"http://h{exchange}/", short=True), 0.0)
         conn = connect(pool)
     for conn in (2, 1):
         pool.receive_data(conn, response(), 1.0)
-    pool.submit(request(3, url="http://h3/"), 2.0)
+    pool.submit(request(3, url="http://h3/", short=True), 2.0)
     assert actions(pool) == [
         CloseConnection(connection=2),
         OpenConnection(connection=3, host="h3", port=80, tls=False, server_hostname="h3"),
     ]
+
+
+def test_one_connection_is_kept_for_short_requests_which_go_first() -> None:
+    pool = HttpPool(max_connections=3)
+    for exchange in (1, 2, 3):  # three long-lived streams: only two get a connection
+        pool.submit(request(exchange, url=f"http://h{exchange}/"), 0.0)
+    assert [a.connection for a in actions(pool) if isinstance(a, OpenConnection)] == [1, 2]
+    pool.submit(request(4, url="http://h4/", short=True), 0.0)  # an answer: it overtakes exchange 3
+    assert [a.host for a in actions(pool) if isinstance(a, OpenConnection)] == ["h4"]
+    pool.submit(request(5, url="http://h5/", short=True), 0.0)  # every connection is taken: it waits
+    assert actions(pool) == []
+    pool.connection_failed(1, REFUSED, 0.5)  # a stream's connection frees: the short one goes first
+    assert [a.host for a in actions(pool) if isinstance(a, OpenConnection)] == ["h5"]
+
+
+def test_a_pool_of_one_connection_keeps_none_back() -> None:
+    pool = HttpPool(max_connections=1)
+    pool.submit(request(1), 0.0)
+    assert len(actions(pool)) == 1
 
 
 def test_the_most_recently_idle_connection_is_reused_first() -> None:
@@ -829,7 +850,7 @@ def test_reuse_disarms_the_idle_deadline() -> None:
 def test_close_fails_every_exchange_and_closes_every_connection() -> None:
     pool = HttpPool(max_connections=2)
     for exchange, url in ((1, "http://a/"), (2, "http://b/"), (3, "http://c/")):
-        pool.submit(request(exchange, url=url), 0.0)
+        pool.submit(request(exchange, url=url, short=True), 0.0)
     actions(pool)
     pool.connection_made(1, 0.0)
     pool.data_to_send(1)

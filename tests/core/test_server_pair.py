@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pair import Faults, Pair
+from pair import Faults, HttpPair, Pair
 
 from mcp_sansio import (
     ClientConfig,
@@ -387,3 +387,17 @@ def test_reordered_lines_still_get_every_answer() -> None:
     pair.settle()
     results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
     assert sorted(_text(results[i]) for i in ids) == ["0", "1", "2", "3"]  # type: ignore[arg-type]
+
+
+def test_more_questioning_calls_than_connections_all_finish_over_http() -> None:
+    """Each call's SSE stream holds a connection while it waits for the client's answer;
+    the pool keeps one connection for answers, so eight such calls on eight connections
+    (one more is the GET stream) finish instead of waiting forever."""
+    pair = HttpPair(_app(), config=ClientConfig(protocol="2025-11-25", max_connections=8), capabilities=CAPS,
+                    answers=ANSWERS)
+    pair.start()
+    ids = [pair.client.call_tool("interview", {}, now=pair.now) for _ in range(8)]
+    for _ in range(10):
+        pair.advance(0.1)
+    results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
+    assert [_text(results[i]) for i in ids] == ["{'answer': 'name'} {'answer': 'color'}"] * 8  # type: ignore[arg-type]
