@@ -173,6 +173,19 @@ class Faults(msgspec.Struct, kw_only=True):
     delay: float = 0.0
 
 
+def _answer_with(client: StdioClient | HttpClient, answers: Mapping[str, object], event: Event) -> bool:
+    """Answer ``event`` if it is a server request ``answers`` knows; whether it did."""
+    if not isinstance(event, ServerRequestReceived):
+        return False
+    answer = answers.get(event.method)
+    result = answer(event.params) if callable(answer) else answer
+    if result is None:
+        return False  # unanswered: the event goes to the test
+    assert isinstance(result, msgspec.Struct | Mapping), f"bad answer for {event.method}"
+    client.respond(event.request_id, result)
+    return True
+
+
 class Pair:
     """A ``StdioClient`` and a ``StdioServer`` wired together with no I/O.
 
@@ -180,7 +193,8 @@ class Pair:
         app: the server.
         config: the client's config (``protocol`` picks the era).
         answers: what the client answers the server's questions with, by method (a
-            callable gets the request's params); unanswered methods stay pending.
+            callable gets the request's params; its ``None`` leaves that one unanswered);
+            unanswered methods stay pending.
         faults: what the wire does to the bytes.
     """
 
@@ -223,6 +237,9 @@ class Pair:
         events, self.client_events = self.client_events, []
         return events
 
+    def _answer(self, event: Event) -> bool:
+        return _answer_with(self.client, self.answers, event)
+
     def _round(self) -> bool:
         moved = self.loop.run_ready()
         moved |= self._ship(self.client.data_to_send(), to_server=True)
@@ -230,12 +247,7 @@ class Pair:
         moved |= self._deliver()
         while (event := self.client.next_event()) is not None:
             moved = True
-            if isinstance(event, ServerRequestReceived) and event.method in self.answers:
-                answer = self.answers[event.method]
-                result = answer(event.params) if callable(answer) else answer
-                assert isinstance(result, msgspec.Struct | Mapping), f"bad answer for {event.method}"
-                self.client.respond(event.request_id, result)
-            else:
+            if not self._answer(event):
                 self.client_events.append(event)
         return moved
 
@@ -338,6 +350,9 @@ class HttpPair:
             self.client.connection_failed(client_conn, broken("the network broke"), self.now)
         self.runner.pump()
 
+    def _answer(self, event: Event) -> bool:
+        return _answer_with(self.client, self.answers, event)
+
     def _round(self) -> bool:
         moved = self.loop.run_ready()
         while (action := self.client.next_action()) is not None:
@@ -377,12 +392,7 @@ class HttpPair:
                 self.client.receive_data(closed, b"", self.now)
         while (event := self.client.next_event()) is not None:
             moved = True
-            if isinstance(event, ServerRequestReceived) and event.method in self.answers:
-                answer = self.answers[event.method]
-                result = answer(event.params) if callable(answer) else answer
-                assert isinstance(result, msgspec.Struct | Mapping), f"bad answer for {event.method}"
-                self.client.respond(event.request_id, result)
-            else:
+            if not self._answer(event):
                 self.client_events.append(event)
         return moved
 
