@@ -186,7 +186,60 @@ def _answer_with(client: StdioClient | HttpClient, answers: Mapping[str, object]
     return True
 
 
-class Pair:
+class _Pair:
+    """What both pairs share: the clock, the manual loop and runner, the client's events
+    and answers, settling. A subclass makes ``client`` and ``server`` and moves bytes."""
+
+    client: StdioClient | HttpClient
+    server: StdioServer | HttpServer
+
+    def __init__(self, server: StdioServer | HttpServer, answers: Mapping[str, object] | None,
+                 faults: Faults | None) -> None:
+        self.now = 0.0
+        self.server = server
+        self.loop = ManualLoop(lambda: self.now)
+        self.server_events: list[Event] = []
+        self.runner = ServerRunner(server, self.loop, self.server_events.append)
+        self.client_events: list[Event] = []
+        self.answers = dict(answers or {})
+        self.faults = faults or Faults()
+        self._random = random.Random(self.faults.seed)
+
+    def settle(self, max_rounds: int = 500) -> None:
+        """Move bytes and run handlers until nothing changes (or ``max_rounds``)."""
+        for _ in range(max_rounds):
+            if not self._round():
+                return
+        raise AssertionError(f"the {type(self).__name__} did not settle")
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, fire what is due on both sides, and settle."""
+        self.now += seconds
+        self.client.handle_timeout(self.now)
+        self.server.handle_timeout(self.now)
+        self.runner.pump()
+        self.loop.fire_due()
+        self.settle()
+
+    def take_client_events(self) -> list[Event]:
+        """The client events so far (drained)."""
+        events, self.client_events = self.client_events, []
+        return events
+
+    def _round(self) -> bool:
+        raise NotImplementedError
+
+    def _client_events(self) -> bool:
+        """Answer the server's questions ``answers`` knows, keep the other events."""
+        moved = False
+        while (event := self.client.next_event()) is not None:
+            moved = True
+            if not _answer_with(self.client, self.answers, event):
+                self.client_events.append(event)
+        return moved
+
+
+class Pair(_Pair):
     """A ``StdioClient`` and a ``StdioServer`` wired together with no I/O.
 
     Args:
@@ -201,16 +254,9 @@ class Pair:
     def __init__(self, app: MCPServer, *, config: ClientConfig | None = None,
                  answers: Mapping[str, object] | None = None, faults: Faults | None = None,
                  capabilities: ClientCapabilities | None = None) -> None:
-        self.now = 0.0
-        self.client = StdioClient(config or ClientConfig(), capabilities=capabilities)
-        self.server = StdioServer(app, secret=SECRET)
-        self.loop = ManualLoop(lambda: self.now)
-        self.server_events: list[Event] = []
-        self.runner = ServerRunner(self.server, self.loop, self.server_events.append)
-        self.client_events: list[Event] = []
-        self.answers = dict(answers or {})
-        self.faults = faults or Faults()
-        self._random = random.Random(self.faults.seed)
+        self.server: StdioServer = StdioServer(app, secret=SECRET)
+        super().__init__(self.server, answers, faults)
+        self.client: StdioClient = StdioClient(config or ClientConfig(), capabilities=capabilities)
         self._in_flight: list[tuple[float, bool, bytes]] = []  # (arrives at, to server, bytes)
 
     def start(self) -> None:
@@ -218,38 +264,12 @@ class Pair:
         self.client.start(now=self.now)
         self.settle()
 
-    def settle(self, max_rounds: int = 200) -> None:
-        """Move bytes and run handlers until nothing changes (or ``max_rounds``)."""
-        for _ in range(max_rounds):
-            if not self._round():
-                return
-        raise AssertionError("the pair did not settle")
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock, fire what is due on both sides, and settle."""
-        self.now += seconds
-        self.client.handle_timeout(self.now)
-        self.loop.fire_due()
-        self.settle()
-
-    def take_client_events(self) -> list[Event]:
-        """The client events so far (drained)."""
-        events, self.client_events = self.client_events, []
-        return events
-
-    def _answer(self, event: Event) -> bool:
-        return _answer_with(self.client, self.answers, event)
-
     def _round(self) -> bool:
         moved = self.loop.run_ready()
         moved |= self._ship(self.client.data_to_send(), to_server=True)
         moved |= self._ship(self.server.data_to_send(), to_server=False)
         moved |= self._deliver()
-        while (event := self.client.next_event()) is not None:
-            moved = True
-            if not self._answer(event):
-                self.client_events.append(event)
-        return moved
+        return self._client_events() or moved
 
     def _ship(self, data: bytes, *, to_server: bool) -> bool:
         if not data:
@@ -284,7 +304,7 @@ class Pair:
         return bool(due)
 
 
-class HttpPair:
+class HttpPair(_Pair):
     """An ``HttpClient`` and an ``HttpServer`` wired together with no I/O: every connection
     the client opens is a connection made on the server, bytes move both ways (split into
     random chunks when ``faults.split``), and the server's handlers run on a manual loop.
@@ -302,16 +322,10 @@ class HttpPair:
     def __init__(self, app: MCPServer, *, config: ClientConfig | None = None,
                  answers: Mapping[str, object] | None = None, http: HttpConfig | None = None,
                  faults: Faults | None = None, capabilities: ClientCapabilities | None = None) -> None:
-        self.now = 0.0
-        self.client = HttpClient(self.URL, config=config or ClientConfig(), capabilities=capabilities)
-        self.server = HttpServer(app, secret=SECRET, config=http or HttpConfig.loopback())
-        self.loop = ManualLoop(lambda: self.now)
-        self.server_events: list[Event] = []
-        self.runner = ServerRunner(self.server, self.loop, self.server_events.append)
-        self.client_events: list[Event] = []
-        self.answers = dict(answers or {})
-        self.faults = faults or Faults()
-        self._random = random.Random(self.faults.seed)
+        self.server: HttpServer = HttpServer(app, secret=SECRET, config=http or HttpConfig.loopback())
+        super().__init__(self.server, answers, faults)
+        self.client: HttpClient = HttpClient(self.URL, config=config or ClientConfig(),
+                                             capabilities=capabilities)
         self._links: dict[int, int] = {}  # client connection -> server connection
         self._back: dict[int, int] = {}
 
@@ -319,27 +333,6 @@ class HttpPair:
         """Connect the client (discovery or initialize) and settle."""
         self.client.connect(now=self.now)
         self.settle()
-
-    def settle(self, max_rounds: int = 500) -> None:
-        """Move bytes and run handlers until nothing changes."""
-        for _ in range(max_rounds):
-            if not self._round():
-                return
-        raise AssertionError("the HTTP pair did not settle")
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock, fire what is due on both sides, and settle."""
-        self.now += seconds
-        self.client.handle_timeout(self.now)
-        self.server.handle_timeout(self.now)
-        self.runner.pump()
-        self.loop.fire_due()
-        self.settle()
-
-    def take_client_events(self) -> list[Event]:
-        """The client events so far (drained)."""
-        events, self.client_events = self.client_events, []
-        return events
 
     def drop_connections(self) -> None:
         """Every connection breaks (as a network failure would)."""
@@ -349,9 +342,6 @@ class HttpPair:
             self.server.connection_lost(server_conn, self.now)
             self.client.connection_failed(client_conn, broken("the network broke"), self.now)
         self.runner.pump()
-
-    def _answer(self, event: Event) -> bool:
-        return _answer_with(self.client, self.answers, event)
 
     def _round(self) -> bool:
         moved = self.loop.run_ready()
@@ -390,11 +380,7 @@ class HttpPair:
                 del self._links[closed]
                 self.client.receive_data(closed, self.server.data_to_send(closing.connection), self.now)
                 self.client.receive_data(closed, b"", self.now)
-        while (event := self.client.next_event()) is not None:
-            moved = True
-            if not self._answer(event):
-                self.client_events.append(event)
-        return moved
+        return self._client_events() or moved
 
     def _pieces(self, data: bytes) -> list[bytes]:
         if not self.faults.split or len(data) < 2:

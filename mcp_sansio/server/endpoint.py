@@ -67,6 +67,39 @@ class SessionHost(Protocol):
         ...
 
 
+class SubHost:
+    """The host a session of a many-session transport sees: calls, tickets and events go
+    to the transport's :class:`Endpoint`; a subclass says where ``send`` and ``finish``
+    write (an SSE stream, a WebSocket connection)."""
+
+    __slots__ = ("_server", "secret", "wall_offset")
+
+    def __init__(self, server: Endpoint) -> None:
+        self._server = server
+        self.secret = server.secret
+        self.wall_offset = server.wall_offset
+
+    def new_call(self, session: ServerSession) -> int:
+        """A call handle from the server."""
+        return self._server.new_call(session)
+
+    def call_done(self, call: int) -> None:
+        """Forget ``call``."""
+        self._server.call_done(call)
+
+    def call_cancelled(self, call: int) -> None:
+        """``call`` was cancelled."""
+        self._server.call_cancelled(call)
+
+    def new_ticket(self) -> int:
+        """A ticket from the server."""
+        return self._server.new_ticket()
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` on the server."""
+        self._server.emit(event)
+
+
 class Endpoint(abc.ABC):
     """Base of the server transports: the sessions' host and the driver's counterpart.
 

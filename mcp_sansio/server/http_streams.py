@@ -13,7 +13,7 @@ import enum
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..events import Event
+from .endpoint import SubHost
 
 if TYPE_CHECKING:
     from .http import HttpServer
@@ -84,44 +84,23 @@ class Legacy:
         self.saved: SessionRecord | None = None
 
 
-class LegacyHost:
+class LegacyHost(SubHost):
     """The host of one handshake-era session: the server's, with its messages tagged."""
 
-    __slots__ = ("_legacy", "_server", "secret", "wall_offset")
+    __slots__ = ("_http", "_legacy")
 
     def __init__(self, server: HttpServer, legacy: Legacy) -> None:
-        self._server = server
+        super().__init__(server)
+        self._http = server
         self._legacy = legacy
-        self.secret = server.secret
-        self.wall_offset = server.wall_offset
-
-    def new_call(self, session: ServerSession) -> int:
-        """A call handle from the server."""
-        return self._server.new_call(session)
-
-    def call_done(self, call: int) -> None:
-        """Forget ``call``."""
-        self._server.call_done(call)
-
-    def call_cancelled(self, call: int) -> None:
-        """``call`` was cancelled."""
-        self._server.call_cancelled(call)
-
-    def new_ticket(self) -> int:
-        """A ticket from the server."""
-        return self._server.new_ticket()
-
-    def emit(self, event: Event) -> None:
-        """Queue ``event`` on the server."""
-        self._server.emit(event)
 
     def send(self, channel: int | None, data: bytes) -> None:
         """A message of this session that ends nothing."""
-        self._server.legacy_send(self._legacy, channel, data, False, 200, None)
+        self._http.legacy_send(self._legacy, channel, data, False, 200, None)
 
     def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
         """A response of this session."""
-        self._server.legacy_send(self._legacy, channel, data, True, status, now)
+        self._http.legacy_send(self._legacy, channel, data, True, status, now)
 
 
 def sse_event(data: bytes, event_id: str | None) -> bytes:

@@ -22,8 +22,7 @@ from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
-from ..events import Event
-from .endpoint import Endpoint
+from .endpoint import Endpoint, SubHost
 from .http11 import CloseConnection
 from .http_headers import LOOPBACK_HOSTS, host_allowed, origin_allowed
 from .session import ServerSession
@@ -75,44 +74,23 @@ class _Link:
         self.out: list[bytes] = []
 
 
-class _LinkHost:
+class _LinkHost(SubHost):
     """The host one connection's session sees: the server's, writing to that connection."""
 
-    __slots__ = ("_link", "_server", "secret", "wall_offset")
+    __slots__ = ("_link", "_ws")
 
     def __init__(self, server: WebSocketServer, link: _Link) -> None:
-        self._server = server
+        super().__init__(server)
+        self._ws = server
         self._link = link
-        self.secret = server.secret
-        self.wall_offset = server.wall_offset
-
-    def new_call(self, session: ServerSession) -> int:
-        """A call handle from the server."""
-        return self._server.new_call(session)
-
-    def call_done(self, call: int) -> None:
-        """Forget ``call``."""
-        self._server.call_done(call)
-
-    def call_cancelled(self, call: int) -> None:
-        """``call`` was cancelled."""
-        self._server.call_cancelled(call)
-
-    def new_ticket(self) -> int:
-        """A ticket from the server."""
-        return self._server.new_ticket()
-
-    def emit(self, event: Event) -> None:
-        """Queue ``event`` on the server."""
-        self._server.emit(event)
 
     def send(self, channel: int | None, data: bytes) -> None:
         """A message, as one text frame."""
-        self._server.write(self._link, data)
+        self._ws.write(self._link, data)
 
     def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
         """A response, as one text frame."""
-        self._server.write(self._link, data)
+        self._ws.write(self._link, data)
 
 
 class WebSocketServer(Endpoint):
