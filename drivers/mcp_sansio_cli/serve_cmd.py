@@ -3,7 +3,7 @@
 Over stdio by default; ``--http PORT`` serves Streamable HTTP on 127.0.0.1 (DNS-rebinding
 protection on), ``--websocket PORT`` a WebSocket endpoint. ``NAME`` is the variable
 holding the server (default ``app``); ``-m MODULE[:NAME]`` imports a module instead of a
-file. Two functions wire it into the CLI: :func:`add_parser` and :func:`run`. Until then,
+file. Two functions wire it into the CLI: :func:`add_parser` and :func:`run`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mcp_sansio.server import MCPServer
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
 _EXIT_FAILURE: Final = 1
-_EXIT_INTERRUPTED: Final = 130
+_EXIT_USAGE: Final = 2
 
 
 class ServeError(Exception):
@@ -39,11 +39,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("-m", dest="module", metavar="MODULE[:NAME]",
                         help="import a module instead of a file")
     transport = parser.add_mutually_exclusive_group()
-    transport.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP at /mcp on PORT")
-    transport.add_argument("--websocket", type=int, metavar="PORT",
+    transport.add_argument("--http", type=_port, metavar="PORT", help="serve Streamable HTTP at /mcp on PORT")
+    transport.add_argument("--websocket", type=_port, metavar="PORT",
                            help="serve WebSocket (subprotocol mcp) on PORT")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
     return parser
+
+
+def _port(text: str) -> int:
+    """A TCP port number (0: any free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return port
 
 
 def load_app(target: str | None, module: str | None = None) -> MCPServer:
@@ -60,10 +71,11 @@ def load_app(target: str | None, module: str | None = None) -> MCPServer:
     location, _, name = spec.partition(":") if not _windows_drive(spec) else (spec, "", "")
     name = name or "app"
     namespace = _load_file(location) if target is not None else _load_module(location)
-    app = getattr(namespace, name, None)
+    if not hasattr(namespace, name):
+        raise ServeError(f"{location} defines no {name!r} (name the server: {location}:NAME)")
+    app = getattr(namespace, name)
     if not isinstance(app, MCPServer):
-        found = type(app).__name__ if app is not None else "nothing"
-        raise ServeError(f"{spec}: {name!r} is {found}, not an MCPServer")
+        raise ServeError(f"{spec}: {name!r} is {type(app).__name__}, not an MCPServer")
     return app
 
 
@@ -97,12 +109,13 @@ def _load_module(name: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C)."""
+    """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C,
+    1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
         app = load_app(args.target, args.module)
     except ServeError as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
-        return _EXIT_FAILURE
+        return _EXIT_USAGE
     from mcp_sansio_asyncio import serve
 
     if args.http is not None:
