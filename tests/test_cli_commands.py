@@ -260,6 +260,7 @@ def test_inspect_a_configured_server_by_name(project: Path, tmp_path: Path) -> N
     run = cli(project, "inspect", "extra", "--config", str(config))
     assert run.status == 0, run.stderr
     assert run.stdout.startswith("mcp-sansio demo server 0.1.0 (protocol ")
+    assert "\nInstructions: A demo server: try the long_task tool to watch progress.\n" in run.stdout
     assert re.search(r"^long_task +Work for a while", run.stdout, re.MULTILINE)
     everything = cli(project, "inspect", "everything")
     assert everything.status == 0, everything.stderr

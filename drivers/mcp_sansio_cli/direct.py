@@ -148,6 +148,8 @@ async def _inspect(client: AsyncClient, as_json: bool) -> None:
         return
     info = client.server_info
     sys.stdout.write(f"{info.title or info.name} {info.version} (protocol {client.protocol_version})\n")
+    if client.instructions:
+        sys.stdout.write(f"Instructions: {client.instructions.strip()}\n")
     _tools_table(tools)
     table("Resources", ["uri", "name"], [[resource.uri, resource.name] for resource in resources])
     table("Prompts", ["name", "description"], [[prompt.name, prompt.description or ""] for prompt in prompts])
