@@ -382,7 +382,7 @@ class Fuzzer:
         if not fails(steps):
             return steps, records, False
         # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
-        small = ddmin(steps, fails, budget=self.options.shrink_tests)
+        small = ddmin(steps, fails, keep=_opening_of(steps), budget=self.options.shrink_tests)
         return small, last.get("records", records), True
 
     def _write_trace(
@@ -439,3 +439,15 @@ def _result_of(step: Step, records: Sequence[Record]) -> object:
                 return None
             return message.get("result") if isinstance(message, dict) else None
     return None
+
+
+def _opening_of(steps: list[Step]) -> Callable[[Step], bool]:
+    """What the shrinker may not remove: the session's opening (the first ``initialize``
+    and ``notifications/initialized``). Without it a reproducer could shrink to a request
+    that fails for another reason (over HTTP, a session-less ``ping`` is refused)."""
+    opening: set[int] = set()
+    for method in ("initialize", "notifications/initialized"):
+        first = next((step for step in steps if step.method == method), None)
+        if first is not None:
+            opening.add(id(first))
+    return lambda step: id(step) in opening

@@ -16,6 +16,7 @@ from typing import Final
 
 import msgspec
 
+from ..modern import MISSING_CLIENT_CAPABILITY
 from .case import Check, Expect, Step
 from .rules import Finding
 from .schemacheck import json_type, schema_problems, validate
@@ -376,6 +377,16 @@ class _Judge:
                 f"the server answered the cancelled request with an error saying so: {error!r:.120}",
             )
 
+    def _refused_without_session(self, index: int) -> bool:
+        """A Streamable HTTP server refused a request sent before its session opened with
+        400, as the transport says it should ("Servers that require a session ID SHOULD
+        respond to requests without an Mcp-Session-Id header (other than initialization)
+        with HTTP 400 Bad Request"): a ping then gets no answer, and that is no finding."""
+        answer = self.http.get(index)
+        if self.ctx.stdio or self.ctx.initialized or answer is None or answer.status != 400:
+            return False
+        return not any(step.method == "initialize" for step in self.steps[:index])
+
     def _unanswered(self, index: int, step: Step) -> None:
         if step.check in (Check.STATUS_400, Check.STATUS_404) or (
             index in self.http and self.http[index].status >= 400
@@ -397,7 +408,7 @@ class _Judge:
         code = error.get("code") if isinstance(error, dict) else None
         result = answer.get("result")
         label = step.label
-        if step.check is Check.PING and error is not None:
+        if step.check is Check.PING and error is not None and not self._refused_without_session(index):
             self.add("ping-unanswered", index, f"{label}: answered with an error {error!r:.120}")
         elif step.check is Check.UNKNOWN_METHOD and code != -32601:
             got = f"error {code}" if error is not None else "a result"
@@ -409,7 +420,7 @@ class _Judge:
         elif step.check is Check.INVALID_ARGS:
             if error is None and not (isinstance(result, dict) and result.get("isError") is True):
                 self.add("accepted-invalid-arguments", index, f"{label}: a successful result")
-            elif error is not None and code != -32602:
+            elif error is not None and code != -32602 and not _needs_capability(error):
                 self.add("invalid-arguments-code", index, f"{label}: error {code}, not -32602 or isError")
         elif (
             step.check is Check.BOGUS_VERSION
@@ -566,3 +577,12 @@ def judge_children(leftover: Sequence[tuple[int, str]]) -> list[Finding]:
             message=(f"{len(leftover)} process(es) the server started outlived it: {names}"),
         )
     ]
+
+
+def _needs_capability(error: object) -> bool:
+    """A 2026-07-28 ``-32021`` naming ``requiredCapabilities``: the call was refused before its
+    arguments were read (a tool that runs only as a task, for a client without the tasks
+    extension), which says nothing about argument validation."""
+    data = error.get("data") if isinstance(error, dict) else None
+    return (isinstance(error, dict) and error.get("code") == MISSING_CLIENT_CAPABILITY
+            and isinstance(data, dict) and "requiredCapabilities" in data)

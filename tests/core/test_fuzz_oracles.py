@@ -326,3 +326,27 @@ def test_a_batch_answer_is_judged_message_by_message() -> None:
     assert rules([batch], [Sent(step=0, t=0), answer]) == []
     stray = Received(t=1, data=b'[{"jsonrpc":"2.0","id":9,"result":{}}]')
     assert rules([batch], [Sent(step=0, t=0), stray]) == ["unknown-response-id"]
+
+
+def test_over_http_a_ping_before_the_session_may_be_refused_with_400() -> None:
+    ping = req(1, check=Check.PING)
+    no_session = res(1, error={"code": -32000, "message": "no session"})
+    refused = [Sent(step=0, t=0), HttpAnswer(step=0, t=0.5, status=400), no_session]
+    http_before = Context(version="2025-11-25", stdio=False, initialized=False)
+    assert rules([ping], refused, http_before) == []
+    http_after = Context(version="2025-11-25", stdio=False, initialized=True)
+    assert rules([ping], refused, http_after) == ["ping-unanswered"]  # the session was open
+    stdio_before = Context(version="2025-11-25", initialized=False)
+    assert rules([ping], [Sent(step=0, t=0), no_session], stdio_before) == ["ping-unanswered"]
+    opened = [req(0, "initialize"), ping]
+    sent = [Sent(step=0, t=0), res(0), Sent(step=1, t=1), HttpAnswer(step=1, t=1.5, status=400), no_session]
+    assert rules(opened, sent, http_before) == ["ping-unanswered"]  # initialize came first
+
+
+def test_a_call_refused_for_a_missing_client_capability_says_nothing_of_its_arguments() -> None:
+    call = req(1, "tools/call", check=Check.INVALID_ARGS)
+    needs_tasks = res(1, error={"code": -32021, "message": "runs only as a task",
+                                "data": {"requiredCapabilities": {"extensions": {"tasks": {}}}}})
+    assert rules([call], [Sent(step=0, t=0), needs_tasks]) == []
+    other = res(1, error={"code": -32021, "message": "something else"})
+    assert rules([call], [Sent(step=0, t=0), other]) == ["invalid-arguments-code"]
