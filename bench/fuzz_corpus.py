@@ -113,7 +113,11 @@ def corpus() -> dict[str, Server]:
     sdk = f"{PY} {ROOT / 'tests/servers/sdk_server.py'}"
     everything = _node_server("@modelcontextprotocol/server-everything")
     planted = f"{PY} {ROOT / 'tests/fuzz_servers/planted.py'}"
+    ours = f"{PY} -m mcp_sansio_cli serve {ROOT / 'tests/conformance/server.py'}"
     return {
+        "mcp-sansio serve stdio": Server(ours),
+        "mcp-sansio serve stdio 2026-07-28": Server(ours, era="2026-07-28"),
+        "mcp-sansio serve http": Server(f"{ours} --http {{port}}", http_path="/mcp"),
         "sdk-mcpserver stdio 2025-11-25": Server(sdk),
         "sdk-mcpserver stdio 2026-07-28": Server(sdk, era="2026-07-28"),
         "sdk-mcpserver http": Server(f"{sdk} --transport streamable-http --port {{port}}", http_path="/mcp"),
