@@ -3,18 +3,17 @@
 :class:`Pair` (stdio) and :class:`HttpPair` (Streamable HTTP) move the client's
 ``data_to_send()`` into the server's ``receive_data()`` and back, on a virtual clock, with
 optional faults (split into random chunks, delay, drop, reorder lines). The server's
-handlers run on :class:`ManualLoop`, a few-line cooperative scheduler implementing the
-runner's primitives, so the shared ``ServerRunner`` is exercised without asyncio: a
-handler awaits only what the runner gives it (answers from the client). Nothing here
+handlers run on :class:`StepLoop` (the blocking driver's cooperative scheduler), so the shared
+``ServerRunner`` is exercised without asyncio: a handler awaits only what the runner
+gives it (answers from the client). Nothing here
 does I/O.
 """
 
 from __future__ import annotations
 
 import random
-from collections import deque
-from collections.abc import Callable, Coroutine, Generator, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 from helpers import broken
@@ -26,133 +25,12 @@ from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.types import ClientCapabilities
 from mcp_sansio_base.server import ServerRunner
+from mcp_sansio_base.steploop import StepLoop
 
-__all__ = ["SECRET", "Faults", "HttpPair", "ManualLoop", "Pair"]
+__all__ = ["SECRET", "Faults", "HttpPair", "Pair", "StepLoop"]
 
 SECRET: Final = b"pair-harness-secret-0123456789ab"
 """The server key every pair uses (state sealed in one test is readable in another)."""
-
-
-class Cancelled(BaseException):
-    """What a cancelled task sees at its next await (the loop's cancellation)."""
-
-
-class _Future:
-    """A one-shot result; awaiting it parks the task until it is resolved."""
-
-    def __init__(self) -> None:
-        self._done = False
-        self._value: object = None
-        self._error: BaseException | None = None
-        self.waiters: list[_Task] = []
-
-    def set_result(self, value: object) -> None:
-        self._done, self._value = True, value
-        self._wake()
-
-    def set_exception(self, error: BaseException) -> None:
-        self._done, self._error = True, error
-        self._wake()
-
-    def done(self) -> bool:
-        return self._done
-
-    def _wake(self) -> None:
-        for task in self.waiters:
-            task.loop.ready.append(task)
-        self.waiters.clear()
-
-    def __await__(self) -> Generator[_Future, None, object]:
-        while not self._done:
-            yield self
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-class _Task:
-    def __init__(self, loop: ManualLoop, coro: Coroutine[Any, Any, None]) -> None:
-        self.loop = loop
-        self.coro = coro
-        self.finished = False
-        self._cancel = False
-
-    def cancel(self) -> None:
-        if not self.finished:
-            self._cancel = True
-            self.loop.ready.append(self)
-
-    def step(self) -> None:
-        if self.finished:
-            return
-        try:
-            if self._cancel:
-                self._cancel = False
-                awaited = self.coro.throw(Cancelled())
-            else:
-                awaited = self.coro.send(None)
-        except (StopIteration, Cancelled):
-            self.finished = True
-            return
-        assert isinstance(awaited, _Future), f"a handler awaited {awaited!r}, which the pair cannot run"
-        awaited.waiters.append(self)
-
-
-class _Timer:
-    def __init__(self, when: float, callback: Callable[[], None]) -> None:
-        self.when = when
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class ManualLoop:
-    """The runner's primitives on a virtual clock, run by hand (``run_ready``)."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-        self.ready: deque[_Task] = deque()
-        self.timers: list[_Timer] = []
-        self.tasks: list[_Task] = []
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> _Task:
-        task = _Task(self, coro)
-        self.tasks.append(task)
-        self.ready.append(task)
-        return task
-
-    def future(self) -> _Future:
-        return _Future()
-
-    def clock(self) -> float:
-        return self._clock()
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> _Timer:
-        timer = _Timer(when, callback)
-        self.timers.append(timer)
-        return timer
-
-    def write(self) -> None:
-        """The pair moves bytes itself."""
-
-    def run_ready(self) -> bool:
-        """Step every runnable task; whether any ran."""
-        ran = False
-        while self.ready:
-            self.ready.popleft().step()
-            ran = True
-        return ran
-
-    def fire_due(self) -> bool:
-        """Run the timers due at the current time; whether any ran."""
-        now = self._clock()
-        due = [t for t in self.timers if not t.cancelled and t.when <= now]
-        self.timers = [t for t in self.timers if not t.cancelled and t.when > now]
-        for timer in due:
-            timer.callback()
-        return bool(due)
 
 
 class Faults(msgspec.Struct, kw_only=True):
@@ -197,7 +75,7 @@ class _Pair:
                  faults: Faults | None) -> None:
         self.now = 0.0
         self.server = server
-        self.loop = ManualLoop(lambda: self.now)
+        self.loop = StepLoop(lambda: self.now)
         self.server_events: list[Event] = []
         self.runner = ServerRunner(server, self.loop, self.server_events.append)
         self.client_events: list[Event] = []

@@ -1,5 +1,6 @@
 """anyio driver for mcp-sansio (asyncio or trio): ``connect_stdio``, ``connect_http``,
-``connect_websocket``, each ``async with connect_*(...) as client``.
+``connect_websocket``, each ``async with connect_*(...) as client``; ``serve_stdio``,
+``serve_http`` and ``serve_websocket`` run an ``MCPServer``.
 
 The HTTP and WebSocket parts load on first use, so a stdio-only program never imports
 h11, wsproto or ssl.
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from mcp_sansio_oauth import FileTokenStore, MemoryTokenStore, OAuth, StoredToken, TokenStore, es256_key
 
     from .http import HttpConnection, connect_http
+    from .serve import serve_http, serve_stdio, serve_websocket
     from .websocket import WebSocketConnection, connect_websocket
 
 __all__ = [
@@ -34,6 +36,9 @@ __all__ = [
     "connect_stdio",
     "connect_websocket",
     "es256_key",
+    "serve_http",
+    "serve_stdio",
+    "serve_websocket",
 ]
 
 __getattr__ = lazy_exports(__name__)

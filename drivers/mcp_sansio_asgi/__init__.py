@@ -15,21 +15,20 @@ defaults, route a session's requests to one worker (sticky by ``Mcp-Session-Id``
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
-import anyio.abc
-import msgspec
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
 from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
-from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
+from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.server import ServerRunner
+from mcp_sansio_base.serving import server_secret
 
 __all__ = ["AsgiApp"]
 
@@ -37,67 +36,6 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-
-class _Future:
-    """A one-shot result on anyio (which has no futures)."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self._value: msgspec.Struct | None = None
-        self._error: BaseException | None = None
-
-    def set_result(self, value: msgspec.Struct) -> None:
-        self._value = value
-        self._event.set()
-
-    def set_exception(self, error: BaseException) -> None:
-        self._error = error
-        self._event.set()
-
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    async def _wait(self) -> msgspec.Struct:
-        await self._event.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None  # set_result gave one
-        return self._value
-
-    def __await__(self) -> Any:
-        return self._wait().__await__()
-
-
-class _Primitives:
-    """The runner's primitives on anyio: tasks in the lifespan's task group."""
-
-    def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None]) -> None:
-        self._group = group
-        self.write = write
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
-        scope = anyio.CancelScope()
-
-        async def run() -> None:
-            with scope:
-                await coro
-
-        self._group.start_soon(run)
-        return scope
-
-    def future(self) -> FutureLike[msgspec.Struct]:
-        return _Future()
-
-    def clock(self) -> float:
-        return anyio.current_time()
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
-        async def sleep() -> None:
-            await anyio.sleep_until(when)
-            callback()
-
-        return self.spawn(sleep())
 
 
 class AsgiApp:
@@ -122,7 +60,7 @@ class AsgiApp:
         self.app = app
         self.config = config or HttpConfig.loopback()
         self._exchanges = HttpExchanges(self.config.limits)
-        self._secret = secret if secret is not None else os.urandom(32)
+        self._secret = server_secret(secret)
         self._stores = (sessions, events)
         self._on_event = on_event
         self._server: HttpServer | None = None
@@ -147,7 +85,7 @@ class AsgiApp:
             server = HttpServer(self.app, secret=self._secret, wall_offset=offset, config=self.config,
                                 sessions=sessions, events=events, exchanges=self._exchanges)
             self._server = server
-            self._runner = ServerRunner(server, _Primitives(group, self._wake), self._on_event)
+            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake), self._on_event)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             server.close(anyio.current_time())

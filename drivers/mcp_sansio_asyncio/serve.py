@@ -11,17 +11,17 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import msgspec
 
 from mcp_sansio.events import Event
-from mcp_sansio.server import MCPServer, StdioServer
+from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
+from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -57,25 +57,14 @@ class _Primitives:
             await asyncio.wait(list(self._tasks))
 
 
-def _secret(secret: bytes | None) -> bytes:
-    return secret if secret is not None else os.urandom(32)
-
-
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
                       stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
-    """Serve ``app`` to the client on the other end of stdin/stdout until stdin closes.
-
-    Args:
-        app: the server.
-        secret: the key sealing ``requestState`` (default: fresh random bytes).
-        stdin: the file descriptor to read (default: the process's stdin).
-        stdout: the file descriptor to write (default: the process's stdout).
-        on_event: receives the events the runner does not act on itself.
-    """
+    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
+    :mod:`mcp_sansio_base.serving`)."""
     loop = asyncio.get_running_loop()
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = StdioServer(app, secret=_secret(secret), wall_offset=time.time() - loop.time())
+    endpoint = stdio_endpoint(app, secret, loop.time())
     out = _FdWriter(loop, fd_out, endpoint.data_to_send)
     primitives = _Primitives(loop, out.write)
     runner = ServerRunner(endpoint, primitives, on_event)
@@ -194,31 +183,13 @@ class _FdWriter:
             os.set_blocking(self._fd, self._blocking)
 
 
-def _loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback name or address (DNS-rebinding protection applies)."""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
                      ready: Callable[[int], None] | None = None) -> None:
-    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled.
-
-    Args:
-        app: the server.
-        host: the address to bind (loopback by default).
-        port: the port (0: any free one; ``ready`` gets it).
-        secret: the key sealing ``requestState`` and naming sessions (default: random).
-        config: the HTTP settings (default: with DNS-rebinding protection on a loopback
-            bind, ``HttpConfig.loopback()``).
-        on_event: receives the events the runner does not act on itself.
-        ready: called with the bound port once the server listens.
-    """
-    loop = asyncio.get_running_loop()
-    if config is None:
-        config = HttpConfig.loopback() if _loopback(host) else HttpConfig()
-    endpoint = HttpServer(app, secret=_secret(secret), wall_offset=time.time() - loop.time(), config=config)
+    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
+    arguments: :mod:`mcp_sansio_base.serving`)."""
+    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
     await _serve_connections(endpoint, host, port, on_event, ready)
 
 
@@ -227,12 +198,8 @@ async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int 
                           on_event: Callable[[Event], None] | None = None,
                           ready: Callable[[int], None] | None = None) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
-    cancelled; the arguments are those of :func:`serve_http`."""
-    loop = asyncio.get_running_loop()
-    if config is None:
-        config = WebSocketConfig.loopback() if _loopback(host) else WebSocketConfig()
-    offset = time.time() - loop.time()
-    endpoint = WebSocketServer(app, secret=_secret(secret), wall_offset=offset, config=config)
+    cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
+    endpoint = websocket_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
     await _serve_connections(endpoint, host, port, on_event, ready)
 
 
@@ -250,9 +217,13 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 link.transport.write(endpoint.data_to_send(conn))
         while (action := endpoint.next_action()) is not None:
             link = links.pop(action.connection, None)
-            if link is not None:
+            if link is not None:  # its last bytes, our side's end, then read and drop until the client's
                 link.transport.write(endpoint.data_to_send(action.connection))
-                link.transport.close()
+                if link.transport.can_write_eof():
+                    link.transport.write_eof()
+                    loop.call_later(LINGER_SECONDS, link.transport.close)
+                else:
+                    link.transport.close()
 
     runner = ServerRunner(endpoint, _Primitives(loop, write), on_event)
 

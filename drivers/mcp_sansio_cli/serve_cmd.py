@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib
 import importlib.util
 import os
@@ -17,12 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
 from mcp_sansio.server import MCPServer
 
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
 _EXIT_FAILURE: Final = 1
 _EXIT_USAGE: Final = 2
+DRIVERS: Final = ("asyncio", "anyio", "trio", "sync")
 
 
 class ServeError(Exception):
@@ -43,6 +47,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     transport.add_argument("--websocket", type=_port, metavar="PORT",
                            help="serve WebSocket (subprotocol mcp) on PORT")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
+    parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
+                        help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
     return parser
 
 
@@ -116,25 +122,40 @@ def run(args: argparse.Namespace) -> int:
     except ServeError as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
-    from mcp_sansio_asyncio import serve
-
+    module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
+              "sync": "mcp_sansio_sync"}[args.driver]
+    serve = importlib.import_module(f"{module}.serve")
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
                   flush=True)
-        main = serve.serve_http(app, host=args.host, port=args.http, ready=listening)
+        call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
-        main = serve.serve_websocket(app, host=args.host, port=args.websocket, ready=listening_ws)
+        call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
+                                 ready=listening_ws)
     else:
-        main = serve.serve_stdio(app)
+        call = functools.partial(serve.serve_stdio, app)
     try:
-        asyncio.run(main)
+        if args.driver == "sync":
+            call()
+        elif args.driver == "asyncio":
+            asyncio.run(call())
+        else:
+            anyio.run(call, backend=args.driver if args.driver == "trio" else "asyncio")
     except KeyboardInterrupt:
         return 0
     except OSError as exc:  # the port is taken, the address cannot be bound
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_FAILURE
+    except BaseExceptionGroup as group:  # trio's nurseries wrap both
+        if group.subgroup(KeyboardInterrupt) is not None:
+            return 0
+        bind = group.subgroup(OSError)
+        if bind is None:
+            raise
+        print(f"mcp-sansio serve: error: {bind.exceptions[0]}", file=sys.stderr)
         return _EXIT_FAILURE
     return 0
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from mcp_sansio_oauth import FileTokenStore, MemoryTokenStore, OAuth, StoredToken, TokenStore, es256_key
 
     from .http import HttpConnection, connect_http
+    from .serve import serve_http, serve_stdio, serve_websocket
     from .websocket import WebSocketConnection, connect_websocket
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "connect_stdio",
     "connect_websocket",
     "es256_key",
+    "serve_http",
+    "serve_stdio",
+    "serve_websocket",
 ]
 
 __getattr__ = lazy_exports(__name__)

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from pair import ManualLoop
+from pair import StepLoop
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, http_server, modern_body
 
 from mcp_sansio.server import CallCancelled, Context, MCPServer, ToolCallReceived
@@ -304,9 +304,9 @@ def test_an_invalid_envelope_in_a_session_gets_its_error() -> None:
     assert answer is not None and answer.status == 400
 
 
-def _running(app: MCPServer) -> tuple[HttpServer, ManualLoop, ServerRunner]:
+def _running(app: MCPServer) -> tuple[HttpServer, StepLoop, ServerRunner]:
     server = http_server(app)
-    loop = ManualLoop(lambda: 0.0)
+    loop = StepLoop(lambda: 0.0)
     return server, loop, ServerRunner(server, loop)
 
 
@@ -656,7 +656,7 @@ def test_a_stream_dropped_for_not_reading_ends_quietly() -> None:
     conn, session_id = _session(server)
     while server.next_event() is not None:
         pass
-    runner = ServerRunner(server, ManualLoop(lambda: 0.0))
+    runner = ServerRunner(server, StepLoop(lambda: 0.0))
     conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big"}},
                  headers=_sid(session_id))
     runner.pump()

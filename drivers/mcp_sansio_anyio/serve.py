@@ -1,0 +1,233 @@
+"""Serving an ``MCPServer`` on anyio (asyncio or trio): ``serve_stdio``, ``serve_http``,
+``serve_websocket``.
+
+Each function owns the I/O and one task group; handlers, timers and per-connection
+writers are tasks in it, driven by the shared :class:`~mcp_sansio_base.server.ServerRunner`
+through :class:`~mcp_sansio_base.anyio_runtime.AnyioPrimitives`. Every protocol decision
+is the core's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Final
+
+import anyio
+import anyio.abc
+
+from mcp_sansio.events import Event
+from mcp_sansio.server import MCPServer
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.server import ServerRunner
+from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+
+__all__ = ["serve_http", "serve_stdio", "serve_websocket"]
+
+_READ: Final = 65536
+
+
+async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
+    :mod:`mcp_sansio_base.serving`)."""
+    fd_in = sys.stdin.fileno() if stdin is None else stdin
+    fd_out = sys.stdout.fileno() if stdout is None else stdout
+    endpoint = stdio_endpoint(app, secret, anyio.current_time())
+    blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
+    async with anyio.create_task_group() as group:
+        out = _FdWriter(fd_out, endpoint.data_to_send, group)
+        primitives = AnyioPrimitives(group, out.write)
+        runner = ServerRunner(endpoint, primitives, on_event)
+        try:
+            os.set_blocking(fd_in, False)
+            while True:
+                try:
+                    data = os.read(fd_in, _READ)
+                except BlockingIOError:
+                    await anyio.wait_readable(fd_in)
+                    continue
+                except OSError:
+                    data = b""
+                endpoint.receive_data(data, anyio.current_time())
+                runner.pump()
+                if not data:
+                    break
+                await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
+            await primitives.drain()
+            await out.flush()
+        finally:
+            runner.cancel_all()
+            group.cancel_scope.cancel()
+            for fd, was in zip((fd_in, fd_out), blocking, strict=True):
+                with contextlib.suppress(OSError):
+                    os.set_blocking(fd, was)
+
+
+class _FdWriter:
+    """Writes a transport's output to a file descriptor without blocking the loop."""
+
+    def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
+        self._fd = fd
+        self._source = source
+        self._group = group
+        self._pending = bytearray()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._closed = False
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, False)
+
+    def write(self) -> None:
+        data = self._source()
+        if not data or self._closed:
+            return
+        if self._pending:
+            self._pending += data
+            return
+        written = self._send(data)
+        if written < len(data) and not self._closed:
+            self._pending += data[written:]
+            self._idle = anyio.Event()
+            self._group.start_soon(self._drain)
+
+    def _send(self, data: bytes | bytearray) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._closed = True  # the client is gone; the read side will see EOF
+            return len(data)
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending and not self._closed:
+                await anyio.wait_writable(self._fd)
+                del self._pending[:self._send(self._pending)]
+        finally:
+            self._pending.clear()
+            self._idle.set()
+
+    async def flush(self) -> None:
+        self.write()
+        await self._idle.wait()
+
+
+async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
+                     secret: bytes | None = None, config: HttpConfig | None = None,
+                     on_event: Callable[[Event], None] | None = None,
+                     ready: Callable[[int], None] | None = None) -> None:
+    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
+    arguments: :mod:`mcp_sansio_base.serving`)."""
+    endpoint = http_endpoint(app, host, secret, config, anyio.current_time())
+    await _serve_connections(endpoint, host, port, on_event, ready)
+
+
+async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
+                          secret: bytes | None = None, config: WebSocketConfig | None = None,
+                          on_event: Callable[[Event], None] | None = None,
+                          ready: Callable[[int], None] | None = None) -> None:
+    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
+    cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
+    endpoint = websocket_endpoint(app, host, secret, config, anyio.current_time())
+    await _serve_connections(endpoint, host, port, on_event, ready)
+
+
+class _Conn:
+    """One accepted connection: its stream, what waits to be written, whether to close."""
+
+    __slots__ = ("closing", "id", "out", "read_all", "stream", "wake")
+
+    def __init__(self, conn: int, stream: anyio.abc.SocketStream) -> None:
+        self.id = conn
+        self.stream = stream
+        self.out = bytearray()
+        self.closing = False  # the core closed it (or it broke): write the rest, then close
+        self.wake = anyio.Event()
+        self.read_all = anyio.Event()  # the client's side ended
+
+
+async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
+                             on_event: Callable[[Event], None] | None,
+                             ready: Callable[[int], None] | None) -> None:
+    """Accept connections for a connection-oriented transport until cancelled."""
+    conns: dict[int, _Conn] = {}
+
+    def write() -> None:
+        for cid in endpoint.connections_with_data():
+            conn = conns.get(cid)
+            data = endpoint.data_to_send(cid)
+            if conn is not None and data:
+                conn.out += data
+                conn.wake.set()
+        while (action := endpoint.next_action()) is not None:
+            conn = conns.pop(action.connection, None)
+            if conn is not None:
+                conn.out += endpoint.data_to_send(action.connection)
+                conn.closing = True
+                conn.wake.set()
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        conn = _Conn(endpoint.connection_made(anyio.current_time()), stream)
+        conns[conn.id] = conn
+        runner.pump()
+        async with stream, anyio.create_task_group() as tasks:
+            tasks.start_soon(writer, conn, tasks.cancel_scope)
+            try:
+                while True:
+                    try:
+                        data = await stream.receive(_READ)
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        data = b""
+                    if not data:
+                        conn.read_all.set()
+                    if conn.id in conns:
+                        endpoint.receive_data(conn.id, data, anyio.current_time())
+                        runner.pump()
+                    if not data:
+                        break  # (what comes after the core closed it is read and dropped)
+            finally:
+                if conns.pop(conn.id, None) is not None:
+                    endpoint.connection_lost(conn.id, anyio.current_time())
+                    runner.pump()
+                conn.closing = True
+                conn.wake.set()
+
+    async def writer(conn: _Conn, done: anyio.CancelScope) -> None:
+        """Send what the core queued for ``conn`` (awaiting the socket: a client that does
+        not read holds only its own writer); once it is closing, end our side and read what
+        the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            while True:
+                await conn.wake.wait()
+                conn.wake = anyio.Event()
+                while conn.out:
+                    data = bytes(conn.out)
+                    conn.out.clear()
+                    await conn.stream.send(data)
+                if conn.closing:
+                    break
+            await conn.stream.send_eof()
+            with anyio.move_on_after(LINGER_SECONDS):
+                await conn.read_all.wait()
+        done.cancel()
+
+    async with anyio.create_task_group() as group:
+        runner = ServerRunner(endpoint, AnyioPrimitives(group, write), on_event)
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        if ready is not None:
+            ready(listener.extra(anyio.abc.SocketAttribute.local_port))
+        try:
+            await listener.serve(serve, task_group=group)
+        finally:
+            endpoint.close(anyio.current_time())
+            runner.pump()
+            runner.cancel_all()
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
+            group.cancel_scope.cancel()

@@ -1,0 +1,70 @@
+"""What every driver's ``serve_*`` decides the same way: the server's secret, the transport
+settings a bind address implies (DNS-rebinding protection on loopback), the endpoint, and
+how long a closed connection lingers.
+
+The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in every driver:
+
+- ``app``: the ``MCPServer``.
+- ``secret``: the key sealing ``requestState`` and naming sessions (default: 32 random
+  bytes, this process only; give every worker of one deployment the same).
+- ``stdin`` / ``stdout`` (stdio): the file descriptors (default: the process's).
+- ``host`` / ``port`` (HTTP, WebSocket): where to listen (loopback by default; port 0: any
+  free one, which ``ready`` is told).
+- ``config``: ``HttpConfig`` / ``WebSocketConfig`` (default: DNS-rebinding protection on a
+  loopback bind).
+- ``on_event``: receives the events the runner does not act on itself (``ClientInitialized``,
+  ``ResourceSubscribed``, ...).
+- ``ready``: called with the bound port once the server listens.
+- ``stop`` (blocking driver): asked at least every 0.1 s; once set, the server returns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Final
+
+from mcp_sansio.server import MCPServer, StdioServer
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+
+__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "server_secret", "stdio_endpoint",
+           "websocket_endpoint"]
+
+LINGER_SECONDS: Final = 2.0
+"""How long a driver keeps reading (and discarding) from a connection the core closed after
+its last bytes (a 400, 413 or 431 page) before it closes the socket: closing with unread
+input makes the kernel send a reset, which can destroy that page before the client reads
+it (the "lingering close" of RFC 9112 section 9.6)."""
+
+
+def server_secret(secret: bytes | None) -> bytes:
+    """``secret``, or 32 fresh random bytes (good for this process only)."""
+    return secret if secret is not None else os.urandom(32)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback name or address (DNS-rebinding protection applies)."""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioServer:
+    """The stdio transport for ``app``; ``now`` is the driver's clock (for the wall offset)."""
+    return StdioServer(app, secret=server_secret(secret), wall_offset=time.time() - now)
+
+
+def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
+                  now: float) -> HttpServer:
+    """The Streamable HTTP transport for ``app`` bound to ``host`` (``config``, or loopback
+    protection on a loopback bind)."""
+    if config is None:
+        config = HttpConfig.loopback() if is_loopback(host) else HttpConfig()
+    return HttpServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+
+
+def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,
+                       now: float) -> WebSocketServer:
+    """The WebSocket transport for ``app`` bound to ``host``."""
+    if config is None:
+        config = WebSocketConfig.loopback() if is_loopback(host) else WebSocketConfig()
+    return WebSocketServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
