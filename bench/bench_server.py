@@ -1,0 +1,217 @@
+"""Server CPU per ``tools/call``: mcp-sansio's server against the official SDK's ``MCPServer``.
+
+Usage: ``python bench/bench_server.py [--calls N] [--json FILE]``.
+
+Every server answers the same tool (``add(a, b)``, the sum as text: ``add_server.py`` for
+ours, ``sdk_add_server.py`` for the SDK's) to the same client, one request at a time, after
+the 2025-11-25 handshake. What is measured is the **server process's** CPU time (user +
+system, from ``/proc/PID/schedstat``, nanoseconds) over ``--calls`` calls after a warm-up,
+divided by the number of calls; the client's CPU is not counted. Rows:
+
+- stdio: the SDK; ours (``mcp-sansio serve bench/add_server.py``) with the asyncio, anyio
+  and blocking drivers; the floor, ``stdio_floor_server.py`` (a line loop decoding with
+  msgspec and answering: the same work with no MCP library).
+- Streamable HTTP, JSON answers: the SDK under uvicorn (``json_response=True``); ours
+  (``mcp-sansio serve ... --http``, asyncio and blocking drivers); our ASGI app under uvicorn.
+- Streamable HTTP, SSE answers: the SDK under uvicorn (its default); ours and our ASGI app
+  with ``response_mode="sse"``.
+
+Targets (issue #12): at least 10x less CPU per call than the SDK on every transport, and
+within 3x of the floor over stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).parent
+PY = sys.executable
+ADD = str(HERE / "add_server.py")
+SDK = str(HERE / "sdk_add_server.py")
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_http; "
+             "from mcp_sansio.server.http import HttpConfig; "
+             "app = runpy.run_path(sys.argv[1])['app']; "
+             "config = HttpConfig.loopback(response_mode='sse'); "
+             "asyncio.run(serve_http(app, port=int(sys.argv[2]), config=config))")
+ASGI_SERVE = ("import runpy, sys, uvicorn; from mcp_sansio.server.http import HttpConfig; "
+              "app = runpy.run_path(sys.argv[1])['app']; "
+              "mode = sys.argv[3]; "
+              "uvicorn.run(app.asgi(config=HttpConfig.loopback(response_mode=mode)), host='127.0.0.1', "
+              "port=int(sys.argv[2]), log_level='warning')")
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time the process has used, in nanoseconds."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def call(rid: int) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": rid, "b": 0.5}}}
+
+
+def measure_stdio(command: list[str], calls: int, warmup: int) -> float:
+    """Microseconds of server CPU per call over stdio."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def send(message: dict[str, object]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    def answer() -> dict[str, object]:
+        while True:
+            message: dict[str, object] = json.loads(stdout.readline())
+            if "id" in message:
+                return message
+
+    try:
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        answer()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for rid in range(1, warmup + 1):
+            send(call(rid))
+            answer()
+        start = cpu_ns(proc.pid)
+        for rid in range(warmup + 1, warmup + calls + 1):
+            send(call(rid))
+            reply = answer()
+            assert "result" in reply, reply
+        used = cpu_ns(proc.pid) - start
+    finally:
+        stdin.close()
+        proc.wait(10)
+    return used / calls / 1000
+
+
+@contextmanager
+def http_server(command: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"{command} did not listen on {port}") from None
+                time.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _body(response: http.client.HTTPResponse) -> dict[str, object]:
+    data = response.read()
+    if response.getheader("content-type", "").startswith("text/event-stream"):
+        for line in data.split(b"\n"):
+            if line.startswith(b"data:") and line[5:].strip():
+                message: dict[str, object] = json.loads(line[5:])
+                if "id" in message:
+                    return message
+        raise AssertionError(f"no answer in {data!r}")
+    result: dict[str, object] = json.loads(data)
+    return result
+
+
+def measure_http(command: list[str], port: int, calls: int, warmup: int) -> float:
+    """Microseconds of server CPU per call over Streamable HTTP (one keep-alive connection)."""
+    with http_server(command, port) as proc:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+        def post(message: dict[str, object]) -> http.client.HTTPResponse:
+            conn.request("POST", "/mcp", json.dumps(message), headers)
+            return conn.getresponse()
+
+        first = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        _body(first)
+        headers["mcp-session-id"] = first.getheader("mcp-session-id") or ""
+        headers["mcp-protocol-version"] = "2025-11-25"
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
+        for rid in range(1, warmup + 1):
+            _body(post(call(rid)))
+        start = cpu_ns(proc.pid)
+        for rid in range(warmup + 1, warmup + calls + 1):
+            reply = _body(post(call(rid)))
+            assert "result" in reply, reply
+        used = cpu_ns(proc.pid) - start
+        conn.close()
+    return used / calls / 1000
+
+
+def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
+    warm = max(50, calls // 10)
+    serve = [PY, "-m", "mcp_sansio_cli", "serve", ADD]
+    def stdio(command: list[str]) -> Callable[[], float]:
+        return lambda: measure_stdio(command, calls, warm)
+
+    def http(command: Callable[[int], list[str]]) -> Callable[[], float]:
+        def run() -> float:
+            port = free_port()
+            return measure_http(command(port), port, calls, warm)
+        return run
+
+    yield "stdio", "SDK MCPServer", stdio([PY, SDK])
+    for driver in ("asyncio", "anyio", "sync"):
+        yield "stdio", f"mcp-sansio ({driver})", stdio([*serve, "--driver", driver])
+    yield "stdio", "floor (msgspec line loop)", stdio([PY, str(HERE / "stdio_floor_server.py")])
+    yield "HTTP JSON", "SDK MCPServer (uvicorn)", http(lambda p: [PY, SDK, "--http", str(p), "--json"])
+    for driver in ("asyncio", "sync"):
+        yield "HTTP JSON", f"mcp-sansio h11 ({driver})", http(
+            lambda p, d=driver: [*serve, "--driver", d, "--http", str(p)])  # type: ignore[misc]
+    yield "HTTP JSON", "mcp-sansio ASGI (uvicorn)", http(lambda p: [PY, "-c", ASGI_SERVE, ADD, str(p),
+                                                                   "json"])
+    yield "HTTP SSE", "SDK MCPServer (uvicorn)", http(lambda p: [PY, SDK, "--http", str(p)])
+    yield "HTTP SSE", "mcp-sansio h11 (asyncio)", http(lambda p: [PY, "-c", SSE_SERVE, ADD, str(p)])
+    yield "HTTP SSE", "mcp-sansio ASGI (uvicorn)", http(lambda p: [PY, "-c", ASGI_SERVE, ADD, str(p), "sse"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--json", help="also write the results here")
+    options = parser.parse_args()
+    results: list[dict[str, object]] = []
+    for transport, server, run in rows(options.calls):
+        results.append({"transport": transport, "server": server, "us_per_call": run()})
+        print(f"  {transport:10} {server:28} {results[-1]['us_per_call']:8.1f} us", file=sys.stderr,
+              flush=True)
+    sdk = {r["transport"]: r["us_per_call"] for r in results if str(r["server"]).startswith("SDK")}
+    floor = next(r["us_per_call"] for r in results if str(r["server"]).startswith("floor"))
+    print(f"\nServer CPU per tools/call ({options.calls} sequential calls after a warm-up; "
+          f"load {os.getloadavg()[0]:.2f})\n")
+    print("| transport | server | CPU us/call | SDK / this | this / floor |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        us = float(r["us_per_call"])  # type: ignore[arg-type]
+        ratio = float(sdk[r["transport"]]) / us  # type: ignore[arg-type]
+        versus = f"{us / float(floor):.2f}x" if r["transport"] == "stdio" else ""  # type: ignore[arg-type]
+        print(f"| {r['transport']} | {r['server']} | {us:.1f} | {ratio:.1f}x | {versus} |")
+    if options.json:
+        Path(options.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
