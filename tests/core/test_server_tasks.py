@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from pair import ManualLoop
+from pair import StepLoop
 from server_helpers import handshake, modern_request, request, send, server_for, take, take_events
 
 from mcp_sansio import LocalProtocolError, RequestError
@@ -316,7 +316,7 @@ def test_a_handler_becomes_a_task_and_waits_for_its_answer() -> None:
         return f"{task_id == ctx.task_id} {answer.action}"
 
     server = server_for(app)
-    loop = ManualLoop(lambda: 0.0)
+    loop = StepLoop(lambda: 0.0)
     runner = ServerRunner(server, loop)
     send(server, modern_request(1, "tools/call", {"name": "confirm"}, capabilities=EXT))
     runner.pump()
@@ -347,7 +347,7 @@ def test_a_handler_whose_client_takes_no_task_goes_on_synchronously() -> None:
         return f"task={ctx.start_task()} id={ctx.task_id}"
 
     server = server_for(app)
-    loop = ManualLoop(lambda: 0.0)
+    loop = StepLoop(lambda: 0.0)
     runner = ServerRunner(server, loop)
     send(server, modern_request(1, "tools/call", {"name": "job"}, capabilities={}))
     runner.pump()
