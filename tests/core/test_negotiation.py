@@ -10,7 +10,7 @@ from mcp_sansio.jsonrpc import Envelope, ErrorObject
 from mcp_sansio.negotiation import Adopt, Fail, Negotiation, SendDiscover, SendInitialize
 
 MODERN = "2026-07-28"
-CAPS = {"tools": {}}
+CAPS: dict[str, object] = {"tools": {}}
 
 
 def result(value: object) -> Envelope:
