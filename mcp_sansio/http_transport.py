@@ -447,7 +447,7 @@ class HttpClient(ClientSession):
             headers.append(("last-event-id", last_event_id))
         # The initialize POST goes without: no session exists and no version is agreed yet.
         is_init = kind is _Kind.POST and self._init_id in ids
-        probe = self._probe_version if is_init else None
+        probe = self._negotiation.probing if is_init else None
         if probe is not None:  # the stateless era's discover probe: its version, its method
             headers += [("mcp-protocol-version", probe), ("mcp-method", "server/discover")]
         elif not self._legacy and not is_init:
@@ -530,7 +530,7 @@ class HttpClient(ClientSession):
     def _deadline_of(self, ex: _Exchange) -> float | None:
         """The earliest deadline of the requests ``ex`` carries (the handshake's for its
         request), or ``None`` when it carries none."""
-        deadlines = [self._init_deadline if rid == self._init_id else
+        deadlines = [self._negotiation.deadline if rid == self._init_id else
                      pending.deadline if (pending := self._pending.get(rid)) is not None else None
                      for rid in ex.request_ids]
         return min((d for d in deadlines if d is not None), default=None)
@@ -779,7 +779,7 @@ class HttpClient(ClientSession):
                            status=status, detail=ex.challenge)
             return
         init_id = self._init_id
-        if init_id in ex.request_ids and self._probe_version is not None:
+        if init_id in ex.request_ids and self._negotiation.probing is not None:
             if _is_error_response(body, init_id):
                 self.receive_message(body, now)  # -32022 and friends: the session decides
             else:

@@ -41,6 +41,7 @@ from .events import (
     ServerRequestReceived,
 )
 from .jsonrpc import Envelope, Kind
+from .negotiation import Adopt, Negotiation, SendDiscover, SendInitialize, Step
 from .types import (
     NOTIFICATION_PARAMS,
     REQUEST_PARAMS,
@@ -67,7 +68,7 @@ from .types import (
     SubscribeRequestParams,
     UnsubscribeRequestParams,
 )
-from .versions import SUPPORTED_VERSIONS, VersionRules, rules_for
+from .versions import VersionRules
 
 __all__ = ["LIST_FIELDS", "ClientSession", "Phase", "Trigger", "server_offers"]
 
@@ -157,8 +158,6 @@ _RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
 _PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
 }
-_INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
-_DISCOVER_DECODER: Final = msgspec.json.Decoder(modern.DiscoverResult)
 _HEAD_DECODER: Final = msgspec.json.Decoder(modern.ResultHead)
 _INPUT_DECODER: Final = msgspec.json.Decoder(modern.InputRequest)
 
@@ -231,17 +230,11 @@ class ClientSession:
         self._outgoing: list[bytes] = []
         self._inbound: set[RequestId] = set()  # server requests awaiting our answer
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
-        self._init_id: int | None = None
-        self._init_deadline: float | None = None
-        # The connect (every handshake request, probe and fallback included) started at
-        # ``_connect_at`` and must be done by ``_connect_by`` (``initialize_timeout``).
-        self._connect_at = 0.0
-        self._connect_by = 0.0
-        self._handshake_steps: list[tuple[str, float]] = []  # (method, sent at), for the message
+        self._init_id: int | None = None  # the handshake request out (discover or initialize)
+        self._negotiation = Negotiation(config)  # the handshake's sub-states and decisions
         # A transport's own next deadline, which :meth:`next_deadline` includes (stdio: the
         # shutdown ladder's next step): one call per I/O instead of an override's two.
         self._transport_at: float | None = None
-        self._tried_versions: list[str] = []
         self._result: InitializeResult | None = None
         self._allowed: set[str] = set()  # methods whose capability check passed
         self._default_timeout = config.request_timeout
@@ -252,8 +245,6 @@ class ClientSession:
         )
         # The stateless era (2026-07-28): set once server/discover has been answered.
         self._modern_meta: dict[str, object] | None = None
-        self._probe_version: str | None = None  # the version a server/discover asked for
-        self._tried_modern: list[str] = []
         self._log_level: str | None = None
         self._mrtr: dict[str, tuple[int, str]] = {}  # input request id -> (request id, key)
         self._listen_id: int | None = None  # the open subscriptions/listen request
@@ -307,7 +298,7 @@ class ClientSession:
         """The earliest armed deadline (it may be one that no longer matters: waking
         early is harmless, :meth:`handle_timeout` then does nothing)."""
         at = self._heap[0][0] if self._heap else None
-        init = self._init_deadline
+        init = self._negotiation.deadline
         if init is not None and (at is None or init < at):
             at = init
         own = self._transport_at
@@ -327,22 +318,13 @@ class ClientSession:
         ``"auto"`` probes with ``server/discover`` at the preferred stateless revision
         and falls back to ``initialize`` on anything that is not positive evidence of a
         modern server (``-32022`` naming a mutual version is); a fixed revision speaks
-        only that one.
+        only that one. The decisions are :class:`~mcp_sansio.negotiation.Negotiation`'s.
 
         Raises:
             LocalProtocolError: the session has already started.
         Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
         """
-        protocol = self.config.protocol
-        if protocol == "auto":
-            if self.config.modern_versions:
-                self._send_discover(self.config.modern_versions[0], now, Trigger.SEND_INITIALIZE)
-            else:
-                self.initialize(now=now)
-        elif protocol in SUPPORTED_VERSIONS:  # a handshake-era revision
-            self._send_initialize(protocol, now)
-        else:
-            self._send_discover(protocol, now, Trigger.SEND_INITIALIZE)
+        self._take_step(self._negotiation.opening(), now)
 
     def initialize(self, *, now: float) -> None:
         """Send ``initialize`` offering the preferred revision.
@@ -351,243 +333,58 @@ class ClientSession:
             LocalProtocolError: the session is past its start.
         Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
         """
-        self._send_initialize(self.config.protocol_versions[0], now)
+        self._take_step(SendInitialize(version=self.config.protocol_versions[0]), now)
 
-    def _send_initialize(
-        self, version: str, now: float, trigger: Trigger = Trigger.SEND_INITIALIZE
-    ) -> None:
-        self._advance(trigger)
-        self._begin_step("initialize", now, trigger)
-        self._tried_versions.append(version)
-        cfg = self.config
-        params = InitializeRequestParams(
-            protocol_version=version,
-            capabilities=self.capabilities,
-            client_info=Implementation(
-                name=cfg.client_name, version=cfg.client_version, title=cfg.client_title
-            ),
-        )
-        rid = self._allocate_id()
-        self._init_id = rid
-        self._init_deadline = self._connect_by
-        self._send_request(rid, jsonrpc.encode_request(rid, "initialize", params))
-
-    def _send_discover(self, version: str, now: float, trigger: Trigger) -> None:
-        self._advance(trigger)
-        self._begin_step("server/discover", now, trigger)
-        self._tried_modern.append(version)
-        self._probe_version = version
-        rid = self._allocate_id()
-        self._init_id = rid
-        # Only an auto client's first probe may go unanswered by a legacy server; once the
-        # server named versions it is modern, and its silence is a handshake timeout. The
-        # blind probe takes at most half the connect's time, so ``initialize`` has the rest.
-        cfg = self.config
-        blind = min(cfg.discover_timeout, cfg.initialize_timeout / 2)
-        by = self._connect_by
-        self._init_deadline = min(now + blind, by) if self._probing_blind() else by
-        meta = modern.request_meta(version, self.capabilities, self._client_info, None)
-        self._send_request(rid, jsonrpc.encode_request(rid, "server/discover", {"_meta": meta}))
-
-    def _begin_step(self, method: str, now: float, trigger: Trigger) -> None:
-        """Note a handshake request; the first of a connect starts its one deadline."""
-        if trigger is Trigger.SEND_INITIALIZE:
-            self._connect_at = now
-            self._connect_by = now + self.config.initialize_timeout
-            self._handshake_steps = []
-        self._handshake_steps.append((method, now))
+    def _take_step(self, step: Step, now: float) -> None:
+        """Carry out what the negotiation decided."""
+        if isinstance(step, SendInitialize | SendDiscover):
+            self._advance(Trigger.RETRY_INITIALIZE if step.retry else Trigger.SEND_INITIALIZE)
+            self._negotiation.sent(step, now)
+            rid = self._init_id = self._allocate_id()
+            if isinstance(step, SendInitialize):
+                params: object = InitializeRequestParams(protocol_version=step.version,
+                                                         capabilities=self.capabilities,
+                                                         client_info=self._client_info)
+                self._send_request(rid, jsonrpc.encode_request(rid, "initialize", params))
+            else:
+                meta = modern.request_meta(step.version, self.capabilities, self._client_info, None)
+                self._send_request(rid, jsonrpc.encode_request(rid, "server/discover", {"_meta": meta}))
+        elif isinstance(step, Adopt):
+            self._init_id = None
+            self._negotiation.settled()
+            result = step.result
+            self._advance(Trigger.RECV_INITIALIZE_RESULT)
+            self._result = result
+            self._rules = step.rules
+            self._allowed = set()
+            if step.modern:
+                self._modern_meta = modern.request_meta(result.protocol_version, self.capabilities,
+                                                        self._client_info, None)
+            else:
+                self._send(jsonrpc.encode_notification("notifications/initialized", None))
+            self._session_ready()
+            self._events.append(InitializeCompleted(
+                protocol_version=result.protocol_version, server_info=result.server_info,
+                capabilities=result.capabilities, instructions=result.instructions, result=result,
+            ))
+        else:
+            self._initialize_failed(step.reason, step.message, error=step.error, offered=step.offered,
+                                    received=step.received)
 
     def _extend_handshake(self, until: float) -> None:
         """Let a handshake under way run until at least ``until`` (the user is authorizing)."""
-        self._connect_by = max(self._connect_by, until)
-        if self._init_deadline is not None:
-            self._init_deadline = max(self._init_deadline, until)
-
-    def _handshake_timed_out(self, now: float) -> str:
-        """What the stalled handshake did, for its ``InitializeFailed(reason=TIMEOUT)``."""
-        steps = self._handshake_steps
-        method, at = steps[-1]
-        earlier = [f"{m} ({steps[i + 1][1] - t:.1f} s)" for i, (m, t) in enumerate(steps[:-1])]
-        return (f"the server did not complete the handshake within {now - self._connect_at:.1f} s"
-                f" (initialize_timeout {self.config.initialize_timeout:g} s): {method} went unanswered"
-                f" for {now - at:.1f} s{', after ' + ', '.join(earlier) if earlier else ''}{self._stall()}")
+        self._negotiation.extend(until)
 
     def _stall(self) -> str:
         """Hook: where the transport stands with the handshake request (``"; ..."``), if it knows."""
         return ""
 
-    def _fall_back_to_initialize(self, now: float) -> None:
-        """The probe says "not modern": the handshake era, as ``auto`` promises."""
-        self._probe_version = None
-        self._init_id = None
-        self._send_initialize(self.config.protocol_versions[0], now, Trigger.RETRY_INITIALIZE)
-
     def _probe_failed(self, now: float, why: str) -> None:
         """The transport saw the probe fail without a JSON-RPC answer (e.g. HTTP 404)."""
-        if self._probe_version is None:
-            return
-        if self.config.protocol == "auto":
-            self._fall_back_to_initialize(now)
-        else:
-            self._initialize_failed(FailureReason.UNSUPPORTED_VERSION, why,
-                                    offered=self._probe_version)
-
-    def _discover_answered(self, env: Envelope, now: float) -> None:
-        """The probe's answer: adopt a mutual modern revision, ask at another, or give up.
-
-        A ``DiscoverResult`` naming a mutual modern revision, or ``-32022``
-        (``UnsupportedProtocolVersionError``) listing what the server speaks, prove a
-        modern server; anything else sends an ``auto`` client to ``initialize`` (the
-        stdio "Backward Compatibility" rules) and fails a pinned one.
-        """
-        version = self._probe_version or ""
-        auto = self.config.protocol == "auto"
-        err = env.error
-        if not isinstance(err, msgspec.UnsetType):
-            supported = err.data.get("supported") if isinstance(err.data, dict) else None
-            listed = tuple(str(v) for v in supported) if isinstance(supported, list) else ()
-            if err.code == modern.UNSUPPORTED_PROTOCOL_VERSION and listed:
-                self._retry_discover(listed, version, now, legacy=auto and any(
-                    v in self.config.protocol_versions for v in listed))
-            elif auto:
-                self._fall_back_to_initialize(now)
-            else:
-                self._initialize_failed(
-                    FailureReason.ERROR_RESPONSE,
-                    f"server/discover failed: {err.message} (JSON-RPC error {err.code})",
-                    error=ErrorData(code=err.code, message=err.message, data=err.data))
-            return
-        try:
-            found = _DISCOVER_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
-        except (msgspec.DecodeError, RecursionError) as exc:
-            if auto:
-                self._fall_back_to_initialize(now)  # e.g. a legacy server answering {} to anything
-            else:
-                self._initialize_failed(FailureReason.INVALID_RESULT,
-                                        f"invalid server/discover result: {exc}")
-            return
-        listed = tuple(found.supported_versions)
-        if version in listed:
-            self._adopt_modern(found, version)
-            return
-        # No mutual modern revision: a dual-era server (or none at all) for ``auto``.
-        legacy = auto and not any(v in self._modern_choices() for v in listed)
-        self._retry_discover(listed, version, now, legacy=legacy)
-
-    def _probing_blind(self) -> bool:
-        """An ``auto`` client's first probe is out: the server's era is still unknown."""
-        return self.config.protocol == "auto" and len(self._tried_modern) == 1
-
-    def _modern_choices(self) -> tuple[str, ...]:
-        """The stateless revisions this client may speak, preferred first."""
-        protocol = self.config.protocol
-        return self.config.modern_versions if protocol == "auto" else (protocol,)
-
-    def _retry_discover(self, listed: tuple[str, ...], version: str, now: float, *, legacy: bool) -> None:
-        """The server named the revisions it speaks, without ``version``: ask again at a
-        mutual modern one not tried yet, else fall back to ``initialize`` when ``legacy``
-        says so, else fail."""
-        tried = self._tried_modern
-        mutual = next((v for v in self._modern_choices() if v in listed and v not in tried), None)
-        if mutual is None and len(tried) < 2:
-            # A server may turn down even the version it lists, once: ask again at it.
-            mutual = next((v for v in self._modern_choices() if v in listed), None)
-        if mutual is not None:
-            self._send_discover(mutual, now, Trigger.RETRY_INITIALIZE)
-        elif legacy:
-            self._fall_back_to_initialize(now)
-        else:
-            self._initialize_failed(
-                FailureReason.UNSUPPORTED_VERSION,
-                f"the server supports only {', '.join(listed) or 'no revision at all'}",
-                offered=version, received=listed)
-
-    def _adopt_modern(self, found: modern.DiscoverResult, version: str) -> None:
-        self._init_id = None
-        self._init_deadline = None
-        self._probe_version = None
-        info = (found.meta or {}).get(modern.SERVER_INFO_KEY)
-        try:
-            server_info = msgspec.convert(info, Implementation) if info is not None else None
-        except msgspec.ValidationError:
-            server_info = None
-        result = InitializeResult(
-            protocol_version=version, capabilities=found.capabilities,
-            server_info=server_info or Implementation(name="", version=""),
-            instructions=found.instructions,
-        )
-        self._advance(Trigger.RECV_INITIALIZE_RESULT)
-        self._result = result
-        self._rules = rules_for(version)
-        self._allowed = set()
-        self._modern_meta = modern.request_meta(version, self.capabilities, self._client_info, None)
-        self._session_ready()
-        self._events.append(InitializeCompleted(
-            protocol_version=version, server_info=result.server_info,
-            capabilities=result.capabilities, instructions=result.instructions, result=result,
-        ))
-
-    def _initialize_answered(self, env: Envelope, now: float) -> None:
-        if self._probe_version is not None:
-            self._discover_answered(env, now)
-            return
-        self._init_id = None
-        self._init_deadline = None
-        offered = self._tried_versions[-1]
-        if env.error is not UNSET:
-            err = env.error
-            data = err.data
-            supported = data.get("supported") if isinstance(data, dict) else None
-            if err.code == jsonrpc.INVALID_PARAMS and isinstance(supported, list):
-                listed = tuple(str(v) for v in supported)
-                # Retried once: a server that rejects a version it listed gets no second try.
-                retry = None if len(self._tried_versions) > 1 else next(
-                    (v for v in self.config.protocol_versions
-                     if v in listed and v not in self._tried_versions),
-                    None,
-                )
-                if retry is not None:
-                    self._send_initialize(retry, now, Trigger.RETRY_INITIALIZE)
-                    return
-                self._initialize_failed(
-                    FailureReason.UNSUPPORTED_VERSION,
-                    f"the server supports only {', '.join(listed)}",
-                    offered=offered, received=listed,
-                )
-                return
-            self._initialize_failed(
-                FailureReason.ERROR_RESPONSE,
-                f"initialize failed: {err.message} (JSON-RPC error {err.code})",
-                error=ErrorData(code=err.code, message=err.message, data=err.data),
-            )
-            return
-        try:
-            result = _INIT_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
-        except (msgspec.DecodeError, RecursionError) as exc:
-            self._initialize_failed(FailureReason.INVALID_RESULT, f"invalid initialize result: {exc}")
-            return
-        rules = rules_for(result.protocol_version)
-        if rules is None or result.protocol_version not in self.config.protocol_versions:
-            self._initialize_failed(
-                FailureReason.UNSUPPORTED_VERSION,
-                f"the server answered with protocol version {result.protocol_version!r},"
-                f" which this client does not support",
-                offered=offered, received=(result.protocol_version,),
-            )
-            return
-        self._advance(Trigger.RECV_INITIALIZE_RESULT)
-        self._result = result
-        self._rules = rules
-        self._allowed = set()
-        self._send(jsonrpc.encode_notification("notifications/initialized", None))
-        self._session_ready()
-        self._events.append(InitializeCompleted(
-            protocol_version=result.protocol_version,
-            server_info=result.server_info,
-            capabilities=result.capabilities,
-            instructions=result.instructions,
-            result=result,
-        ))
+        step = self._negotiation.probe_failed(why)
+        if step is not None:
+            self._init_id = None
+            self._take_step(step, now)
 
     def _initialize_failed(
         self, reason: FailureReason, message: str, *, error: ErrorData | None = None,
@@ -595,8 +392,7 @@ class ClientSession:
         detail: dict[str, str] | None = None,
     ) -> None:
         self._init_id = None
-        self._init_deadline = None
-        self._probe_version = None
+        self._negotiation.settled()
         self._advance(Trigger.RECV_INITIALIZE_FAILURE)
         for pending in list(self._pending.values()):  # only after an expiry: requests waited
             self._fail(pending, FailureReason.SESSION_EXPIRED,
@@ -929,8 +725,7 @@ class ClientSession:
             return
         was_initializing = self._phase is Phase.INITIALIZING
         self._init_id = None
-        self._init_deadline = None
-        self._probe_version = None
+        self._negotiation.settled()
         self._advance(Trigger.CONNECTION_LOST)
         if was_initializing:
             self._events.append(InitializeFailed(reason=reason, message=message, detail=detail))
@@ -951,11 +746,14 @@ class ClientSession:
         Events: ``RequestFailed(reason=TIMEOUT)`` (with ``notifications/cancelled`` sent),
         ``InitializeFailed(reason=TIMEOUT)``.
         """
-        if self._init_deadline is not None and self._init_deadline <= now:
-            if self._probe_version is not None and self._probing_blind():
-                self._fall_back_to_initialize(now)  # a handshake-era server may ignore it
+        negotiation = self._negotiation
+        if negotiation.deadline is not None and negotiation.deadline <= now:
+            step = negotiation.timed_out()  # a blind probe falls back: a legacy server may ignore it
+            if step is not None:
+                self._take_step(step, now)
             else:
-                self._initialize_failed(FailureReason.TIMEOUT, self._handshake_timed_out(now))
+                message = negotiation.timeout_message(now, self._stall())
+                self._initialize_failed(FailureReason.TIMEOUT, message)
         heap = self._heap
         while heap and heap[0][0] <= now:
             deadline, rid = heappop(heap)
@@ -1021,7 +819,8 @@ class ClientSession:
             ))
             return
         if rid == self._init_id and rid is not None:
-            self._initialize_answered(env, now)
+            self._init_id = None
+            self._take_step(self._negotiation.answered(env), now)
             return
         pending = self._pending.get(rid) if isinstance(rid, int) else None
         if pending is None:
@@ -1306,8 +1105,7 @@ class ClientSession:
         is ready); new requests are accepted meanwhile.
         """
         self._advance(Trigger.RECV_SESSION_EXPIRED)
-        self._tried_versions = []
-        self._send_initialize(self.config.protocol_versions[0], now)
+        self._take_step(self._negotiation.restart(), now)
 
     def _send_request(self, request_id: int, message: bytes) -> None:
         """Queue an encoded request; transports that track requests per message override it."""

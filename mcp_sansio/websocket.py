@@ -339,12 +339,12 @@ class WebSocketClient(ClientSession):
         within ``initialize_timeout``; the session's timeouts; CONNECTION_LOST failures
         when a Pong is overdue. Actions: ``CloseConnection`` when the wait is over.
         """
-        init_at = self._init_deadline
+        init_at = self._negotiation.deadline
         if init_at is not None and init_at <= now:
             if self._link is _Link.REJECTED:
                 self._rejected()  # report what the refusal said so far
             elif self._link in _OPENING:
-                elapsed = now - self._connect_at
+                elapsed = now - self._negotiation.connect_at
                 self._abort(f"could not open the WebSocket to {self.url} within {elapsed:.1f} s"
                             f" (initialize_timeout {self.config.initialize_timeout:g} s):"
                             f" {_STALLED[self._link]}", FailureReason.TIMEOUT)
