@@ -49,9 +49,11 @@ def execute(
                     if follow is not None and index is not None and steps[index].follow:
                         assert isinstance(steps, list)
                         steps.extend(follow(steps[index], record.data))
-                elif isinstance(record, HttpAnswer) and record.status >= 400:
-                    for key in [k for k, v in waiting.items() if v == record.step]:
-                        waiting.pop(key)
+                elif isinstance(record, HttpAnswer):
+                    waiting.pop(("http", record.step), None)  # a bodiless exchange was answered
+                    if record.status >= 400:
+                        for key in [k for k, v in waiting.items() if v == record.step]:
+                            waiting.pop(key)
             if sampler is not None:
                 sampler()
 
@@ -66,6 +68,13 @@ def execute(
             if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED)
             else None
         )
+        if key is None and step.http_method != "POST" and step.timeout > 0:
+            # A GET or DELETE whose answer later steps depend on (a stale session must get
+            # 404 only once its DELETE was accepted): wait for its status, record no timeout.
+            waiting[("http", index)] = index
+            pump(now + step.timeout, ("http", index))
+            waiting.pop(("http", index), None)
+            continue
         if key is not None:
             waiting[key] = index
         if key is not None and step.timeout > 0:

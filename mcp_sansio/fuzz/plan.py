@@ -497,7 +497,7 @@ class Planner:
         deleted, then used again (it must get 404)."""
         if not self.rules.sessions or not self.rules.handshake:
             return []
-        delete = Step(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=0.0)
+        delete = Step(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=5.0)
         stale = msgspec.structs.replace(
             self.ping(), label="liveness on the deleted session", check=Check.STATUS_404
         )
