@@ -11,7 +11,7 @@ for a result (:mod:`mcp_sansio.result_policy`). It also owns the list cache and 
 model-facing tool names. The driver opens and closes connections, reads the clock and
 the entropy, and writes result files.
 
-States follow ``_TRANSITIONS``: ``pending`` -start-> ``connecting`` -succeed-> ``connected``
+States follow ``TRANSITIONS``: ``pending`` -start-> ``connecting`` -succeed-> ``connected``
 -lose-> ``failed`` -start-> ``connecting`` ...; an attempt may also end ``failed`` or
 ``needs-auth``; ``disabled`` servers are never started. Every failure schedules the next
 attempt with backoff (``RestartPolicy.retry``), counted per episode of consecutive
@@ -137,7 +137,7 @@ class Trigger(enum.Enum):
 
 
 _S = ConnectionState
-_TRANSITIONS: Final[Mapping[tuple[ConnectionState, Trigger], ConnectionState]] = {
+TRANSITIONS: Final[Mapping[tuple[ConnectionState, Trigger], ConnectionState]] = {
     (_S.PENDING, Trigger.START): _S.CONNECTING,
     (_S.FAILED, Trigger.START): _S.CONNECTING,
     (_S.CONNECTING, Trigger.SUCCEED): _S.CONNECTED,
@@ -937,7 +937,7 @@ class ServerManagerCore:
         return server
 
     def _advance(self, server: _Server, trigger: Trigger) -> None:
-        new = _TRANSITIONS.get((server.state, trigger))
+        new = TRANSITIONS.get((server.state, trigger))
         if new is None:
             raise LocalProtocolError(
                 f"server {server.entry.name!r}: {trigger.value} is not allowed while {server.state.value}")

@@ -22,7 +22,7 @@ from msgspec import UNSET, Raw
 from . import jsonrpc, modern, skills
 from .config import ClientConfig
 from .discards import DiscardLog
-from .errors import LocalProtocolError
+from .errors import LocalProtocolError, RemoteProtocolError
 from .events import (
     ClientEvent,
     ConnectionTerminated,
@@ -70,7 +70,8 @@ from .types import (
 )
 from .versions import VersionRules
 
-__all__ = ["LIST_FIELDS", "ClientSession", "Phase", "Trigger", "server_offers"]
+__all__ = ["LIST_FIELDS", "PEER_TRIGGERS", "TRANSITIONS", "ClientSession", "Phase", "Trigger",
+           "server_offers"]
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,11 @@ class Trigger(enum.Enum):
     CONNECTION_LOST = "connection-lost"
 
 
-_TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
+PEER_TRIGGERS: Final = frozenset({Trigger.RECV_INITIALIZE_RESULT, Trigger.RECV_INITIALIZE_FAILURE,
+                                   Trigger.RECV_SESSION_EXPIRED})
+"""The triggers the peer causes (an illegal one is a ``RemoteProtocolError``)."""
+
+TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
     (Phase.NEW, Trigger.SEND_INITIALIZE): Phase.INITIALIZING,
     # A retry with another version after the server listed what it supports.
     (Phase.INITIALIZING, Trigger.RETRY_INITIALIZE): Phase.INITIALIZING,
@@ -1121,9 +1126,12 @@ class ClientSession:
         return self._next_id
 
     def _advance(self, trigger: Trigger) -> None:
-        new = _TRANSITIONS.get((self._phase, trigger))
+        """Move by ``TRANSITIONS``; an illegal move is blamed on whoever caused it: the peer
+        for a ``RECV_*`` trigger, the caller otherwise."""
+        new = TRANSITIONS.get((self._phase, trigger))
         if new is None:
-            raise LocalProtocolError(f"{trigger.value} is not allowed while {self._phase.value}")
+            error = RemoteProtocolError if trigger in PEER_TRIGGERS else LocalProtocolError
+            raise error(f"{trigger.value} is not allowed while {self._phase.value}")
         self._phase = new
 
     def _check_phase(self, method: str) -> None:

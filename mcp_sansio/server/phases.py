@@ -33,7 +33,7 @@ class Trigger(enum.Enum):
     CLOSE = "close"
 
 
-_TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
+TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
     (Phase.NEW, Trigger.RECV_INITIALIZE): Phase.INITIALIZING,
     (Phase.INITIALIZING, Trigger.RECV_INITIALIZED): Phase.READY,
     (Phase.NEW, Trigger.CLOSE): Phase.CLOSED,

@@ -38,7 +38,7 @@ from . import methods, tasks
 from .calls import Call, CallKind
 from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
 from .events import AnswerFailed, AnswerReceived, CallCancelled, RequestInfo
-from .phases import _TRANSITIONS, Phase, Trigger
+from .phases import TRANSITIONS, Phase, Trigger
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
 from .wire import CancelParams, Params, RequestMeta
 
@@ -357,7 +357,7 @@ class ServerSession:
     def advance(self, trigger: Trigger) -> bool:
         """Move the phase as ``trigger`` says; whether the table allows it (the phase is
         unchanged when it does not: the caller answers or ignores the message)."""
-        new = _TRANSITIONS.get((self.phase, trigger))
+        new = TRANSITIONS.get((self.phase, trigger))
         if new is None:
             return False
         self.phase = new

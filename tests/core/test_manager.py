@@ -22,7 +22,7 @@ from mcp_sansio.hostconfig import (
 )
 from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager import (
-    _TRANSITIONS,
+    TRANSITIONS,
     Connected,
     ConnectionState,
     ConnectPlan,
@@ -291,7 +291,7 @@ def test_every_trigger_in_every_state_follows_the_table(state: ConnectionState, 
     manager = core()
     record = manager._servers["a"]
     record.state = state
-    expected = _TRANSITIONS.get((state, trigger))
+    expected = TRANSITIONS.get((state, trigger))
     if expected is None:
         with pytest.raises(LocalProtocolError, match=f"{trigger.value} is not allowed while {state.value}"):
             manager._advance(record, trigger)

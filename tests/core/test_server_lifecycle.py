@@ -10,7 +10,7 @@ from server_helpers import handshake, request, send, server_for, take, take_even
 
 from mcp_sansio import ConnectionTerminated, FailureReason, LocalProtocolError, NotificationReceived
 from mcp_sansio.server import ClientInitialized, MCPServer, Phase, ServerSession
-from mcp_sansio.server.phases import _TRANSITIONS, Trigger
+from mcp_sansio.server.phases import TRANSITIONS, Trigger
 from mcp_sansio.types import ClientCapabilities, Implementation, RootsCapability
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
@@ -171,6 +171,6 @@ def test_an_unterminated_last_line_is_served_at_eof() -> None:
 def test_the_phase_table_decides_every_transition(phase: Phase, trigger: Trigger) -> None:
     session = ServerSession(MCPServer("s"), server_for())
     session.phase = phase
-    expected = _TRANSITIONS.get((phase, trigger))
+    expected = TRANSITIONS.get((phase, trigger))
     assert session.advance(trigger) is (expected is not None)
     assert session.phase is (phase if expected is None else expected)

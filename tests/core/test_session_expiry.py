@@ -18,6 +18,7 @@ from mcp_sansio import (
     InitializeFailed,
     LocalProtocolError,
     Phase,
+    RemoteProtocolError,
     RequestFailed,
     ResponseReceived,
 )
@@ -95,9 +96,11 @@ def test_timeout_while_the_new_session_opens_sends_no_cancellation() -> None:
     assert session.messages_to_send() == []  # no session to cancel it in
 
 
-def test_restart_is_refused_before_the_first_handshake() -> None:
+def test_restart_is_refused_before_the_first_handshake_blaming_the_peer() -> None:
     session = ClientSession(ClientConfig(), ClientCapabilities())
     session.initialize(now=0.0)
-    with pytest.raises(LocalProtocolError):
-        session._restart(now=1.0)
+    with pytest.raises(RemoteProtocolError, match="recv-session-expired is not allowed while initializing"):
+        session._restart(now=1.0)  # the server claimed a session expired that never began
     assert session.phase is Phase.INITIALIZING
+    with pytest.raises(LocalProtocolError, match="send-initialize is not allowed while initializing"):
+        session.initialize(now=2.0)  # the caller started twice

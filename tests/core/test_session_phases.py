@@ -17,7 +17,8 @@ from mcp_sansio import (
     RequestFailed,
     StdioClient,
 )
-from mcp_sansio.session import _TRANSITIONS, ClientSession, Trigger
+from mcp_sansio.errors import RemoteProtocolError
+from mcp_sansio.session import PEER_TRIGGERS, TRANSITIONS, ClientSession, Trigger
 from mcp_sansio.types import ClientCapabilities
 
 
@@ -28,11 +29,13 @@ def _session_in(phase: Phase) -> ClientSession:
 
 
 @given(phase=st.sampled_from(Phase), trigger=st.sampled_from(Trigger))
-def test_every_trigger_in_every_phase_follows_the_table(phase: Phase, trigger: Trigger) -> None:
+def test_every_trigger_in_every_phase_follows_the_table_blaming_its_cause(phase: Phase,
+                                                                          trigger: Trigger) -> None:
     session = _session_in(phase)
-    expected = _TRANSITIONS.get((phase, trigger))
+    expected = TRANSITIONS.get((phase, trigger))
     if expected is None:
-        with pytest.raises(LocalProtocolError, match=f"{trigger.value} is not allowed while {phase.value}"):
+        blamed = RemoteProtocolError if trigger in PEER_TRIGGERS else LocalProtocolError
+        with pytest.raises(blamed, match=f"{trigger.value} is not allowed while {phase.value}"):
             session._advance(trigger)
         assert session.phase is phase
     else:
@@ -51,7 +54,7 @@ def test_every_trigger_in_every_phase_follows_the_table(phase: Phase, trigger: T
     ],
 )
 def test_lifecycle_rows(phase: Phase, trigger: Trigger, to: Phase) -> None:
-    assert _TRANSITIONS[phase, trigger] is to
+    assert TRANSITIONS[phase, trigger] is to
 
 
 @pytest.mark.parametrize(
@@ -66,7 +69,7 @@ def test_lifecycle_rows(phase: Phase, trigger: Trigger, to: Phase) -> None:
     ],
 )
 def test_forbidden_lifecycle_steps(phase: Phase, trigger: Trigger) -> None:
-    assert (phase, trigger) not in _TRANSITIONS
+    assert (phase, trigger) not in TRANSITIONS
 
 
 def test_connection_lost_fails_every_pending_request() -> None:
