@@ -127,8 +127,8 @@ class _Exchange:
 
     __slots__ = (
         "attempt", "body", "buffer", "challenge", "credential", "delivered", "headers", "id", "kind",
-        "last_event_id", "method", "opened_at", "redirects", "request_ids", "response_headers", "retry",
-        "sse", "status", "tag", "url",
+        "last_event_id", "method", "opened_at", "redirects", "refused", "request_ids", "response_headers",
+        "retry", "sse", "status", "tag", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -153,6 +153,7 @@ class _Exchange:
         self.credential = 0  # what _credential() said when it was last sent
         self.opened_at = 0.0  # when its event stream started
         self.delivered = False  # its event stream carried a message
+        self.refused: ConnectFailure | None = None  # why its last connect failed, while it is retried
 
 
 class HttpClient(ClientSession):
@@ -335,6 +336,7 @@ class HttpClient(ClientSession):
         POSTed), ``InitializeFailed(reason=TIMEOUT)``.
         """
         self._now = now
+        self._refused_until_deadline(now)
         super().handle_timeout(now)
         self._pool.handle_timeout(now)
         while self._scheduled and self._scheduled[0][0] <= now:
@@ -345,6 +347,21 @@ class HttpClient(ClientSession):
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
         self._drain_pool(now)
+
+    def _refused_until_deadline(self, now: float) -> None:
+        """A request retried after its connect failed, whose deadline came while it waited
+        for its next attempt (or while that attempt connected), fails with the refusal,
+        not a timeout: the last real cause is what the caller hears."""
+        retried = [*(ex for _, _, ex in self._scheduled), *self._exchanges.values()]
+        for ex in retried:
+            deadline = None if ex.refused is None else self._deadline_of(ex)
+            if ex.refused is None or deadline is None or deadline > now:
+                continue
+            if any(entry[2] is ex for entry in self._scheduled):
+                self._scheduled = [entry for entry in self._scheduled if entry[2] is not ex]
+                heapq.heapify(self._scheduled)
+            self._fail_exchange(ex, FailureReason.CONNECT_FAILED, ex.refused.message, now,
+                                detail=ex.refused.detail())
 
     def close(self, *, now: float, message: str = "the client closed the connection") -> None:
         """End the session: pending requests fail, a ``DELETE`` ends it on the server.
@@ -758,6 +775,7 @@ class HttpClient(ClientSession):
         """
         retry = self.phase is Phase.READY and failure.failure.stage is SocketStage.CONNECT
         if retry and self._schedule(ex, now, None, deadline=self._deadline_of(ex)):
+            ex.refused = failure  # if the deadline comes first, this is what the caller hears
             return
         if ex.kind is _Kind.GET_STREAM:
             self._abandon_get_stream(ex.attempt - retry, failure.message)

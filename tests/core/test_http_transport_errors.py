@@ -412,6 +412,21 @@ def test_a_retry_that_would_come_after_the_deadline_fails_with_the_refusal_at_on
     assert server.pump(now=10.0) == []
 
 
+def test_a_deadline_that_comes_while_a_refused_request_is_retried_reports_the_refusal() -> None:
+    client, server, _ = ready_http_client()
+    server.hang_up_idle(now=1.0)
+    server.refuse = 1
+    rid = client.call_tool("t", now=1.0, timeout=3.0)
+    server.pump(now=1.0)  # refused; the retry is about 1 s away
+    retry_at = client.next_deadline()
+    assert retry_at is not None and retry_at < 4.0
+    client.handle_timeout(retry_at)  # the retry's connect goes out; the driver is slow to open it
+    client.handle_timeout(4.0)  # the call's deadline comes first
+    failed = one_failure(client)
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.CONNECT_FAILED)
+    assert "Connection refused" in failed.message and isinstance(failed.to_exception(), ConnectError)
+
+
 def test_retry_of_a_request_cancelled_meanwhile_is_not_sent() -> None:
     client, server, _ = ready_http_client()
     server.hang_up_idle(now=1.0)
