@@ -310,7 +310,12 @@ def _running(app: MCPServer) -> tuple[HttpServer, StepLoop, ServerRunner]:
     return server, loop, ServerRunner(server, loop)
 
 
-def test_progress_before_the_answer_makes_the_response_sse() -> None:
+@pytest.mark.parametrize(("accept", "kind", "events"), [
+    ("application/json, text/event-stream", "text/event-stream", ["notifications/progress", "result"]),
+    ("application/json", "application/json", []),  # a JSON-only client loses progress, gets its answer
+])
+def test_progress_before_the_answer_makes_the_response_sse_where_the_client_takes_it(
+        accept: str, kind: str, events: list[str]) -> None:
     app = MCPServer("s")
 
     @app.tool()
@@ -321,28 +326,13 @@ def test_progress_before_the_answer_makes_the_response_sse() -> None:
     server, _, runner = _running(app)
     conn = RawHttp(server)
     conn.request(body=modern_body(1, "tools/call", {"name": "counted", "_meta": {"progressToken": "t"}}),
-                 headers=_modern_headers("tools/call", **{"mcp-name": "counted"}))
+                 headers=_modern_headers("tools/call", **{"mcp-name": "counted"}), accept=accept)
     runner.pump()
     answer = conn.read()
-    assert answer is not None and answer.headers["content-type"] == "text/event-stream" and answer.complete
-    assert [e.get("method", "result") for e in answer.events] == ["notifications/progress", "result"]
-
-
-def test_a_json_only_client_of_the_stateless_era_loses_progress_but_gets_its_answer() -> None:
-    app = MCPServer("s")
-
-    @app.tool()
-    def counted(ctx: Context) -> str:
-        ctx.report_progress(1, 2)
-        return "done"
-
-    server, _, runner = _running(app)
-    conn = RawHttp(server)
-    conn.request(body=modern_body(1, "tools/call", {"name": "counted", "_meta": {"progressToken": "t"}}),
-                 headers=_modern_headers("tools/call", **{"mcp-name": "counted"}), accept="application/json")
-    runner.pump()
-    answer = conn.read()
-    assert answer is not None and answer.headers["content-type"] == "application/json"
+    assert answer is not None and answer.headers["content-type"] == kind and answer.complete
+    assert [e.get("method", "result") for e in answer.events] == events
+    if not events:
+        assert answer.json()["result"]["content"][0]["text"] == "done"
 
 
 def test_closing_a_stateless_stream_cancels_its_request() -> None:
