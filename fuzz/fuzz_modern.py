@@ -56,9 +56,9 @@ def _answer(client: StdioClient, events: list[object]) -> None:
             continue
         answered.add(event.request_id)
         if str(event.request_id).endswith("!"):
-            client.respond_error(event.request_id, -1, "declined")
+            client.respond_error(event.request_id, -1, "declined", now=0.0)
         else:
-            client.respond(event.request_id, _ANSWERS.get(event.method, {}))
+            client.respond(event.request_id, _ANSWERS.get(event.method, {}), now=0.0)
 
 
 def _run(flags: int, phases: list[bytes], split: Callable[[bytes], Iterable[bytes]]) -> tuple[object, ...]:

@@ -57,7 +57,8 @@ from .events import (
     ServerRequestReceived,
     TerminateProcess,
 )
-from .session import ClientSession, Phase
+from .front import SessionFront
+from .session import ClientSession, Link, Phase
 from .stderr import StderrLog, StderrTail
 from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -106,6 +107,7 @@ __all__ = [
     "InputRequired",
     "InterruptProcess",
     "KillProcess",
+    "Link",
     "HttpError",
     "InsufficientScope",
     "InvalidSkillEntry",
@@ -132,6 +134,7 @@ __all__ = [
     "ServerRequestReceived",
     "ServerSession",
     "SessionExpired",
+    "SessionFront",
     "SkillDigestMismatch",
     "SkillError",
     "SkillFileNotListed",

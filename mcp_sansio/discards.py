@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Final
 
+import msgspec
+
 from .events import DiscardReason
 
-__all__ = ["DiscardLog"]
+__all__ = ["DiscardLog", "undecodable"]
 
 _QUOTE: Final = 120  # bytes of a skipped message quoted
 
@@ -53,3 +55,15 @@ class DiscardLog:
 
     def _breakdown(self) -> str:
         return ", ".join(f"{reason.value}: {count}" for reason, count in self._by_reason.items())
+
+
+def undecodable(data: bytes, exc: Exception) -> tuple[DiscardReason, str]:
+    """Why a message that did not decode is skipped: JSON but no JSON-RPC envelope, not
+    UTF-8, or not JSON at all; and the words for it."""
+    if isinstance(exc, msgspec.ValidationError | RecursionError):
+        return DiscardReason.NOT_JSON_RPC, f"not JSON-RPC: {exc}"
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return DiscardReason.INVALID_UTF8, "the message is not valid UTF-8"
+    return DiscardReason.NOT_JSON, f"not JSON: {exc}"

@@ -51,8 +51,10 @@ NO_HANDLER: Final = _NoHandler.NO_HANDLER
 class _Answering(Protocol):
     """The part of a client session that answers server requests."""
 
-    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object]) -> None: ...
-    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None: ...
+    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object], *,
+                now: float) -> None: ...
+    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None, *,
+                      now: float) -> None: ...
 
 _URL_AND_FORM: Final[dict[str, object]] = {"form": {}, "url": {}}
 
@@ -135,7 +137,7 @@ def handler_for(
     return None
 
 
-def answer(session: _Answering, event: ServerRequestReceived, outcome: object) -> None:
+def answer(session: _Answering, event: ServerRequestReceived, outcome: object, *, now: float) -> None:
     """Queue the answer to the server's request from what its handler came to.
 
     ``outcome`` is the handler's return value (checked by :func:`coerce_result`), the
@@ -149,16 +151,16 @@ def answer(session: _Answering, event: ServerRequestReceived, outcome: object) -
     """
     rid, method = event.request_id, event.method
     if outcome is NO_HANDLER:
-        session.respond_error(rid, jsonrpc.METHOD_NOT_FOUND, f"no handler for {method}")
+        session.respond_error(rid, jsonrpc.METHOD_NOT_FOUND, f"no handler for {method}", now=now)
     elif isinstance(outcome, RequestError):
-        session.respond_error(rid, outcome.code, outcome.message, outcome.data)
+        session.respond_error(rid, outcome.code, outcome.message, outcome.data, now=now)
     elif isinstance(outcome, McpSansioError):
-        session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(outcome))
+        session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(outcome), now=now)
     elif isinstance(outcome, BaseException):
         session.respond_error(rid, jsonrpc.INTERNAL_ERROR,
-                              f"the client's {method} handler failed ({type(outcome).__name__})")
+                              f"the client's {method} handler failed ({type(outcome).__name__})", now=now)
     else:
         try:
-            session.respond(rid, coerce_result(method, outcome))
+            session.respond(rid, coerce_result(method, outcome), now=now)
         except LocalProtocolError as exc:  # malformed, or a value JSON cannot hold
-            session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(exc))
+            session.respond_error(rid, jsonrpc.INTERNAL_ERROR, str(exc), now=now)

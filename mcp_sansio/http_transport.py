@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 import heapq
 import re
-from collections.abc import Mapping
-from typing import Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Final, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -25,15 +25,15 @@ from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
 from .events import (
     Action,
     AuthorizationRequired,
+    ClientEvent,
     DiscardReason,
-    ErrorData,
     FailureReason,
     GetStreamAbandoned,
-    RequestFailed,
     SessionExpired,
     SideRequestFailed,
     SideResponseReceived,
 )
+from .front import SessionFront
 from .http11 import (
     ExchangeFailed,
     Header,
@@ -46,13 +46,13 @@ from .http11 import (
 )
 from .proxy import ProxySettings
 from .retry import GiveUp, decide
-from .session import ClientSession, Phase, _Pending
+from .session import ClientSession, Link, Phase
 from .sse import SseParser
 from .types import ClientCapabilities
 from .urls import Url, parse_url, resolve_url, same_origin
 from .www_authenticate import parse_www_authenticate
 
-__all__ = ["HttpClient", "TransportMode"]
+__all__ = ["AuthPort", "Authorizer", "HttpClient", "TransportMode"]
 
 _ERROR_EXCERPT: Final = 2048
 _JSON: Final = "application/json"
@@ -156,7 +156,61 @@ class _Exchange:
         self.refused: ConnectFailure | None = None  # why its last connect failed, while it is retried
 
 
-class HttpClient(ClientSession):
+class AuthPort(NamedTuple):
+    """What an :class:`Authorizer` may ask of the client it authorizes (its own methods,
+    handed over when it is bound)."""
+
+    side_request: Callable[[str, str, tuple[Header, ...], bytes, float], int]
+    """Send an HTTP request outside MCP (method, URL, headers, body, now); its tag."""
+    release: Callable[[float], None]
+    """Send the held requests again, with fresh authorization."""
+    fail: Callable[[FailureReason, str, float], None]
+    """Fail the held requests."""
+    extend_handshake: Callable[[float], None]
+    """Let the handshake under way run until at least then (the user is authorizing)."""
+    add_event: Callable[[ClientEvent], None]
+    """Queue an event for the app, in order with the session's."""
+
+
+class Authorizer(Protocol):
+    """A component that authorizes an :class:`HttpClient`'s MCP requests (OAuth:
+    :class:`~mcp_sansio.http_auth.OAuthAuthorizer`). Requests are held while it is busy
+    and while it handles a refusal; every call gets the clock."""
+
+    def bind(self, port: AuthPort, url: Url, config: ClientConfig) -> None:
+        """Attach to the client (once, when the client is made)."""
+
+    def headers(self, method: str, url: Url, now: float) -> list[Header]:
+        """Headers that authorize one MCP request."""
+
+    def credential(self, now: float) -> int:
+        """Which credential :meth:`headers` adds now; it comes back with the answer."""
+
+    def holding(self) -> bool:
+        """Whether MCP requests should wait instead of going out unauthorized."""
+
+    def answered(self, status: int, headers: tuple[Header, ...], credential: int, now: float) -> None:
+        """An MCP request sent with ``credential`` got a status other than 401 and 403."""
+
+    def refused(self, status: int, headers: tuple[Header, ...], credential: int, now: float) -> bool:
+        """An MCP request sent with ``credential`` got 401 or 403; ``True`` keeps it held
+        until the port's ``release`` or ``fail``, ``False`` fails it at once."""
+
+    def side_answered(self, tag: int, status: int, headers: tuple[Header, ...], body: bytes,
+                      now: float) -> bool:
+        """A side request was answered; ``True`` if it was this component's."""
+
+    def side_failed(self, tag: int, message: str, now: float) -> bool:
+        """A side request got no answer; ``True`` if it was this component's."""
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`handle_timeout` is due."""
+
+    def handle_timeout(self, now: float) -> None:
+        """Renew, or give up waiting, when due."""
+
+
+class HttpClient(SessionFront):
     """An MCP client over HTTP, with HTTP/1.1 connections managed in the core.
 
     Driver contract: perform each :meth:`next_action` (``OpenConnection`` / ``StartTls``
@@ -177,18 +231,21 @@ class HttpClient(ClientSession):
         transport: TransportMode | Literal["auto", "streamable-http", "sse"] = TransportMode.AUTO,
         jitter_seed: int = 0,
         proxies: ProxySettings | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         """Create the client; nothing is sent until :meth:`connect`.
 
         ``proxies`` says which connections go through a CONNECT tunnel (see
         :func:`~mcp_sansio.proxy.proxy_settings`); ``None`` connects directly.
+        ``authorizer`` authorizes every MCP request (see :class:`Authorizer`).
 
         Raises:
             LocalProtocolError: ``url`` is not an http(s) URL, ``transport`` is unknown, or
                 a header is malformed or one the client sets itself.
         """
         cfg = config or ClientConfig()
-        super().__init__(cfg, capabilities or ClientCapabilities())
+        link = Link(send=self._carry, ready=self._ready, ended=self._ended, stall=self._stall, vet=self._vet)
+        super().__init__(ClientSession(cfg, capabilities or ClientCapabilities(), link))
         self.url = parse_url(url)
         try:
             self.mode = TransportMode(transport)
@@ -211,10 +268,13 @@ class HttpClient(ClientSession):
         self._closing_at: float | None = None
         self._finished = False
         self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}  # x-mcp-header paths
-        self._reissued: set[int] = set()  # origins re-issued after a lost stream (once each)
         self._auth_held: list[_Exchange] = []  # refused or deferred until authorization ends
         self._rng = (jitter_seed * 6364136223846793005 + 1442695040888963407) & (2**64 - 1) or 1
-        self._now = 0.0
+        self._auth = authorizer
+        if authorizer is not None:
+            authorizer.bind(AuthPort(side_request=self._side_request, release=self._release_held,
+                                     fail=self._fail_held, extend_handshake=self._session.extend_handshake,
+                                     add_event=self._session.add_event), self.url, cfg)
 
     # ------------------------------------------------------------------ queries
 
@@ -248,11 +308,12 @@ class HttpClient(ClientSession):
     def next_deadline(self) -> float | None:
         """The earliest of request deadlines, retries, pool timers and the close bound."""
         # Plain comparisons: this runs after every input, so it stays cheap.
-        best = super().next_deadline()
+        best = self._session.next_deadline()
         for d in (
             self._scheduled[0][0] if self._scheduled else None,
             self._pool.next_deadline(),
             self._closing_at,
+            None if self._auth is None else self._auth.next_deadline(),
         ):
             if d is not None and (best is None or d < best):
                 best = d
@@ -268,12 +329,11 @@ class HttpClient(ClientSession):
             LocalProtocolError: already started.
         Events: ``InitializeCompleted`` or ``InitializeFailed`` later.
         """
-        self._now = now
         if self._legacy:
-            self.initialize(now=now)  # first: it raises before anything changes
+            self._session.initialize(now=now)  # first: it raises before anything changes
             self._open_legacy_stream(now)
         else:
-            self.start(now=now)
+            self._session.start(now=now)
 
     def connection_made(self, connection: int, now: float) -> None:
         """The driver connected ``connection`` (TLS done, if any); its request is queued.
@@ -282,7 +342,6 @@ class HttpClient(ClientSession):
             LocalProtocolError: the client never asked for ``connection``, or it is
                 connected already.
         """
-        self._now = now
         self._pool.connection_made(connection, now)
         self._drain_pool(now)
 
@@ -292,7 +351,6 @@ class HttpClient(ClientSession):
         Raises:
             LocalProtocolError: the client never asked for ``connection``, or for no TLS on it.
         """
-        self._now = now
         self._pool.tls_started(connection, now)
         self._drain_pool(now)
 
@@ -310,7 +368,6 @@ class HttpClient(ClientSession):
             LocalProtocolError: the client never asked for ``connection``.
         Events: ``RequestFailed``, ``InitializeFailed``, ``ConnectionTerminated``.
         """
-        self._now = now
         self._pool.connection_failed(connection, failure, now)
         self._drain_pool(now)
 
@@ -325,19 +382,18 @@ class HttpClient(ClientSession):
         Events: any of :mod:`mcp_sansio.events`, including ``SessionExpired`` and
         ``AuthorizationRequired``.
         """
-        self._now = now
         self._pool.receive_data(connection, data, now)
         self._drain_pool(now)
 
     def handle_timeout(self, now: float) -> None:
-        """Fire request deadlines, due retries, pool timers and the close bound.
+        """Fire request deadlines, due retries, pool timers, the close bound and the
+        authorizer's timers (a token's renewal, the bound on the browser's redirect).
 
         Events: ``RequestFailed(reason=TIMEOUT)`` (with ``notifications/cancelled``
         POSTed), ``InitializeFailed(reason=TIMEOUT)``.
         """
-        self._now = now
         self._refused_until_deadline(now)
-        super().handle_timeout(now)
+        self._session.handle_timeout(now)
         self._pool.handle_timeout(now)
         while self._scheduled and self._scheduled[0][0] <= now:
             _, _, ex = heapq.heappop(self._scheduled)
@@ -347,6 +403,8 @@ class HttpClient(ClientSession):
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
         self._drain_pool(now)
+        if self._auth is not None:
+            self._auth.handle_timeout(now)  # renewals and the redirect's bound, last
 
     def _refused_until_deadline(self, now: float) -> None:
         """A request retried after its connect failed, whose deadline came while it waited
@@ -374,7 +432,7 @@ class HttpClient(ClientSession):
         """
         if self._closing_at is not None or self._finished:
             return
-        self.connection_lost(message)
+        self._session.connection_lost(message, now=now)
         for ex in list(self._exchanges.values()):
             self._abandon(ex, now)
         self._scheduled.clear()
@@ -385,65 +443,62 @@ class HttpClient(ClientSession):
         else:
             self._finish()
 
-    # -------------------------------------------------------- session hooks
+    # ------------------------------------------------------------ the link
 
-    def _send(self, message: bytes) -> None:
-        self._post(None, message)
+    def _carry(self, message: bytes, request_id: int | None, now: float) -> None:
+        session = self._session
+        if request_id is not None:
+            if request_id == session.handshake_id:
+                self._init_wire = message
+            elif session.phase is not Phase.READY:
+                self._held.append((request_id, message))
+                return
+        self._post(request_id, message, now)
 
-    def _send_request(self, request_id: int, message: bytes) -> None:
-        if request_id == self._init_id:
-            self._init_wire = message
-        elif self.phase is not Phase.READY:
-            self._held.append((request_id, message))
-            return
-        self._post(request_id, message)
-
-    def _session_ready(self) -> None:
+    def _ready(self, now: float) -> None:
         held, self._held = self._held, []
         if self._generation:
             # A new session after expiry: re-send, once, what was in flight on the old one
             # (requests made meanwhile are held, and go out below).
             skip = self._resent | {rid for rid, _ in held}
-            resend = [p for p in self._pending.values() if p.id not in skip]
-            self._resent.update(p.id for p in resend)
-            for pending in resend:
-                self._post(pending.id, pending.wire)
-        for rid, message in held:
-            self._post(rid, message)
+            resend = [(rid, wire) for rid, wire in self._session.in_flight() if rid not in skip]
+            self._resent.update(rid for rid, _ in resend)
+            for rid, wire in resend:
+                self._post(rid, wire, now)
+        for held_id, message in held:
+            self._post(held_id, message, now)
         rules = self.rules
         assert rules is not None  # set by the handshake that just completed
         if not self._legacy and self.config.open_get_stream and rules.streamable_http and rules.sessions:
-            self._open_get_stream(self._now)
+            self._open_get_stream(now)
 
-    def _complete(self, pending: _Pending) -> None:
-        super()._complete(pending)
-        self._resent.discard(pending.id)
-        self._restarts = 0  # the server answered a request: the session works
-
-    def _fail(self, pending: _Pending, reason: FailureReason, message: str,
-              error: ErrorData | None = None) -> None:
-        restarts = self._restarts
-        super()._fail(pending, reason, message, error)  # which calls _complete
-        if reason is not FailureReason.ERROR_RESPONSE:
-            self._restarts = restarts  # only an answer (a result or an error) shows the session works
+    def _ended(self, request_id: int, reason: FailureReason | None, now: float) -> None:
+        self._resent.discard(request_id)
+        if reason is None or reason is FailureReason.ERROR_RESPONSE:
+            self._restarts = 0  # the server answered a request: the session works
+            return
         # Free the connection of a request given up on (timeout, cancel) if nothing
         # else waits on its stream.
         for ex in list(self._exchanges.values()):
-            if pending.id in ex.request_ids and not self._waiting_on(ex):
-                self._abandon(ex, self._now)
+            if request_id in ex.request_ids and not self._waiting_on(ex):
+                self._abandon(ex, now)
+
+    def _vet(self, method: str, result: msgspec.Struct, now: float) -> msgspec.Struct:
+        if method == "tools/list" and self.rules is not None and self.rules.standard_headers:
+            return self._checked_tools(result)
+        return result
 
     # ------------------------------------------------------------ exchanges
 
-    def _post(self, request_id: int | None, message: bytes) -> None:
+    def _post(self, request_id: int | None, message: bytes, now: float) -> None:
         ids = (request_id,) if request_id is not None else ()
         if self._legacy:
             if self._legacy_endpoint is None:
                 self._held.append((request_id, message))  # until the endpoint event
                 return
-            self._submit(self._exchange(_Kind.LEGACY_POST, "POST", self._legacy_endpoint, message, ids),
-                         self._now)
+            self._submit(self._exchange(_Kind.LEGACY_POST, "POST", self._legacy_endpoint, message, ids), now)
             return
-        self._submit(self._exchange(_Kind.POST, "POST", self.url, message, ids), self._now)
+        self._submit(self._exchange(_Kind.POST, "POST", self.url, message, ids), now)
 
     def _exchange(self, kind: _Kind, method: str, url: Url, body: bytes, ids: tuple[int, ...],
                   last_event_id: str = "") -> _Exchange:
@@ -463,8 +518,8 @@ class HttpClient(ClientSession):
         if last_event_id:
             headers.append(("last-event-id", last_event_id))
         # The initialize POST goes without: no session exists and no version is agreed yet.
-        is_init = kind is _Kind.POST and self._init_id in ids
-        probe = self._negotiation.probing if is_init else None
+        is_init = kind is _Kind.POST and self._session.handshake_id in ids
+        probe = self._session.negotiation.probing if is_init else None
         if probe is not None:  # the stateless era's discover probe: its version, its method
             headers += [("mcp-protocol-version", probe), ("mcp-method", "server/discover")]
         elif not self._legacy and not is_init:
@@ -492,7 +547,8 @@ class HttpClient(ClientSession):
         return headers
 
     def _submit(self, ex: _Exchange, now: float) -> None:
-        if ex.kind is not _Kind.SIDE and ex.kind is not _Kind.DELETE and self._authorization_pending():
+        auth = self._auth
+        if ex.kind is not _Kind.SIDE and ex.kind is not _Kind.DELETE and auth is not None and auth.holding():
             self._auth_held.append(ex)  # it would only be refused: it goes once authorized
             return
         self._next_exchange += 1  # a fresh id per attempt: late pool events of an old one are ignored
@@ -502,9 +558,9 @@ class HttpClient(ClientSession):
         ex.sse = None
         ex.buffer = None
         headers = ex.headers
-        if ex.kind is not _Kind.SIDE:
-            ex.credential = self._credential()
-            extra = self._authorization(ex.method, ex.url)
+        if ex.kind is not _Kind.SIDE and auth is not None:
+            ex.credential = auth.credential(now)
+            extra = auth.headers(ex.method, ex.url, now)
             if extra:
                 headers = (*headers, *extra)
         short = ex.kind in (_Kind.SIDE, _Kind.DELETE) or (
@@ -514,7 +570,7 @@ class HttpClient(ClientSession):
 
     def _stall(self) -> str:
         """Where the handshake's request stands: connecting, waiting, reading, retrying."""
-        init = self._init_id
+        init = self._session.handshake_id
         ex = next((e for e in self._exchanges.values() if init in e.request_ids), None)
         if ex is None and self._legacy and self._legacy_endpoint is None:
             ex = next((e for e in self._exchanges.values() if e.kind is _Kind.LEGACY_STREAM), None)
@@ -547,9 +603,7 @@ class HttpClient(ClientSession):
     def _deadline_of(self, ex: _Exchange) -> float | None:
         """The earliest deadline of the requests ``ex`` carries (the handshake's for its
         request), or ``None`` when it carries none."""
-        deadlines = [self._negotiation.deadline if rid == self._init_id else
-                     pending.deadline if (pending := self._pending.get(rid)) is not None else None
-                     for rid in ex.request_ids]
+        deadlines = [self._session.deadline_of(rid) for rid in ex.request_ids]
         return min((d for d in deadlines if d is not None), default=None)
 
     def _jitter(self) -> float:
@@ -586,13 +640,14 @@ class HttpClient(ClientSession):
         if ex.kind is _Kind.SIDE:
             ex.buffer = bytearray()
             return
-        if status not in (401, 403):
-            self._authorization_answered(status, event.headers, ex.credential, now)
+        if status not in (401, 403) and self._auth is not None:
+            self._auth.answered(status, event.headers, ex.credential, now)
         headers = dict(event.headers)
         if status in (307, 308) and "location" in headers:
             self._redirect(ex, headers["location"], now)
             return
-        if self._init_id is not None and self._init_id in ex.request_ids:
+        init_id = self._session.handshake_id
+        if init_id is not None and init_id in ex.request_ids:
             sid = headers.get("mcp-session-id")
             if sid is not None and 200 <= status < 300:
                 self._session_id = _visible_ascii(sid)
@@ -656,7 +711,7 @@ class HttpClient(ClientSession):
                 self._on_endpoint(ex, sse_event.text, now)
             elif sse_event.data and sse_event.event == "message":
                 ex.delivered = True
-                self.receive_message(sse_event.data, now)
+                self._session.receive_message(sse_event.data, now)
 
     def _too_large(self, ex: _Exchange, what: str, now: float) -> None:
         if ex.kind is _Kind.SIDE:
@@ -689,10 +744,10 @@ class HttpClient(ClientSession):
             return
         if not ex.buffer:
             return  # 202, or a legacy POST: answers come on a stream; deadlines bound the wait
-        self.receive_message(bytes(ex.buffer), now)
+        self._session.receive_message(bytes(ex.buffer), now)
         if self._waiting_on(ex):
             self._fail_ids(ex, FailureReason.PROTOCOL_ERROR,
-                           f"the server's HTTP {status} response did not answer the request")
+                           f"the server's HTTP {status} response did not answer the request", now)
 
     def _stream_ended(self, ex: _Exchange, now: float, why: str) -> None:
         """An SSE stream ended or broke: resume it, reopen it, or fail who waited on it."""
@@ -707,12 +762,12 @@ class HttpClient(ClientSession):
                 self._abandon_get_stream(again.attempt - 1, why)
             return
         if ex.kind is _Kind.LEGACY_STREAM:
-            self.connection_lost(f"the legacy SSE stream ended: {why}")
+            self._session.connection_lost(f"the legacy SSE stream ended: {why}", now=now)
             return
         if not self._waiting_on(ex):
             return
         rules = self.rules
-        if rules is not None and rules.request_meta and self._reissue_lost(ex):
+        if rules is not None and rules.request_meta and self._session.reissue(ex.request_ids, now):
             return
         if ex.last_event_id and rules is not None and rules.resumable_streams:
             resume = self._exchange(_Kind.RESUME, "GET", self.url, b"", self._waiting_ids(ex),
@@ -720,25 +775,14 @@ class HttpClient(ClientSession):
             resume.attempt = ex.attempt if ex.kind is _Kind.RESUME and not worked else 0
             if self._schedule(resume, now, ex.retry):
                 return
-        self._fail_ids(ex, FailureReason.CONNECTION_LOST, why)
+        self._fail_ids(ex, FailureReason.CONNECTION_LOST, why, now)
 
     def _abandon_get_stream(self, attempts: int, why: str) -> None:
         """Stop reopening the GET stream: it kept failing. The session goes on without it."""
         times = f" after {attempts} reconnection{'' if attempts == 1 else 's'} in a row" if attempts else ""
-        self._events.append(GetStreamAbandoned(
+        self._session.add_event(GetStreamAbandoned(
             attempts=attempts,
             message=f"gave up the event stream for server-initiated messages from {self.url}{times}: {why}"))
-
-    def _reissue_lost(self, ex: _Exchange) -> bool:
-        """Stateless era: a broken response stream loses the request; re-issue it under a
-        new id when repeating it is safe (once), else let it fail."""
-        waiting = [self._pending[rid] for rid in ex.request_ids if rid in self._pending]
-        if not waiting or any(p.method not in _SAFE_TO_REPEAT or p.origin in self._reissued for p in waiting):
-            return False
-        for pending in waiting:
-            self._reissued.add(pending.origin)
-            self._reissue(pending)
-        return True
 
     def _on_exchange_failed(self, ex: _Exchange, event: ExchangeFailed, now: float) -> None:
         if ex.kind is _Kind.SIDE:
@@ -789,19 +833,19 @@ class HttpClient(ClientSession):
             return  # 405: the server offers no such stream; any other status: do without it too
         if status in (401, 403):
             self._auth_held.append(ex)
-            if self._authorization_refused(status, ex.response_headers, ex.credential, now):
+            if self._auth is not None and self._auth.refused(status, ex.response_headers, ex.credential, now):
                 return  # held (or already re-sent, or failed) by the authorization
             self._auth_held.remove(ex)
             self._fail_ids(ex, FailureReason.AUTHORIZATION_REQUIRED,
-                           f"the server requires authorization (HTTP {status})",
+                           f"the server requires authorization (HTTP {status})", now,
                            status=status, detail=ex.challenge)
             return
-        init_id = self._init_id
-        if init_id in ex.request_ids and self._negotiation.probing is not None:
+        init_id = self._session.handshake_id
+        if init_id in ex.request_ids and self._session.negotiation.probing is not None:
             if _is_error_response(body, init_id):
-                self.receive_message(body, now)  # -32022 and friends: the session decides
+                self._session.receive_message(body, now)  # -32022 and friends: the session decides
             else:
-                self._probe_failed(now, f"HTTP {status} to server/discover from {ex.url}")
+                self._session.probe_failed(f"HTTP {status} to server/discover from {ex.url}", now)
             return
         if (init_id in ex.request_ids and self.mode is TransportMode.AUTO and not self._legacy
                 and self.rules is None and status in _FALLBACK_STATUSES):
@@ -822,16 +866,16 @@ class HttpClient(ClientSession):
         excerpt = body[:300].decode("utf-8", "replace").strip()
         message = f"HTTP {status} from {ex.url}" + (f": {' '.join(excerpt.split())}" if excerpt else "")
         if ex.kind is _Kind.LEGACY_STREAM:
-            self.connection_lost(message, reason=FailureReason.HTTP_ERROR)
+            self._session.connection_lost(message, now=now, reason=FailureReason.HTTP_ERROR)
             return
-        self._fail_ids(ex, FailureReason.HTTP_ERROR, message, status=status, detail={"body": excerpt})
+        self._fail_ids(ex, FailureReason.HTTP_ERROR, message, now, status=status, detail={"body": excerpt})
 
     def _on_unauthorized(self, ex: _Exchange, status: int, header: str) -> None:
         challenges = parse_www_authenticate(header)
         bearer = next((c for c in challenges if c.scheme == "bearer"), challenges[0] if challenges else None)
         params = dict(bearer.params) if bearer is not None else {}
         ex.challenge = params
-        self._events.append(AuthorizationRequired(
+        self._session.add_event(AuthorizationRequired(
             status=status, scheme=bearer.scheme if bearer else "", params=params))
 
     def _redirect(self, ex: _Exchange, location: str, now: float) -> None:
@@ -855,76 +899,52 @@ class HttpClient(ClientSession):
     def _expire(self, status: int, now: float) -> None:
         """The server forgot the session: drop everything of it, then open a new one or give up."""
         restart = self.config.reinitialize_on_expiry and self._restarts < self.config.max_session_restarts
-        self._events.append(SessionExpired(status=status, reinitializing=restart))
+        self._session.add_event(SessionExpired(status=status, reinitializing=restart))
         old, self._session_id = self._session_id, None  # nothing more goes out with it, not even DELETE
         for ex in list(self._exchanges.values()):
             self._abandon(ex, now)  # late answers of the old session are never read
         self._scheduled.clear()
         self._auth_held.clear()  # they carry the old session id; the pending ones are re-sent
         if not restart:
-            self.connection_lost(f"the server no longer knows session {old!r} (HTTP {status})",
-                                 reason=FailureReason.SESSION_EXPIRED)
+            self._session.connection_lost(f"the server no longer knows session {old!r} (HTTP {status})",
+                                          now=now, reason=FailureReason.SESSION_EXPIRED)
             return
         self._restarts += 1
         self._generation += 1
-        for rid in [rid for rid in self._resent if rid in self._pending]:
-            self._fail(self._pending[rid], FailureReason.SESSION_EXPIRED,
-                       "the request was re-sent on a new session, and that session expired too")
-        self._restart(now)
+        for rid in list(self._resent):
+            self._session.fail_request(rid, FailureReason.SESSION_EXPIRED, "the request was re-sent on a new"
+                                       " session, and that session expired too", now=now)
+        self._session.session_expired(now)
 
-    # ------------------------------------------------- hooks for authorization
-
-    def _authorization(self, method: str, url: Url) -> list[Header]:
-        """Headers that authorize one MCP request (a subclass adds ``Authorization``)."""
-        return []
-
-    def _credential(self) -> int:
-        """Which credential :meth:`_authorization` adds now; it comes back with the answer."""
-        return 0
-
-    def _authorization_pending(self) -> bool:
-        """Whether MCP requests should wait (held) instead of going out unauthorized."""
-        return False
-
-    def _authorization_answered(self, status: int, headers: tuple[Header, ...], credential: int,
-                                now: float) -> None:
-        """An MCP request sent with ``credential`` got a status other than 401 and 403."""
-
-    def _authorization_refused(self, status: int, headers: tuple[Header, ...], credential: int,
-                               now: float) -> bool:
-        """An MCP request sent with ``credential`` got 401 or 403 (its exchange is held).
-
-        Returns:
-            True to keep it held until :meth:`_release_held` or :meth:`_fail_held`; False
-            fails it at once (``RequestFailed(reason=AUTHORIZATION_REQUIRED)``).
-        """
-        return False
+    # ---------------------------------------------------------- authorization
 
     def _release_held(self, now: float) -> None:
-        """Send every held request again (with fresh :meth:`_authorization` headers)."""
+        """Send every held request again (with fresh authorization headers)."""
         held, self._auth_held = self._auth_held, []
         for ex in held:
             if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
                 continue  # the session ended, or the requests it carries ended meanwhile
             self._submit(ex, now)
 
-    def _fail_held(self, reason: FailureReason, message: str) -> None:
+    def _fail_held(self, reason: FailureReason, message: str, now: float) -> None:
         """Fail every held request with ``reason``."""
         held, self._auth_held = self._auth_held, []
         for ex in held:
             if ex.kind is _Kind.LEGACY_STREAM:
-                self.connection_lost(message, reason=reason)
+                self._session.connection_lost(message, now=now, reason=reason)
                 continue
-            self._fail_ids(ex, reason, message, status=ex.status or None, detail=ex.challenge)
+            self._fail_ids(ex, reason, message, now, status=ex.status or None, detail=ex.challenge)
 
     def _side_answered(self, tag: int, status: int, headers: tuple[Header, ...], body: bytes,
                        now: float) -> None:
-        """A side request was answered (a subclass may consume its own)."""
-        self._events.append(SideResponseReceived(tag=tag, status=status, headers=headers, body=body))
+        """A side request was answered: the authorizer's, or the app's."""
+        if self._auth is None or not self._auth.side_answered(tag, status, headers, body, now):
+            self._session.add_event(SideResponseReceived(tag=tag, status=status, headers=headers, body=body))
 
     def _side_failed(self, tag: int, message: str, now: float) -> None:
-        """A side request got no answer (a subclass may consume its own)."""
-        self._events.append(SideRequestFailed(tag=tag, message=message))
+        """A side request got no answer: the authorizer's, or the app's."""
+        if self._auth is None or not self._auth.side_failed(tag, message, now):
+            self._session.add_event(SideRequestFailed(tag=tag, message=message))
 
     def side_request(self, method: str, url: str, headers: tuple[Header, ...], body: bytes, *,
                      now: float) -> int:
@@ -936,17 +956,16 @@ class HttpClient(ClientSession):
         Raises:
             LocalProtocolError: ``url`` is not an http(s) URL or a header is malformed.
         """
+        return self._side_request(method, url, headers, body, now)
+
+    def _side_request(self, method: str, url: str, headers: tuple[Header, ...], body: bytes,
+                      now: float) -> int:
         target = parse_url(url)
         ex = _Exchange(0, _Kind.SIDE, method, target, tuple((k.lower(), v) for k, v in headers), body, ())
         ex.buffer = bytearray()
         self._submit(ex, now)
         ex.tag = ex.id
         return ex.tag
-
-    def _deliver(self, pending: _Pending, result: msgspec.Struct, raw: msgspec.Raw) -> None:
-        if pending.method == "tools/list" and self.rules is not None and self.rules.standard_headers:
-            result = self._checked_tools(result)
-        super()._deliver(pending, result, raw)
 
     def _checked_tools(self, result: msgspec.Struct) -> msgspec.Struct:
         """Drop tools whose ``x-mcp-header`` annotations are invalid (the spec's rule)."""
@@ -956,7 +975,7 @@ class HttpClient(ClientSession):
             try:
                 paths = modern.tool_header_paths(tool.input_schema)
             except ValueError as exc:
-                self._discard(DiscardReason.INVALID_PARAMS,
+                self._session.discard(DiscardReason.INVALID_PARAMS,
                               f"tool {tool.name!r} rejected: {exc}", tool.name.encode())
                 continue
             self._tool_headers[tool.name] = paths
@@ -984,7 +1003,7 @@ class HttpClient(ClientSession):
         if first:
             held, self._held = self._held, []
             for rid, message in held:
-                self._post(rid, message)
+                self._post(rid, message, now)
 
     def _open_get_stream(self, now: float) -> None:
         self._submit(self._exchange(_Kind.GET_STREAM, "GET", self.url, b"", ()), now)
@@ -992,39 +1011,23 @@ class HttpClient(ClientSession):
     # ------------------------------------------------------------------ helpers
 
     def _waiting_ids(self, ex: _Exchange) -> tuple[int, ...]:
-        return tuple(rid for rid in ex.request_ids if self._unanswered(rid))
+        return tuple(rid for rid in ex.request_ids if self._session.awaiting(rid))
 
     def _waiting_on(self, ex: _Exchange) -> bool:
-        return any(self._unanswered(rid) for rid in ex.request_ids)
-
-    def _unanswered(self, rid: int) -> bool:
-        """Still waiting on its answer (a request gathering MRTR input was answered)."""
-        if rid == self._init_id:
-            return True
-        pending = self._pending.get(rid)
-        return pending is not None and not pending.awaiting
+        return any(self._session.awaiting(rid) for rid in ex.request_ids)
 
     def _fail_exchange(self, ex: _Exchange, reason: FailureReason, message: str, now: float, *,
                        status: int | None = None, detail: dict[str, str] | None = None) -> None:
         self._abandon(ex, now)
         if ex.kind is _Kind.LEGACY_STREAM:
-            self.connection_lost(message, reason=reason, detail=detail)
+            self._session.connection_lost(message, now=now, reason=reason, detail=detail)
             return
-        self._fail_ids(ex, reason, message, status=status, detail=detail)
+        self._fail_ids(ex, reason, message, now, status=status, detail=detail)
 
-    def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, *, status: int | None = None,
-                  detail: dict[str, str] | None = None) -> None:
+    def _fail_ids(self, ex: _Exchange, reason: FailureReason, message: str, now: float, *,
+                  status: int | None = None, detail: dict[str, str] | None = None) -> None:
         for rid in ex.request_ids:
-            if rid == self._init_id:
-                self._initialize_failed(reason, message, status=status, detail=detail)
-                continue
-            pending = self._pending.get(rid)
-            if pending is None:
-                continue
-            super()._complete(pending)  # not self._complete: a failure keeps the restart count
-            self._resent.discard(rid)
-            self._events.append(RequestFailed(request_id=pending.origin, method=pending.method,
-                                              reason=reason, message=message, status=status, detail=detail))
+            self._session.fail_request(rid, reason, message, now=now, status=status, detail=detail)
 
     def _finish(self) -> None:
         """Closing is done (it runs once: everything that calls it is gone afterwards)."""
@@ -1081,13 +1084,6 @@ class _Outgoing(msgspec.Struct):
 
 
 _OUTGOING: Final = msgspec.json.Decoder(_Outgoing)
-
-# Requests a broken stream may be repeated for, under a new id (2026-07-28: no resumption).
-_SAFE_TO_REPEAT: Final = frozenset({
-    "server/discover", "tools/list", "resources/list", "resources/templates/list", "resources/read",
-    "prompts/list", "prompts/get", "completion/complete",
-})
-
 
 def _is_error_response(body: bytes, request_id: int) -> bool:
     """Whether ``body`` is a JSON-RPC error answering ``request_id`` (not noise, and not an

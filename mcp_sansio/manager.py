@@ -51,6 +51,7 @@ from mcp_sansio.hostconfig import (
     expand_server,
 )
 from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
+from mcp_sansio.machines import step
 from mcp_sansio.naming import ToolNamer, ToolNames, UnknownPromptName, UnknownToolName, servers_for
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
@@ -937,11 +938,7 @@ class ServerManagerCore:
         return server
 
     def _advance(self, server: _Server, trigger: Trigger) -> None:
-        new = TRANSITIONS.get((server.state, trigger))
-        if new is None:
-            raise LocalProtocolError(
-                f"server {server.entry.name!r}: {trigger.value} is not allowed while {server.state.value}")
-        server.state = new
+        server.state = step(TRANSITIONS, server.state, trigger, subject=f"server {server.entry.name!r} is ")
 
     def _enqueue(self, name: str) -> None:
         self._servers[name].queued = True

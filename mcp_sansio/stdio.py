@@ -22,7 +22,8 @@ from .events import (
     TerminateProcess,
 )
 from .framing import LineBuffer
-from .session import ClientSession, Phase
+from .front import SessionFront
+from .session import ClientSession, Link
 from .types import ClientCapabilities
 
 __all__ = ["StdioClient"]
@@ -43,7 +44,7 @@ class _Ladder(enum.Enum):
 _IDLE: Final = _Ladder.IDLE  # for the receive path: enum member lookups are slow in 3.11
 
 
-class StdioClient(ClientSession):
+class StdioClient(SessionFront):
     """An MCP client speaking to a subprocess over its stdin/stdout.
 
     Feed stdout bytes to :meth:`receive_data` (``b""`` at EOF) and report the exit with
@@ -56,12 +57,23 @@ class StdioClient(ClientSession):
         self, config: ClientConfig | None = None, capabilities: ClientCapabilities | None = None
     ) -> None:
         cfg = config or ClientConfig()
-        super().__init__(cfg, capabilities or ClientCapabilities())
+        super().__init__(ClientSession(cfg, capabilities or ClientCapabilities(),
+                                       Link(send=self._frame, garbage=self._garbage)))
         self._lines = LineBuffer(cfg.max_line_bytes)
         self._out = bytearray()
         self._actions: deque[Action] = deque()
         self._ladder = _Ladder.IDLE
-        self._now = 0.0  # the clock at the latest input, for deadlines armed mid-receive
+        self._ladder_at: float | None = None  # when the shutdown ladder takes its next step
+
+    # ------------------------------------------------------------ driver side
+
+    def start(self, *, now: float) -> None:
+        """Open the session (:meth:`ClientSession.start`): the process is running."""
+        self._session.start(now=now)
+
+    def initialize(self, *, now: float) -> None:
+        """Send ``initialize`` (:meth:`ClientSession.initialize`), with no stateless probe."""
+        self._session.initialize(now=now)
 
     # ------------------------------------------------------------ driver side
 
@@ -73,26 +85,26 @@ class StdioClient(ClientSession):
         """
         if self._ladder is not _IDLE:
             return  # shutting down: whatever else arrives no longer matters
-        self._now = now
+        receive = self._session.receive_message
         if not data:
             for line in self._lines.close():
-                self.receive_message(line, now)
+                receive(line, now)
             self._begin_shutdown(now)
             return
         sole = self._lines.sole_line(data)
         if sole is not None:  # the usual read: one whole reply
             if sole:
-                self.receive_message(sole, now)
+                receive(sole, now)
             return
         for line in self._lines.feed(data):
-            self.receive_message(line, now)
+            receive(line, now)
             if self._ladder is not _IDLE:
                 return  # that line failed the connection: the rest of the chunk is moot
         if self._lines.overflow is not None:
             # No size in the message: how much was seen depends on the chunking.
-            self.connection_lost(
+            self._session.connection_lost(
                 f"the server sent a line longer than max_line_bytes ({self.config.max_line_bytes})",
-                reason=FailureReason.MESSAGE_TOO_LARGE,
+                now=now, reason=FailureReason.MESSAGE_TOO_LARGE,
             )
             self._begin_shutdown(now)
 
@@ -102,8 +114,8 @@ class StdioClient(ClientSession):
         Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each, ``ConnectionTerminated``.
         """
         self._ladder = _Ladder.DONE
-        self._transport_at = None
-        self.connection_lost("the server process exited", returncode=returncode)
+        self._ladder_at = None
+        self._session.connection_lost("the server process exited", now=now, returncode=returncode)
 
     def close(self, *, now: float, message: str = "the client closed the connection") -> None:
         """Close the connection: pending requests fail, then the shutdown ladder runs.
@@ -111,7 +123,7 @@ class StdioClient(ClientSession):
         Actions: ``CloseInput`` now; ``InterruptProcess``, ``TerminateProcess`` and
         ``KillProcess`` from :meth:`handle_timeout` while the process has not exited.
         """
-        self.connection_lost(message)
+        self._session.connection_lost(message, now=now)
         self._begin_shutdown(now)
 
     def data_to_send(self) -> bytes:
@@ -126,10 +138,16 @@ class StdioClient(ClientSession):
         """The next I/O step the driver must perform, or ``None``."""
         return self._actions.popleft() if self._actions else None
 
+    def next_deadline(self) -> float | None:
+        """The earliest of the session's deadlines and the shutdown ladder's next step."""
+        at = self._session.next_deadline()
+        own = self._ladder_at
+        return own if own is not None and (at is None or own < at) else at
+
     def handle_timeout(self, now: float) -> None:
         """Fire request deadlines and the next ladder step when due."""
-        super().handle_timeout(now)
-        at = self._transport_at
+        self._session.handle_timeout(now)
+        at = self._ladder_at
         if at is None or at > now:
             return
         cfg = self.config
@@ -142,28 +160,27 @@ class StdioClient(ClientSession):
             self._step(KillProcess(), _Ladder.KILLED, now + _KILL_WAIT)
         else:  # KILLED, and the exit was never reported: stop waiting for it.
             self._ladder = _Ladder.DONE
-            self._transport_at = None
-            self.connection_lost("the server closed its stdout and did not exit after SIGKILL")
+            self._ladder_at = None
+            self._session.connection_lost("the server closed its stdout and did not exit after SIGKILL",
+                                          now=now)
 
-    # ---------------------------------------------------------------- internals
+    # ------------------------------------------------------------ the link
 
-    def _send(self, message: bytes) -> None:
+    def _frame(self, message: bytes, request_id: int | None, now: float) -> None:
         out = self._out
         out += message
         out += b"\n"
 
-    def _send_request(self, request_id: int, message: bytes) -> None:
-        out = self._out  # as _send does, without the base class's call to it: one per request
-        out += message
-        out += b"\n"
+    def _garbage(self, reason: DiscardReason, detail: str, now: float) -> bool:
+        """A line that is no JSON: the stream is broken, unless told to skip such lines."""
+        if self.config.skip_non_json_lines:
+            return False
+        self._session.connection_lost(f"the server wrote a line that is not JSON-RPC: {detail}", now=now,
+                                      reason=FailureReason.PROTOCOL_ERROR)
+        self._begin_shutdown(now)
+        return True
 
-    def _discard(self, reason: DiscardReason, detail: str, data: bytes | memoryview) -> None:
-        if self.config.skip_non_json_lines or reason not in _GARBAGE or self.phase is Phase.CLOSED:
-            super()._discard(reason, detail, data)
-            return
-        self.connection_lost(f"the server wrote a line that is not JSON-RPC: {detail}",
-                             reason=FailureReason.PROTOCOL_ERROR)
-        self._begin_shutdown(self._now)
+    # ---------------------------------------------------------------- internals
 
     def _begin_shutdown(self, now: float) -> None:
         if self._ladder is _Ladder.IDLE:
@@ -172,7 +189,4 @@ class StdioClient(ClientSession):
     def _step(self, action: Action, state: _Ladder, next_at: float) -> None:
         self._actions.append(action)
         self._ladder = state
-        self._transport_at = next_at
-
-
-_GARBAGE: Final = frozenset({DiscardReason.NOT_JSON, DiscardReason.INVALID_UTF8})
+        self._ladder_at = next_at

@@ -30,14 +30,16 @@ from .config import ClientConfig
 from .connections import ConnectFailure, SocketFailure
 from .errors import LocalProtocolError
 from .events import Action, AuthorizationRequired, DiscardReason, FailureReason
+from .front import SessionFront
 from .http11 import CloseConnection, OpenConnection, StartTls
+from .machines import step
 from .proxy import ProxySettings, Tunnel, TunnelFailed
-from .session import ClientSession
+from .session import ClientSession, Link
 from .types import ClientCapabilities
 from .urls import Url, parse_url
 from .www_authenticate import parse_www_authenticate
 
-__all__ = ["WebSocketClient", "parse_ws_url"]
+__all__ = ["PEER_TRIGGERS", "TRANSITIONS", "State", "Trigger", "WebSocketClient", "parse_ws_url"]
 
 _CONNECTION: Final = 1
 _SUBPROTOCOL: Final = "mcp"
@@ -57,7 +59,7 @@ _UTF8_HELD: Final = 3
 _CLOSE_RECEIVED: Final = frozenset({ConnectionState.REMOTE_CLOSING, ConnectionState.CLOSED})
 
 
-class _Link(enum.Enum):
+class State(enum.Enum):
     """Where the one connection is in its life."""
 
     NEW = "new"  # connect() not called yet
@@ -72,16 +74,54 @@ class _Link(enum.Enum):
     DONE = "done"  # CloseConnection issued (or nothing was ever opened)
 
 
+class Trigger(enum.Enum):
+    """What moves the connection between states; ``RECV_*`` come from the peer."""
+
+    CONNECT = "connect"
+    CONNECTED = "connected"  # to the server: the upgrade goes out
+    CONNECTED_TO_PROXY = "connected-to-proxy"  # CONNECT goes out
+    RECV_TUNNEL = "recv-tunnel"  # the proxy opened the tunnel (plain ws): the upgrade goes out
+    START_TLS = "start-tls"  # the proxy opened the tunnel (wss): TLS with the server first
+    TLS_STARTED = "tls-started"
+    RECV_ACCEPT = "recv-accept"  # 101
+    RECV_REFUSAL = "recv-refusal"  # any other status
+    SEND_CLOSE = "send-close"
+    RECV_CLOSE = "recv-close"
+    END = "end"  # CloseConnection (or nothing to close)
+
+
+PEER_TRIGGERS: Final = frozenset({Trigger.RECV_TUNNEL, Trigger.RECV_ACCEPT, Trigger.RECV_REFUSAL,
+                                   Trigger.RECV_CLOSE})
+"""The triggers the peer causes (an illegal one is a ``RemoteProtocolError``)."""
+
+TRANSITIONS: Final[Mapping[tuple[State, Trigger], State]] = {
+    (State.NEW, Trigger.CONNECT): State.CONNECTING,
+    (State.CONNECTING, Trigger.CONNECTED): State.UPGRADING,
+    (State.CONNECTING, Trigger.CONNECTED_TO_PROXY): State.TUNNELING,
+    (State.TUNNELING, Trigger.RECV_TUNNEL): State.UPGRADING,
+    (State.TUNNELING, Trigger.START_TLS): State.SECURING,
+    (State.SECURING, Trigger.TLS_STARTED): State.UPGRADING,
+    (State.UPGRADING, Trigger.RECV_ACCEPT): State.OPEN,
+    (State.UPGRADING, Trigger.RECV_REFUSAL): State.REJECTED,
+    (State.OPEN, Trigger.SEND_CLOSE): State.CLOSING,
+    # Both ends' Close frames are out: the server closes TCP first (RFC 6455 section 7.1.1).
+    (State.OPEN, Trigger.RECV_CLOSE): State.DRAINING,
+    (State.CLOSING, Trigger.RECV_CLOSE): State.DRAINING,
+    **{(state, Trigger.END): State.DONE for state in State},
+}
+"""Every legal move of the connection (rendered in docs/state-machines.md)."""
+
+
 # Nothing more the server sends is read: after both Close frames (RFC 6455 section 7.1.1) or the end.
-_UNREAD: Final = frozenset({_Link.DRAINING, _Link.DONE})
+_UNREAD: Final = frozenset({State.DRAINING, State.DONE})
 # The connection is not open yet: initialize_timeout ends these.
-_OPENING: Final = frozenset({_Link.CONNECTING, _Link.TUNNELING, _Link.SECURING, _Link.UPGRADING})
+_OPENING: Final = frozenset({State.CONNECTING, State.TUNNELING, State.SECURING, State.UPGRADING})
 # Where an opening that timed out stalled, for the message.
 _STALLED: Final = {
-    _Link.CONNECTING: "the connection (TCP, and TLS for wss) did not open",
-    _Link.TUNNELING: "the proxy did not answer CONNECT",
-    _Link.SECURING: "the TLS handshake in the proxy's tunnel did not complete",
-    _Link.UPGRADING: "the server did not answer the upgrade request",
+    State.CONNECTING: "the connection (TCP, and TLS for wss) did not open",
+    State.TUNNELING: "the proxy did not answer CONNECT",
+    State.SECURING: "the TLS handshake in the proxy's tunnel did not complete",
+    State.UPGRADING: "the server did not answer the upgrade request",
 }
 
 
@@ -101,7 +141,7 @@ def parse_ws_url(text: str) -> Url:
     return parse_url(f"{http}:{rest}")
 
 
-class WebSocketClient(ClientSession):
+class WebSocketClient(SessionFront):
     """An MCP client over one WebSocket connection.
 
     Driver contract (as :class:`~mcp_sansio.http_transport.HttpClient`): perform each
@@ -151,8 +191,8 @@ class WebSocketClient(ClientSession):
                 the handshake sets itself, or a limit is not positive.
         """
         cfg = config or ClientConfig()
-        super().__init__(cfg, capabilities or ClientCapabilities())
         target = parse_ws_url(url)
+        super().__init__(ClientSession(cfg, capabilities or ClientCapabilities(), Link(send=self._send_text)))
         self.url = f"{'wss' if target.scheme == 'https' else 'ws'}://{target.authority}{target.target}"
         self._max_message = cfg.max_response_bytes if max_message_bytes is None else max_message_bytes
         timeout = ping_interval if ping_timeout is None else ping_timeout
@@ -174,7 +214,7 @@ class WebSocketClient(ClientSession):
         self._ws = WSConnection(ConnectionType.CLIENT)
         # Built now, so that a bad header fails here rather than once connected.
         self._upgrade = _upgrade_request(self._ws, target, headers or {}, cfg.user_agent)
-        self._link = _Link.NEW
+        self._link = State.NEW  # moved only by _move, along TRANSITIONS
         self._subprotocol: str | None = None
         self._out = bytearray()  # bounded by config.max_send_queue_bytes (see _enqueue)
         self._pong: bytes | None = None  # the payload of the latest Ping, answered at the next write
@@ -202,7 +242,7 @@ class WebSocketClient(ClientSession):
     @property
     def finished(self) -> bool:
         """The connection is closed (after :meth:`close`, or because it failed)."""
-        return self._link is _Link.DONE
+        return self._link is State.DONE
 
     def next_action(self) -> Action | None:
         """The connection to open or close, or ``None``."""
@@ -231,8 +271,8 @@ class WebSocketClient(ClientSession):
 
     def next_deadline(self) -> float | None:
         """The earliest of the session's deadlines, the keepalive and the close bound."""
-        candidates = [d for d in (super().next_deadline(), self._ping_at, self._pong_by, self._closing_at)
-                      if d is not None]
+        candidates = [d for d in (self._session.next_deadline(), self._ping_at, self._pong_by,
+                                  self._closing_at) if d is not None]
         return min(candidates) if candidates else None
 
     # ------------------------------------------------------------- driver input
@@ -244,10 +284,10 @@ class WebSocketClient(ClientSession):
             LocalProtocolError: already connected, or closed.
         Actions: ``OpenConnection``.
         """
-        if self._link is not _Link.NEW:
+        if self._link is not State.NEW:
             raise LocalProtocolError(f"cannot connect: the connection is {self._link.value}")
-        self.initialize(now=now)  # WebSocket is a handshake-era transport: no stateless probe
-        self._link = _Link.CONNECTING
+        self._session.initialize(now=now)  # WebSocket is a handshake-era transport: no stateless probe
+        self._move(Trigger.CONNECT)
         self._actions.append(self._open)
 
     def connection_made(self, connection: int, now: float) -> None:
@@ -259,12 +299,12 @@ class WebSocketClient(ClientSession):
         """
         if not self._live(connection):
             return
-        if self._link is not _Link.CONNECTING:
+        if self._link is not State.CONNECTING:
             raise LocalProtocolError(f"connection {connection} is already connected")
         if self._tunnel is None:
-            self._start_upgrade()
+            self._start_upgrade(Trigger.CONNECTED)
         else:
-            self._link = _Link.TUNNELING
+            self._move(Trigger.CONNECTED_TO_PROXY)
             self._out += self._tunnel.request
 
     def tls_started(self, connection: int, now: float) -> None:
@@ -275,9 +315,9 @@ class WebSocketClient(ClientSession):
         """
         if not self._live(connection):
             return
-        if self._link is not _Link.SECURING:
+        if self._link is not State.SECURING:
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
-        self._start_upgrade()
+        self._start_upgrade(Trigger.TLS_STARTED)
 
     def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing failed.
@@ -292,15 +332,15 @@ class WebSocketClient(ClientSession):
         if not self._live(connection):
             return
         link = self._link
-        if link is _Link.CONNECTING or link is _Link.SECURING:
+        if link is State.CONNECTING or link is State.SECURING:
             opened = self._open
             unreachable = (ConnectFailure(host=self._target.host, port=self._target.port, failure=failure)
-                           if link is _Link.SECURING else  # TLS with the server, in the proxy's tunnel
+                           if link is State.SECURING else  # TLS with the server, in the proxy's tunnel
                            ConnectFailure(host=opened.host, port=opened.port, failure=failure,
                                           proxy=self._tunnel is not None))
-            self._abort(unreachable.message, FailureReason.CONNECT_FAILED, detail=unreachable.detail())
+            self._abort(unreachable.message, now, FailureReason.CONNECT_FAILED, detail=unreachable.detail())
             return
-        self._abort(f"the WebSocket connection to {self.url} failed: {failure.cause}")
+        self._abort(f"the WebSocket connection to {self.url} failed: {failure.cause}", now)
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
         """Bytes read from ``connection``; ``b""`` at EOF.
@@ -317,13 +357,13 @@ class WebSocketClient(ClientSession):
         """
         if not self._live(connection):
             return
-        if self._link is _Link.CONNECTING or self._link is _Link.SECURING:
+        if self._link is State.CONNECTING or self._link is State.SECURING:
             raise LocalProtocolError(f"connection {connection} is not connected yet")
-        if self._link is _Link.TUNNELING:
+        if self._link is State.TUNNELING:
             self._tunnel_data(data, now)
             return
         if not data:
-            self._on_eof()
+            self._on_eof(now)
             return
         # Fed in slices so that what happens does not depend on how the bytes were split:
         # see _room.
@@ -339,26 +379,27 @@ class WebSocketClient(ClientSession):
         within ``initialize_timeout``; the session's timeouts; CONNECTION_LOST failures
         when a Pong is overdue. Actions: ``CloseConnection`` when the wait is over.
         """
-        init_at = self._negotiation.deadline
+        negotiation = self._session.negotiation
+        init_at = negotiation.deadline
         if init_at is not None and init_at <= now:
-            if self._link is _Link.REJECTED:
-                self._rejected()  # report what the refusal said so far
+            if self._link is State.REJECTED:
+                self._rejected(now)  # report what the refusal said so far
             elif self._link in _OPENING:
-                elapsed = now - self._negotiation.connect_at
+                elapsed = now - negotiation.connect_at
                 self._abort(f"could not open the WebSocket to {self.url} within {elapsed:.1f} s"
                             f" (initialize_timeout {self.config.initialize_timeout:g} s):"
-                            f" {_STALLED[self._link]}", FailureReason.TIMEOUT)
-        super().handle_timeout(now)
+                            f" {_STALLED[self._link]}", now, FailureReason.TIMEOUT)
+        self._session.handle_timeout(now)
         keepalive = self._keepalive
         if keepalive is not None and self._pong_by is not None and self._pong_by <= now:
-            self._abort(f"the server did not answer a ping within {keepalive[1]:g} s")
+            self._abort(f"the server did not answer a ping within {keepalive[1]:g} s", now)
         elif keepalive is not None and self._ping_at is not None and self._ping_at <= now:
             self._pings += 1
             self._ping_payload = str(self._pings).encode()
             self._ping_at = None
             self._pong_by = now + keepalive[1]
             # Last: a server that stopped reading is dropped here, which disarms both.
-            self._enqueue(self._ws.send(wsevents.Ping(payload=self._ping_payload)))
+            self._enqueue(self._ws.send(wsevents.Ping(payload=self._ping_payload)), now)
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
 
@@ -373,26 +414,26 @@ class WebSocketClient(ClientSession):
         ``CloseConnection`` (at once unless open).
         """
         link = self._link
-        if link in (_Link.CLOSING, _Link.DRAINING, _Link.DONE):
+        if link in (State.CLOSING, State.DRAINING, State.DONE):
             return
-        self.connection_lost(message)
-        if link is not _Link.OPEN:
+        self._session.connection_lost(message, now=now)
+        if link is not State.OPEN:
             self._finish()
             return
         self._out += self._ws.send(wsevents.CloseConnection(code=CloseReason.NORMAL_CLOSURE))
-        self._link = _Link.CLOSING
+        self._move(Trigger.SEND_CLOSE)
         self._closing_at = now + self.config.close_timeout
         self._ping_at = self._pong_by = self._pong = None
 
     # -------------------------------------------------------- session hooks
 
-    def _send(self, message: bytes) -> None:
-        if self._link is _Link.OPEN:
-            self._enqueue(self._ws.send(wsevents.TextMessage(data=message.decode())))
+    def _send_text(self, message: bytes, request_id: int | None, now: float) -> None:
+        if self._link is State.OPEN:
+            self._enqueue(self._ws.send(wsevents.TextMessage(data=message.decode())), now)
         else:  # only initialize, until the upgrade completes: once closed, the session sends nothing
             self._held.append(message)
 
-    def _enqueue(self, frame: bytes) -> None:
+    def _enqueue(self, frame: bytes, now: float) -> None:
         """Queue ``frame``, unless what already waits would pass ``max_send_queue_bytes``:
         then the server has stopped reading, and the connection is dropped."""
         limit = self.config.max_send_queue_bytes
@@ -400,7 +441,7 @@ class WebSocketClient(ClientSession):
         if waiting and waiting + len(frame) > limit:
             self._abort(f"the server stopped reading: {waiting} bytes wait to be sent and"
                         f" {len(frame)} more would pass max_send_queue_bytes ({limit})",
-                        FailureReason.SEND_QUEUE_FULL)
+                        now, FailureReason.SEND_QUEUE_FULL)
             return
         self._out += frame
 
@@ -414,22 +455,23 @@ class WebSocketClient(ClientSession):
             return
         if isinstance(outcome, TunnelFailed):
             if outcome.status is None:  # the proxy closed or spoke nonsense: a connection failure
-                self._abort(outcome.message)
+                self._abort(outcome.message, now)
                 return
-            self._initialize_failed(FailureReason.PROXY_ERROR, outcome.message, status=outcome.status)
-            self._abort(outcome.message, FailureReason.PROXY_ERROR)
+            self._session.fail_handshake(FailureReason.PROXY_ERROR, outcome.message, now=now,
+                                         status=outcome.status)
+            self._abort(outcome.message, now, FailureReason.PROXY_ERROR)
             return
         self._tunnel = None
         if self._target.scheme == "https":
-            self._link = _Link.SECURING
+            self._move(Trigger.START_TLS)
             self._actions.append(StartTls(connection=_CONNECTION, server_hostname=self._target.host))
             return
-        self._start_upgrade()
+        self._start_upgrade(Trigger.RECV_TUNNEL)
         if outcome.leftover:
             self.receive_data(_CONNECTION, outcome.leftover, now)
 
-    def _start_upgrade(self) -> None:
-        self._link = _Link.UPGRADING
+    def _start_upgrade(self, trigger: Trigger) -> None:
+        self._move(trigger)
         self._out += self._upgrade
 
     # ------------------------------------------------------------ wsproto events
@@ -445,9 +487,9 @@ class WebSocketClient(ClientSession):
         whole.
         """
         link = self._link
-        if link is _Link.OPEN or link is _Link.UPGRADING:
+        if link is State.OPEN or link is State.UPGRADING:
             room = max(1, self._max_message - len(self._message) - _UTF8_HELD)
-            return room if link is _Link.OPEN else min(room, self._head_room)
+            return room if link is State.OPEN else min(room, self._head_room)
         return size
 
     def _feed(self, data: bytes, now: float) -> None:
@@ -462,12 +504,12 @@ class WebSocketClient(ClientSession):
             if self._link in _UNREAD:
                 return
         if error is not None:
-            self._on_bad_handshake(error)
-        elif self._link is _Link.UPGRADING:
+            self._on_bad_handshake(error, now)
+        elif self._link is State.UPGRADING:
             self._head_room -= len(data)
             if not self._head_room:
                 self._abort(f"the server's answer to the upgrade has a head over {_MAX_HEAD} bytes",
-                            FailureReason.PROTOCOL_ERROR)
+                            now, FailureReason.PROTOCOL_ERROR)
 
     def _on_event(self, event: wsevents.Event, now: float) -> None:
         if isinstance(event, wsevents.TextMessage):
@@ -475,7 +517,7 @@ class WebSocketClient(ClientSession):
         elif isinstance(event, wsevents.BytesMessage):
             self._on_binary(event)
         elif isinstance(event, wsevents.Ping):
-            if self._link is _Link.OPEN:
+            if self._link is State.OPEN:
                 self._pong = event.payload  # answered by data_to_send: only the latest needs one
         elif isinstance(event, wsevents.Pong):
             keepalive = self._keepalive
@@ -487,13 +529,13 @@ class WebSocketClient(ClientSession):
         elif isinstance(event, wsevents.AcceptConnection):
             self._on_accept(event, now)
         elif isinstance(event, wsevents.RejectConnection):
-            self._on_refusal(event)
+            self._on_refusal(event, now)
         else:
             assert isinstance(event, wsevents.RejectData)  # a client connection yields no other kind
-            self._on_refusal_data(event)
+            self._on_refusal_data(event, now)
 
     def _on_text(self, event: wsevents.TextMessage, now: float) -> None:
-        if self._link is not _Link.OPEN:
+        if self._link is not State.OPEN:
             return  # closing: what else arrives no longer matters
         piece = event.data.encode()
         buf = self._message
@@ -501,7 +543,7 @@ class WebSocketClient(ClientSession):
             # No size in the message: how much was seen depends on the chunking.
             self._fail_connection(
                 f"the server sent a message larger than max_message_bytes ({self._max_message})",
-                FailureReason.MESSAGE_TOO_LARGE, CloseReason.MESSAGE_TOO_BIG)
+                FailureReason.MESSAGE_TOO_LARGE, CloseReason.MESSAGE_TOO_BIG, now)
             return
         if not event.message_finished:
             buf += piece
@@ -509,122 +551,128 @@ class WebSocketClient(ClientSession):
             buf += piece
             data = bytes(buf)
             buf.clear()
-            self.receive_message(data, now)
+            self._session.receive_message(data, now)
         else:
-            self.receive_message(piece, now)
+            self._session.receive_message(piece, now)
 
     def _on_binary(self, event: wsevents.BytesMessage) -> None:
-        if self._link is not _Link.OPEN:
+        if self._link is not State.OPEN:
             return
         self._binary += event.data[: _EXCERPT - len(self._binary)]
         if event.message_finished:
-            self._discard(DiscardReason.NOT_JSON, "a binary message: MCP messages are JSON in text frames",
-                          bytes(self._binary))
+            self._session.discard(DiscardReason.NOT_JSON, "a binary message: MCP messages are JSON in text"
+                                  " frames", bytes(self._binary))
             self._binary = bytearray()
 
     def _on_close(self, event: wsevents.CloseConnection, now: float) -> None:
         if self._ws.state not in _CLOSE_RECEIVED:
             # wsproto reports what it could not parse as a Close event, leaving its state.
-            if self._link is _Link.OPEN:
+            if self._link is State.OPEN:
                 # The decoder's message names a position, which depends on the chunking.
                 utf8 = event.code == CloseReason.INVALID_FRAME_PAYLOAD_DATA
                 self._fail_connection(
                     f"the server broke the WebSocket protocol: {'invalid UTF-8' if utf8 else event.reason}",
-                    FailureReason.PROTOCOL_ERROR, event.code)
+                    FailureReason.PROTOCOL_ERROR, event.code, now)
             else:
                 self._finish()
             return
-        if self._link is _Link.OPEN:  # the server started the closing handshake
-            self.connection_lost(f"the server closed the WebSocket ({_describe_close(event)})")
+        if self._link is State.OPEN:  # the server started the closing handshake
+            why = f"the server closed the WebSocket ({_describe_close(event)})"
+            self._session.connection_lost(why, now=now)
             self._out += self._ws.send(event.response())
             self._closing_at = now + self.config.close_timeout
             self._ping_at = self._pong_by = self._pong = None
-        self._link = _Link.DRAINING  # the server closes TCP first (RFC 6455 section 7.1.1)
+        self._move(Trigger.RECV_CLOSE)
 
     def _on_accept(self, event: wsevents.AcceptConnection, now: float) -> None:
-        self._link = _Link.OPEN
+        self._move(Trigger.RECV_ACCEPT)
         self._subprotocol = event.subprotocol
         if self._keepalive is not None:
             self._ping_at = now + self._keepalive[0]
         held, self._held = self._held, []
         for message in held:
-            self._send(message)
+            self._send_text(message, None, now)
 
-    def _on_refusal(self, event: wsevents.RejectConnection) -> None:
-        self._link = _Link.REJECTED
+    def _on_refusal(self, event: wsevents.RejectConnection, now: float) -> None:
+        self._move(Trigger.RECV_REFUSAL)
         self._status = event.status_code
         if event.status_code in (401, 403):
             header = b", ".join(v for k, v in event.headers if k.lower() == b"www-authenticate")
             challenges = parse_www_authenticate(header.decode("latin-1"))
             bearer = next((c for c in challenges if c.scheme == "bearer"), next(iter(challenges), None))
             self._auth = dict(bearer.params) if bearer is not None else {}
-            self._events.append(AuthorizationRequired(
+            self._session.add_event(AuthorizationRequired(
                 status=event.status_code, scheme=bearer.scheme if bearer else "", params=self._auth))
         if not event.has_body:
-            self._rejected()
+            self._rejected(now)
 
-    def _on_refusal_data(self, event: wsevents.RejectData) -> None:
+    def _on_refusal_data(self, event: wsevents.RejectData, now: float) -> None:
         self._body += event.data[: _EXCERPT - len(self._body)]
         if event.body_finished or len(self._body) >= _EXCERPT:
-            self._rejected()
+            self._rejected(now)
 
     # ---------------------------------------------------------------- endings
 
-    def _rejected(self) -> None:
+    def _rejected(self, now: float) -> None:
         """Report the refused upgrade with the start of its body, and close."""
         status = self._status
         excerpt = bytes(self._body[:300]).decode("utf-8", "replace").strip()
         if status in (401, 403):
             reason = FailureReason.AUTHORIZATION_REQUIRED
             message = f"the server requires authorization (HTTP {status})"
-            self._initialize_failed(reason, message, status=status, detail=self._auth)
+            self._session.fail_handshake(reason, message, now=now, status=status, detail=self._auth)
         else:
             reason = FailureReason.HTTP_ERROR
             message = f"HTTP {status} from {self.url}" + (f": {' '.join(excerpt.split())}" if excerpt else "")
-            self._initialize_failed(reason, message, status=status, detail={"body": excerpt})
-        self._abort(message, reason)
+            self._session.fail_handshake(reason, message, now=now, status=status, detail={"body": excerpt})
+        self._abort(message, now, reason)
 
-    def _on_bad_handshake(self, detail: str) -> None:
-        if self._link is _Link.REJECTED:
-            self._rejected()  # a malformed refusal body: report what we have
+    def _on_bad_handshake(self, detail: str, now: float) -> None:
+        if self._link is State.REJECTED:
+            self._rejected(now)  # a malformed refusal body: report what we have
         else:
-            self._abort(f"the WebSocket handshake with {self.url} failed: {detail}",
+            self._abort(f"the WebSocket handshake with {self.url} failed: {detail}", now,
                         FailureReason.PROTOCOL_ERROR)
 
-    def _on_eof(self) -> None:
+    def _on_eof(self, now: float) -> None:
         link = self._link
-        if link is _Link.UPGRADING:
-            self._abort("the server closed the connection during the WebSocket handshake")
-        elif link is _Link.REJECTED:
-            self._rejected()
-        elif link is _Link.OPEN:
-            self._abort("the server closed the connection without a WebSocket Close frame")
+        if link is State.UPGRADING:
+            self._abort("the server closed the connection during the WebSocket handshake", now)
+        elif link is State.REJECTED:
+            self._rejected(now)
+        elif link is State.OPEN:
+            self._abort("the server closed the connection without a WebSocket Close frame", now)
         else:  # closing: the server's side is done
             self._finish()
 
-    def _fail_connection(self, message: str, reason: FailureReason, code: int) -> None:
+    def _fail_connection(self, message: str, reason: FailureReason, code: int, now: float) -> None:
         """Fail the WebSocket connection (RFC 6455 section 7.1.7): a Close frame, then close."""
-        self.connection_lost(message, reason=reason)
+        self._session.connection_lost(message, now=now, reason=reason)
         self._out += self._ws.send(wsevents.CloseConnection(code=code))
         self._finish()
 
-    def _abort(self, message: str, reason: FailureReason = FailureReason.CONNECTION_LOST, *,
+    def _abort(self, message: str, now: float, reason: FailureReason = FailureReason.CONNECTION_LOST, *,
                detail: dict[str, str] | None = None) -> None:
-        self.connection_lost(message, reason=reason, detail=detail)
+        self._session.connection_lost(message, now=now, reason=reason, detail=detail)
         self._finish()
 
     def _finish(self) -> None:
-        if self._link is not _Link.NEW:
+        if self._link is not State.NEW:
             self._actions.append(CloseConnection(connection=_CONNECTION))
-        self._link = _Link.DONE
+        self._move(Trigger.END)
         self._closing_at = self._ping_at = self._pong_by = self._pong = None
         self._held.clear()
 
+    def _move(self, trigger: Trigger) -> None:
+        """Move by ``TRANSITIONS``; an illegal move is blamed on whoever caused it: the peer
+        for a ``RECV_*`` trigger, the caller otherwise."""
+        self._link = step(TRANSITIONS, self._link, trigger, peer=PEER_TRIGGERS, subject="the connection is ")
+
     def _live(self, connection: int) -> bool:
         """Whether ``connection`` is still open; raise if it never was."""
-        if connection != _CONNECTION or self._link is _Link.NEW:
+        if connection != _CONNECTION or self._link is State.NEW:
             raise LocalProtocolError(f"connection {connection} was never opened")
-        return self._link is not _Link.DONE
+        return self._link is not State.DONE
 
 
 def _upgrade_request(ws: WSConnection, url: Url, headers: Mapping[str, str], user_agent: str) -> bytes:

@@ -77,7 +77,7 @@ def drain_actions(core: _ActionSource) -> list[Action]:
     return actions
 
 
-def take_messages(core: ClientSession | StdioServer) -> list[Json]:
+def take_messages(core: ClientSession | StdioClient | StdioServer) -> list[Json]:
     """Drain what ``core`` queued to send and parse each message, so key order never matters.
 
     A :class:`StdioClient` or :class:`StdioServer` is read through ``data_to_send()``

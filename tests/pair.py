@@ -60,7 +60,7 @@ def _answer_with(client: StdioClient | HttpClient, answers: Mapping[str, object]
     if result is None:
         return False  # unanswered: the event goes to the test
     assert isinstance(result, msgspec.Struct | Mapping), f"bad answer for {event.method}"
-    client.respond(event.request_id, result)
+    client.respond(event.request_id, result, now=0.0)
     return True
 
 

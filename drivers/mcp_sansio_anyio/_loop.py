@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import RequestId
-from mcp_sansio.session import ClientSession
+from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
 
@@ -66,7 +66,7 @@ class AnyioDriver(AsyncClient):
     shutdown is complete, from the task that opened it.
     """
 
-    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
+    def __init__(self, core: SessionFront, handlers: Handlers) -> None:
         super().__init__(core, handlers)
         self._tg: TaskGroup | None = None
         self._task_scopes: set[anyio.CancelScope] = set()

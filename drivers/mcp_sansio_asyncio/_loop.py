@@ -14,7 +14,7 @@ import msgspec
 
 from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import RequestId
-from mcp_sansio.session import ClientSession
+from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.connect import Connect
 from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
@@ -25,7 +25,7 @@ __all__ = ["Connect", "LoopDriver"]
 class LoopDriver(AsyncClient):
     """The façade's primitives (clock, waiter, tasks, flushing, one timer) on asyncio."""
 
-    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
+    def __init__(self, core: SessionFront, handlers: Handlers) -> None:
         super().__init__(core, handlers)
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None

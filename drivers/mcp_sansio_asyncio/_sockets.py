@@ -15,8 +15,8 @@ import msgspec
 
 from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.events import Action, Event, InitializeCompleted
+from mcp_sansio.front import SessionFront
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
-from mcp_sansio.session import ClientSession
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
 
@@ -70,7 +70,7 @@ class _Socket(asyncio.Protocol):
 class SocketDriver(LoopDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
-    def __init__(self, core: ClientSession, handlers: Handlers, ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, core: SessionFront, handlers: Handlers, ssl_context: ssl.SSLContext | None) -> None:
         super().__init__(core, handlers)
         self._net: NetworkCore = core  # type: ignore[assignment]  # HttpClient / WebSocketClient
         self._sockets: dict[int, asyncio.Transport] = {}

@@ -84,12 +84,14 @@ class Answers:
         self.sent: list[tuple[object, ...]] = []
         self._unencodable = unencodable
 
-    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object]) -> None:
+    def respond(self, request_id: RequestId, result: msgspec.Struct | Mapping[str, object], *,
+                now: float) -> None:
         if self._unencodable:
             raise LocalProtocolError("the result holds a value JSON cannot represent")
         self.sent.append(("result", request_id, result))
 
-    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None) -> None:
+    def respond_error(self, request_id: RequestId, code: int, message: str, data: object = None, *,
+                      now: float) -> None:
         self.sent.append(("error", request_id, code, message, data))
 
 
@@ -119,20 +121,20 @@ def test_a_server_request_without_its_handler_has_none(method: str) -> None:
 
 def test_no_handler_answers_method_not_found() -> None:
     session = Answers()
-    answer(session, server_request("vendor/ask"), NO_HANDLER)
+    answer(session, server_request("vendor/ask"), NO_HANDLER, now=0.0)
     assert session.sent == [("error", 7, -32601, "no handler for vendor/ask", None)]
 
 
 def test_a_handler_result_is_checked_and_sent() -> None:
     session = Answers()
     result = ElicitResult(action="decline")
-    answer(session, server_request("elicitation/create"), result)
+    answer(session, server_request("elicitation/create"), result, now=0.0)
     assert session.sent == [("result", 7, result)]
 
 
 def test_a_malformed_handler_result_answers_internal_error() -> None:
     session = Answers()
-    answer(session, server_request("elicitation/create"), {"action": "maybe"})
+    answer(session, server_request("elicitation/create"), {"action": "maybe"}, now=0.0)
     [(kind, rid, code, message, _)] = session.sent
     assert (kind, rid, code) == ("error", 7, -32603)
     assert str(message).startswith("invalid elicitation/create result")
@@ -140,26 +142,26 @@ def test_a_malformed_handler_result_answers_internal_error() -> None:
 
 def test_a_result_json_cannot_hold_answers_internal_error() -> None:
     session = Answers(unencodable=True)
-    answer(session, server_request("elicitation/create"), ElicitResult(action="decline"))
+    answer(session, server_request("elicitation/create"), ElicitResult(action="decline"), now=0.0)
     assert session.sent == [("error", 7, -32603, "the result holds a value JSON cannot represent", None)]
 
 
 def test_a_raised_request_error_is_sent_as_that_error() -> None:
     session = Answers()
     refusal = RequestError(-1, "the user said no", {"why": 1})
-    answer(session, server_request("sampling/createMessage"), refusal)
+    answer(session, server_request("sampling/createMessage"), refusal, now=0.0)
     assert session.sent == [("error", 7, -1, "the user said no", {"why": 1})]
 
 
 def test_a_raised_library_error_is_sent_with_its_message() -> None:
     session = Answers()
-    answer(session, server_request("sampling/createMessage"), McpSansioError("bad root"))
+    answer(session, server_request("sampling/createMessage"), McpSansioError("bad root"), now=0.0)
     assert session.sent == [("error", 7, -32603, "bad root", None)]
 
 
 def test_an_application_bug_is_sent_without_its_message() -> None:
     session = Answers()
-    answer(session, server_request("sampling/createMessage"), KeyError("secret-token"))
+    answer(session, server_request("sampling/createMessage"), KeyError("secret-token"), now=0.0)
     assert session.sent == [
         ("error", 7, -32603, "the client's sampling/createMessage handler failed (KeyError)", None)
     ]

@@ -253,7 +253,7 @@ def test_answer_to_a_server_request_is_posted() -> None:
     roots = json_body({"jsonrpc": "2.0", "id": 9, "method": "roots/list"})
     server.reply_sse(post, [sse_event(roots)], now=1.0, end=False)
     drain_events(client)
-    client.respond(9, {"roots": []})
+    client.respond(9, {"roots": []}, now=1.0)
     (answer,) = server.pump(now=1.1)
     assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {"roots": []}}
     assert answer.header("mcp-session-id") == "s-1"
@@ -282,7 +282,7 @@ def test_sse_message_with_invalid_utf8_is_discarded_as_on_stdio() -> None:
 
 def test_notification_answered_202_queues_nothing() -> None:
     client, server, _ = ready_http_client()
-    client.notify("notifications/roots/list_changed")
+    client.notify("notifications/roots/list_changed", now=0.0)
     (post,) = server.pump(now=1.0)
     server.accept(post, now=1.0)
     assert drain_events(client) == []

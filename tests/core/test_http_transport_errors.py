@@ -183,7 +183,7 @@ def test_redirect_status_other_than_307_308_is_an_http_error(status: int) -> Non
 
 def test_error_status_on_a_notification_queues_nothing() -> None:
     client, server, _ = ready_http_client()
-    client.notify("notifications/roots/list_changed")
+    client.notify("notifications/roots/list_changed", now=0.0)
     (post,) = server.pump(now=1.0)
     server.reply(post, 500, now=1.0)
     assert drain_events(client) == []

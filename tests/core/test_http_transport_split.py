@@ -52,7 +52,7 @@ def script(splitter: Splitter) -> tuple[list[ClientEvent], list[tuple[str, str, 
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
     server.send(call, head + stream, now=1.0)
     server.hang_up(call, now=1.0)
-    client.respond("r1", {"roots": []})
+    client.respond("r1", {"roots": []}, now=1.0)
     for request in server.pump(now=1.0):
         server.accept(request, now=1.0)
     # A JSON answer, then a dropped SSE answer resumed from its last id.

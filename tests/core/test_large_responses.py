@@ -123,6 +123,6 @@ def test_a_large_message_has_the_same_effect_as_through_the_general_path(method:
                 request_id = client.request(method, now=0.0, all_pages=method == "tools/list")
                 client.data_to_send()
             data = _message(layout, _IDS[rid].replace(b"%d", b"%d" % request_id), _RESULTS[result], tail)
-            client.receive_message(memoryview(data) if general else data, 0.0)
+            client.session.receive_message(memoryview(data) if general else data, 0.0)
             outcomes.append((drain_events(client), client.pending_requests(), client.data_to_send()))
         assert outcomes[0] == outcomes[1], (layout, rid, result, tail)

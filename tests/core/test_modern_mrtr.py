@@ -70,8 +70,8 @@ def _asked(**config: Any) -> StdioClient:
 def _answered(**config: Any) -> StdioClient:
     """:func:`_asked`, both inputs answered: the retry (id 3) is out, its line taken."""
     client = _asked(**config)
-    client.respond("input:2:k1", ELICIT_ANSWER)
-    client.respond("input:2:k2", SAMPLE_ANSWER)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
+    client.respond("input:2:k2", SAMPLE_ANSWER, now=0.0)
     client.data_to_send()
     return client
 
@@ -112,15 +112,15 @@ def test_roots_input_without_params_is_asked() -> None:
 
 def test_nothing_is_sent_until_every_input_is_answered() -> None:
     client = _asked()
-    client.respond("input:2:k1", ELICIT_ANSWER)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
     assert take_messages(client) == []
     assert client.pending_requests() == [2]
 
 
 def test_answering_every_input_reissues_the_request_with_a_new_id() -> None:
     client = _asked()
-    client.respond("input:2:k2", SAMPLE_ANSWER)
-    client.respond("input:2:k1", ELICIT_ANSWER)
+    client.respond("input:2:k2", SAMPLE_ANSWER, now=0.0)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
     assert take_messages(client) == [_call(
         3, inputResponses={"k1": ELICIT_ANSWER, "k2": SAMPLE_ANSWER}, requestState="opaque")]
 
@@ -130,7 +130,7 @@ def test_answer_structs_are_sent_as_their_json() -> None:
     client.call_tool("t", {"a": 1}, now=1.0)
     client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}, None), 2.0)
     client.data_to_send()
-    client.respond("input:2:r", ListRootsResult(roots=[Root(uri="file:///w")]))
+    client.respond("input:2:r", ListRootsResult(roots=[Root(uri="file:///w")]), now=1.0)
     assert take_messages(client) == [_call(3, inputResponses={"r": {"roots": [{"uri": "file:///w"}]}})]
 
 
@@ -152,7 +152,7 @@ def test_request_state_is_echoed_exactly() -> None:
     client.call_tool("t", {"a": 1}, now=1.0)
     client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}, state), 2.0)
     client.data_to_send()
-    client.respond("input:2:r", {"roots": []})
+    client.respond("input:2:r", {"roots": []}, now=1.0)
     (message,) = take_messages(client)
     assert message["params"]["requestState"] == state
 
@@ -162,7 +162,7 @@ def test_retry_without_request_state_leaves_it_out() -> None:
     client.call_tool("t", {"a": 1}, now=1.0)
     client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}, None), 2.0)
     client.data_to_send()
-    client.respond("input:2:r", {"roots": []})
+    client.respond("input:2:r", {"roots": []}, now=1.0)
     assert take_messages(client) == [_call(3, inputResponses={"r": {"roots": []}})]
 
 
@@ -189,7 +189,7 @@ def test_a_second_round_replaces_the_first_rounds_input() -> None:
     (event,) = drain_events(client)
     assert event == ServerRequestReceived(request_id="input:3:k3", method="roots/list",
                                           params=RequestParams())
-    client.respond("input:3:k3", {"roots": []})
+    client.respond("input:3:k3", {"roots": []}, now=0.0)
     assert take_messages(client) == [_call(4, inputResponses={"k3": {"roots": []}})]
 
 
@@ -224,7 +224,7 @@ def test_prompts_and_resources_may_ask_for_input_too(call: Any, params: Json) ->
     client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}), 2.0)
     asked = [e.request_id for e in drain_events(client) if isinstance(e, ServerRequestReceived)]
     assert asked == ["input:2:r"]
-    client.respond("input:2:r", {"roots": []})
+    client.respond("input:2:r", {"roots": []}, now=0.0)
     assert take_messages(client) == [{**sent, "id": 3, "params": {
         **params, "_meta": modern_meta(progress_token=3), "inputResponses": {"r": {"roots": []}},
         "requestState": "opaque"}}]
@@ -236,7 +236,7 @@ def test_a_result_reached_through_input_rounds_is_never_cacheable() -> None:
     client.data_to_send()
     client.receive_data(_input_required(2, {"r": {"method": "roots/list"}}), 2.0)
     drain_events(client)
-    client.respond("input:2:r", {"roots": []})
+    client.respond("input:2:r", {"roots": []}, now=1.0)
     client.data_to_send()
     client.receive_data(SERVER.result(3, {"resultType": "complete", "contents": [],
                                           "ttlMs": 60000, "cacheScope": "public"}), 3.0)
@@ -259,12 +259,12 @@ def test_a_direct_result_keeps_its_caching_hints() -> None:
 
 def test_respond_error_on_an_input_fails_the_original_request() -> None:
     client = _asked()
-    client.respond_error("input:2:k1", -1, "the user declined", {"why": "busy"})
+    client.respond_error("input:2:k1", -1, "the user declined", {"why": "busy"}, now=0.0)
     assert _failure(client) == RequestFailed(
         request_id=2, method="tools/call", reason=FailureReason.ERROR_RESPONSE, message="the user declined",
         error=ErrorData(code=-1, message="the user declined", data={"why": "busy"}))
     assert take_messages(client) == []
-    client.respond("input:2:k2", SAMPLE_ANSWER)  # the other input: accepted, and moot
+    client.respond("input:2:k2", SAMPLE_ANSWER, now=0.0)  # the other input: accepted, and moot
     assert (take_messages(client), drain_events(client)) == ([], [])
 
 
@@ -272,7 +272,7 @@ def test_respond_error_after_the_request_ended_is_accepted_and_moot() -> None:
     client = _asked()
     client.cancel(2, now=3.0)
     drain_events(client)
-    client.respond_error("input:2:k1", -1, "declined")
+    client.respond_error("input:2:k1", -1, "declined", now=3.0)
     assert (take_messages(client), drain_events(client)) == ([], [])
 
 
@@ -287,7 +287,7 @@ def test_input_for_an_undeclared_capability_fails_the_request() -> None:
                 "capability this client did not declare")
     assert take_messages(client) == []
     with pytest.raises(LocalProtocolError, match="awaiting"):  # k1 never reached the app
-        client.respond("input:2:k1", ELICIT_ANSWER)
+        client.respond("input:2:k1", ELICIT_ANSWER, now=2.0)
 
 
 @pytest.mark.parametrize("method", ["ping", "tools/call", "notifications/progress"])
@@ -334,8 +334,8 @@ def test_timeout_while_gathering_input_fails_without_cancelling_an_answered_requ
         request_id=2, method="tools/call", reason=FailureReason.TIMEOUT,
         message="tools/call got no answer within 60 s")
     assert take_messages(client) == []
-    client.respond("input:2:k1", ELICIT_ANSWER)  # too late: accepted, nothing sent
-    client.respond("input:2:k2", SAMPLE_ANSWER)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)  # too late: accepted, nothing sent
+    client.respond("input:2:k2", SAMPLE_ANSWER, now=0.0)
     assert (take_messages(client), drain_events(client)) == ([], [])
 
 
@@ -369,28 +369,28 @@ def test_progress_on_the_retry_reports_the_original_id() -> None:
 
 def test_connection_lost_while_gathering_fails_the_request_and_moots_the_inputs() -> None:
     client = _asked()
-    client.connection_lost("gone")
+    client.session.connection_lost("gone", now=0.0)
     assert isinstance(drain_events(client)[0], RequestFailed)
-    client.respond("input:2:k1", ELICIT_ANSWER)
-    client.respond_error("input:2:k2", -1, "no")
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
+    client.respond_error("input:2:k2", -1, "no", now=0.0)
     assert (take_messages(client), drain_events(client)) == ([], [])
 
 
 def test_unencodable_answer_is_refused_and_the_input_still_awaits() -> None:
     client = _asked()
     with pytest.raises(LocalProtocolError):
-        client.respond("input:2:k1", {"action": object()})
-    client.respond("input:2:k1", ELICIT_ANSWER)
-    client.respond("input:2:k2", SAMPLE_ANSWER)
+        client.respond("input:2:k1", {"action": object()}, now=0.0)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
+    client.respond("input:2:k2", SAMPLE_ANSWER, now=0.0)
     (message,) = take_messages(client)
     assert message["id"] == 3
 
 
 def test_answering_an_input_twice_is_refused() -> None:
     client = _asked()
-    client.respond("input:2:k1", ELICIT_ANSWER)
+    client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
     with pytest.raises(LocalProtocolError, match="awaiting"):
-        client.respond("input:2:k1", ELICIT_ANSWER)
+        client.respond("input:2:k1", ELICIT_ANSWER, now=0.0)
 
 
 # -- results that are complete -------------------------------------------------------------------

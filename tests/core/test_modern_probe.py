@@ -484,7 +484,7 @@ def test_requests_during_the_probe_are_refused() -> None:
 
 def test_connection_lost_during_the_probe_fails_it() -> None:
     client = _probing()
-    client.connection_lost("gone")
+    client.session.connection_lost("gone", now=0.0)
     assert drain_events(client) == [
         InitializeFailed(reason=FailureReason.CONNECTION_LOST, message="gone"),
         ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message="gone"),
@@ -499,13 +499,13 @@ def test_connection_lost_during_the_probe_fails_it() -> None:
 
 def test_probe_failing_in_the_transport_falls_back_when_auto() -> None:
     client = _probing()
-    client._probe_failed(1.0, "HTTP 404 to server/discover")
+    client.session.probe_failed("HTTP 404 to server/discover", 1.0)
     assert take_messages(client) == [_initialize(2)]
 
 
 def test_probe_failing_in_the_transport_fails_a_pinned_client() -> None:
     client = _probing(protocol=MODERN)
-    client._probe_failed(1.0, "HTTP 404 to server/discover")
+    client.session.probe_failed("HTTP 404 to server/discover", 1.0)
     assert drain_events(client) == [InitializeFailed(
         reason=FailureReason.UNSUPPORTED_VERSION, message="HTTP 404 to server/discover", offered=MODERN)]
     assert client.phase is Phase.FAILED
@@ -519,11 +519,11 @@ def test_probe_failing_after_it_ended_changes_nothing(ending: str) -> None:
     elif ending == "fell-back":
         client.handle_timeout(3.0)
     else:
-        client.connection_lost("gone")
+        client.session.connection_lost("gone", now=0.0)
     drain_events(client)
     client.data_to_send()
     phase = client.phase
-    client._probe_failed(5.0, "HTTP 404")
+    client.session.probe_failed("HTTP 404", 5.0)
     assert (drain_events(client), take_messages(client), client.phase) == ([], [], phase)
 
 

@@ -344,14 +344,25 @@ def test_server_requests_are_refused_in_the_modern_era(method: str) -> None:
 # -- the transport's hook: a lost request sent again (Streamable HTTP, a broken stream) ----------
 
 
-def test_reissue_sends_the_request_as_it_was_under_a_new_id() -> None:
+def test_reissue_sends_a_request_safe_to_repeat_as_it_was_under_a_new_id() -> None:
     client = modern_client()
-    client.call_tool("t", {"a": 1}, now=1.0, timeout=10.0)
+    client.get_prompt("p", {"a": "1"}, now=1.0, timeout=10.0)
     client.data_to_send()
-    client._reissue(client._pending[2])
-    assert take_messages(client) == [_request(3, "tools/call", {
-        "name": "t", "arguments": {"a": 1}, "_meta": modern_meta(progress_token=3)})]
+    assert client.session.reissue([2], 1.0)
+    assert take_messages(client) == [_request(3, "prompts/get", {
+        "name": "p", "arguments": {"a": "1"}, "_meta": modern_meta(progress_token=3)})]
     assert (client.pending_requests(), client.next_deadline()) == ([2], 11.0)
-    client.receive_data(SERVER.text_result(3, "ok"), 2.0)
+    client.receive_data(SERVER.result(3, {"messages": []}), 2.0)
     (event,) = drain_events(client)
     assert isinstance(event, ResponseReceived) and event.request_id == 2
+
+
+def test_reissue_refuses_a_request_not_safe_to_repeat_or_already_repeated() -> None:
+    client = modern_client()
+    client.call_tool("t", {"a": 1}, now=1.0)
+    client.get_prompt("p", now=1.0)
+    client.data_to_send()
+    assert not client.session.reissue([2], 1.0)  # a tool call may have done its work
+    assert client.session.reissue([3], 1.0)
+    assert not client.session.reissue([4], 1.0)  # once per request
+    assert [m["id"] for m in take_messages(client)] == [4]

@@ -259,7 +259,7 @@ def test_mrtr_retry_is_schema_valid(inputs: Json, state: str | None, data: st.Da
     client.receive_data(SERVER.result(2, result), 2.0)
     for event in drain_events(client):
         assert isinstance(event, ServerRequestReceived)
-        client.respond(event.request_id, data.draw(answers[event.method]))
+        client.respond(event.request_id, data.draw(answers[event.method]), now=1.0)
     (retry,) = take_messages(client)
     _check_sent([retry])
     assert set(retry["params"]["inputResponses"]) == set(inputs)

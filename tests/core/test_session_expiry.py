@@ -45,7 +45,7 @@ def test_restart_sends_a_new_initialize_and_keeps_pending_requests() -> None:
     session = _ready()
     rid = session.ping(now=1.0)
     session.messages_to_send()
-    session._restart(now=2.0)
+    session.session_expired(2.0)
     assert session.phase is Phase.INITIALIZING
     assert _methods(session) == [(rid + 1, "initialize")]
     assert session.pending_requests() == [rid]
@@ -54,7 +54,7 @@ def test_restart_sends_a_new_initialize_and_keeps_pending_requests() -> None:
 
 def test_requests_are_accepted_while_the_new_session_opens() -> None:
     session = _ready()
-    session._restart(now=1.0)
+    session.session_expired(1.0)
     session.messages_to_send()
     rid = session.ping(now=1.0)
     assert _methods(session) == [(rid, "ping")]
@@ -63,7 +63,7 @@ def test_requests_are_accepted_while_the_new_session_opens() -> None:
 def test_new_handshake_completes_and_old_requests_still_get_answers() -> None:
     session = _ready()
     rid = session.ping(now=1.0)
-    session._restart(now=2.0)
+    session.session_expired(2.0)
     session.messages_to_send()
     session.receive_message(SERVER.initialize_result(rid + 1).rstrip(), 2.0)
     assert [type(e) for e in drain_events(session)] == [InitializeCompleted]
@@ -75,7 +75,7 @@ def test_new_handshake_completes_and_old_requests_still_get_answers() -> None:
 def test_failed_new_handshake_fails_the_waiting_requests_as_expired() -> None:
     session = _ready()
     rid = session.ping(now=1.0)
-    session._restart(now=2.0)
+    session.session_expired(2.0)
     session.receive_message(SERVER.error(rid + 1, -32603, "no sessions left").rstrip(), 2.0)
     failed, init_failed = drain_events(session)
     assert isinstance(failed, RequestFailed)
@@ -87,7 +87,7 @@ def test_failed_new_handshake_fails_the_waiting_requests_as_expired() -> None:
 def test_timeout_while_the_new_session_opens_sends_no_cancellation() -> None:
     session = _ready()
     rid = session.ping(now=0.0)
-    session._restart(now=1.0)
+    session.session_expired(1.0)
     session.messages_to_send()
     session.handle_timeout(10.0)
     [event] = drain_events(session)
@@ -100,7 +100,7 @@ def test_restart_is_refused_before_the_first_handshake_blaming_the_peer() -> Non
     session = ClientSession(ClientConfig(), ClientCapabilities())
     session.initialize(now=0.0)
     with pytest.raises(RemoteProtocolError, match="recv-session-expired is not allowed while initializing"):
-        session._restart(now=1.0)  # the server claimed a session expired that never began
+        session.session_expired(1.0)  # the server claimed a session expired that never began
     assert session.phase is Phase.INITIALIZING
     with pytest.raises(LocalProtocolError, match="send-initialize is not allowed while initializing"):
         session.initialize(now=2.0)  # the caller started twice

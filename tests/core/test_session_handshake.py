@@ -268,13 +268,13 @@ def test_requests_before_the_handshake_completes_are_local_errors() -> None:
     with pytest.raises(LocalProtocolError, match="initializing"):
         client.ping(now=0.0)
     with pytest.raises(LocalProtocolError):
-        client.notify("notifications/roots/list_changed")
+        client.notify("notifications/roots/list_changed", now=0.0)
     assert take_messages(client) == []
 
 
 def test_connection_lost_during_the_handshake_fails_it() -> None:
     client = _initializing()
-    client.connection_lost("gone", returncode=2)
+    client.session.connection_lost("gone", now=0.0, returncode=2)
     assert drain_events(client) == [
         InitializeFailed(reason=FailureReason.CONNECTION_LOST, message="gone"),
         ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message="gone", returncode=2),

@@ -256,7 +256,7 @@ def test_request_with_invalid_params_is_answered_invalid_params() -> None:
 def test_respond_sends_the_result() -> None:
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request(7, "roots/list"), 0.0)
-    client.respond(7, ListRootsResult(roots=[Root(uri="file:///w", name="w")]))
+    client.respond(7, ListRootsResult(roots=[Root(uri="file:///w", name="w")]), now=0.0)
     assert take_messages(client) == [{"jsonrpc": "2.0", "id": 7, "result": {
         "roots": [{"uri": "file:///w", "name": "w"}]}}]
 
@@ -264,14 +264,15 @@ def test_respond_sends_the_result() -> None:
 def test_respond_accepts_a_wire_shape_mapping() -> None:
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request("s", "sampling/createMessage", SAMPLING), 0.0)
-    client.respond("s", {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
+    client.respond("s", {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"},
+                   now=0.0)
     assert take_messages(client)[0]["result"]["model"] == "m"
 
 
 def test_respond_error_sends_the_error() -> None:
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request(7, "roots/list"), 0.0)
-    client.respond_error(7, -1, "user declined", {"why": "no"})
+    client.respond_error(7, -1, "user declined", {"why": "no"}, now=0.0)
     assert take_messages(client) == [{"jsonrpc": "2.0", "id": 7, "error": {
         "code": -1, "message": "user declined", "data": {"why": "no"}}}]
 
@@ -280,27 +281,27 @@ def test_respond_error_sends_the_error() -> None:
 def test_respond_to_an_unknown_request_is_a_local_error(request_id: int | str) -> None:
     client = ready_client(capabilities=EVERYTHING)
     with pytest.raises(LocalProtocolError, match="no server request"):
-        client.respond(request_id, {})
+        client.respond(request_id, {}, now=0.0)
     with pytest.raises(LocalProtocolError):
-        client.respond_error(request_id, -1, "x")
+        client.respond_error(request_id, -1, "x", now=0.0)
     assert take_messages(client) == []
 
 
 def test_respond_twice_is_a_local_error() -> None:
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request(7, "roots/list"), 0.0)
-    client.respond(7, ListRootsResult())
+    client.respond(7, ListRootsResult(), now=0.0)
     with pytest.raises(LocalProtocolError):
-        client.respond(7, ListRootsResult())
+        client.respond(7, ListRootsResult(), now=0.0)
 
 
 def test_respond_with_a_result_json_cannot_hold_keeps_the_request_open() -> None:
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request(7, "roots/list"), 0.0)
     with pytest.raises(LocalProtocolError, match="cannot encode"):
-        client.respond(7, {"roots": [object()]})
+        client.respond(7, {"roots": [object()]}, now=0.0)
     assert take_messages(client) == []
-    client.respond(7, ListRootsResult())
+    client.respond(7, ListRootsResult(), now=0.0)
     assert take_messages(client) == [{"jsonrpc": "2.0", "id": 7, "result": {"roots": []}}]
 
 
@@ -312,10 +313,11 @@ def test_request_the_server_cancelled_is_silently_not_answered() -> None:
     assert drain_events(client)[1:] == [NotificationReceived(
         method="notifications/cancelled", params=CancelledNotificationParams(request_id="s", reason="late")
     )]
-    client.respond("s", CreateMessageResult(role="assistant", content=TextContent(text="t"), model="m"))
+    client.respond("s", CreateMessageResult(role="assistant", content=TextContent(text="t"), model="m"),
+                   now=0.0)
     assert take_messages(client) == []
     with pytest.raises(LocalProtocolError):
-        client.respond("s", {})
+        client.respond("s", {}, now=0.0)
 
 
 def test_cancellation_of_an_unknown_request_is_just_delivered() -> None:
@@ -328,15 +330,15 @@ def test_request_awaiting_an_answer_when_the_connection_ends_is_not_answered() -
     client = ready_client(capabilities=EVERYTHING)
     client.receive_data(SERVER.request(7, "roots/list"), 0.0)
     client.close(now=1.0)
-    client.respond(7, ListRootsResult())
+    client.respond(7, ListRootsResult(), now=1.0)
     assert take_messages(client) == []
 
 
 def test_request_received_after_the_connection_ended_is_not_answered() -> None:
     client = ready_client(capabilities=EVERYTHING)
-    client.connection_lost("gone")
+    client.session.connection_lost("gone", now=0.0)
     drain_events(client)
-    client.receive_message(SERVER.request(7, "roots/list").rstrip(), 0.0)
+    client.session.receive_message(SERVER.request(7, "roots/list").rstrip(), 0.0)
     assert [type(e) for e in drain_events(client)] == [ServerRequestReceived]
-    client.respond(7, ListRootsResult())
+    client.respond(7, ListRootsResult(), now=0.0)
     assert take_messages(client) == []

@@ -204,7 +204,7 @@ def test_connection_lost_mid_list_fails_the_origin() -> None:
     client = ready_client()
     client.list_tools(now=0.0)
     client.receive_data(_page(ORIGIN, ["a"], "c1"), 0.0)
-    client.connection_lost("gone")
+    client.session.connection_lost("gone", now=0.0)
     events = drain_events(client)
     assert isinstance(events[0], RequestFailed)
     assert (events[0].request_id, events[0].reason) == (ORIGIN, FailureReason.CONNECTION_LOST)

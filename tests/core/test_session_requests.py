@@ -503,8 +503,8 @@ def test_all_pages_for_a_method_without_pages_is_a_local_error() -> None:
 
 def test_notify_sends_a_notification() -> None:
     client = ready_client()
-    client.notify("notifications/roots/list_changed")
-    client.notify("vendor/n", {"a": 1})
+    client.notify("notifications/roots/list_changed", now=0.0)
+    client.notify("vendor/n", {"a": 1}, now=0.0)
     assert take_messages(client) == [
         {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
         {"jsonrpc": "2.0", "method": "vendor/n", "params": {"a": 1}},

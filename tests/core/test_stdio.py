@@ -283,9 +283,9 @@ def test_strict_mode_still_only_discards_json_that_is_not_json_rpc() -> None:
 
 def test_strict_mode_ignores_garbage_in_a_closed_session() -> None:
     client = ready_client(skip_non_json_lines=False)
-    client.connection_lost("gone")
+    client.session.connection_lost("gone", now=0.0)
     drain_events(client)
-    client.receive_message(b"garbage", 0.0)
+    client.session.receive_message(b"garbage", 0.0)
     [event] = drain_events(client)
     assert isinstance(event, MessageDiscarded)
     assert event.reason is DiscardReason.NOT_JSON

@@ -84,7 +84,7 @@ def test_stdio_client_signatures() -> None:
     assert_type(client.set_logging_level("info", now=0.0), int)
     assert_type(client.ping(now=0.0), int)
     assert_type(client.request("vendor/x", {"q": 1}, now=0.0), int)
-    assert_type(client.notify("notifications/roots/list_changed"), None)
+    assert_type(client.notify("notifications/roots/list_changed", now=0.0), None)
     assert_type(client.pending_requests(), list[RequestId])
     assert_type(client.cancel(2, now=0.0, reason="stop"), None)
     assert_type(client.handle_timeout(1.0), None)

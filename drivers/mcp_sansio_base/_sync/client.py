@@ -41,8 +41,9 @@ from mcp_sansio.events import (
     SideRequestFailed,
     SideResponseReceived,
 )
+from mcp_sansio.front import SessionFront
 from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
-from mcp_sansio.session import ClientSession, Phase
+from mcp_sansio.session import Phase
 from mcp_sansio.skills import GetSkillResult, ListSkillsResult, LoadedSkill, Skill, check_entry, load_skill
 from mcp_sansio.types import (
     CallToolResult,
@@ -95,7 +96,7 @@ def typed(result: msgspec.Struct, kind: type[R], method: str) -> R:
 class Client:
     """A connected MCP client; every method sends one request and waits for its answer."""
 
-    def __init__(self, core: ClientSession, handlers: Handlers) -> None:
+    def __init__(self, core: SessionFront, handlers: Handlers) -> None:
         self._core = core
         self._handlers = handlers
         self._roots = list(handlers.roots) if handlers.roots is not None else None
@@ -253,7 +254,7 @@ class Client:
         """Replace the roots offered to the server and tell it they changed."""
         roots_result(roots)  # validate before changing anything
         self._roots = list(roots)
-        self._core.notify("notifications/roots/list_changed")
+        self._core.notify("notifications/roots/list_changed", now=self._now())
         self._flush()
 
     # ------------------------------------------------------- driver contract
@@ -387,7 +388,7 @@ class Client:
                 if not isinstance(exc, McpSansioError):
                     log.exception("the %s handler raised", event.method)
                 outcome = exc
-        answer(self._core, event, outcome)
+        answer(self._core, event, outcome, now=self._now())
         self._flush()
 
     def _list_roots(self) -> ListRootsResult:
