@@ -18,7 +18,7 @@ from typing import Final, Literal, NamedTuple, Protocol
 
 import msgspec
 
-from . import modern
+from . import machines, modern
 from .config import ClientConfig
 from .connections import ConnectFailure, SocketFailure, SocketStage
 from .errors import LocalProtocolError, MessageTooLarge, RemoteProtocolError
@@ -52,7 +52,7 @@ from .types import ClientCapabilities
 from .urls import Url, parse_url, resolve_url, same_origin
 from .www_authenticate import parse_www_authenticate
 
-__all__ = ["AuthPort", "Authorizer", "HttpClient", "TransportMode"]
+__all__ = ["EXCHANGE_TRANSITIONS", "AuthPort", "Authorizer", "HttpClient", "Stage", "Step", "TransportMode"]
 
 _ERROR_EXCERPT: Final = 2048
 _JSON: Final = "application/json"
@@ -122,13 +122,58 @@ class _ErrorObject(msgspec.Struct):
 _ERROR_BODY: Final = msgspec.json.Decoder(_ErrorBody)
 
 
+class Stage(enum.Enum):
+    """Where one HTTP exchange of the client's is in its life."""
+
+    NEW = "new"  # made, not sent yet
+    SENT = "sent"  # in the pool: connecting, writing, or waiting for the response's head
+    RECEIVING = "receiving"  # the head came: reading the body or the event stream
+    SCHEDULED = "scheduled"  # waiting to be sent again (a retry, a reconnection, a resumption)
+    HELD = "held"  # waiting for the authorization under way
+    DONE = "done"  # answered, failed, or given up
+
+
+class Step(enum.Enum):
+    """What moves an exchange between stages (the pool's events included)."""
+
+    SUBMIT = "submit"
+    HOLD = "hold"
+    HEAD = "head"  # ResponseStarted
+    END = "end"  # ResponseEnded
+    BREAK = "break"  # ExchangeFailed
+    RETRY = "retry"
+    REDIRECT = "redirect"  # 307/308: the same exchange goes to the new location
+    ABANDON = "abandon"
+
+
+EXCHANGE_TRANSITIONS: Final[Mapping[tuple[Stage, Step], Stage]] = {
+    (Stage.NEW, Step.SUBMIT): Stage.SENT,
+    (Stage.SCHEDULED, Step.SUBMIT): Stage.SENT,
+    (Stage.HELD, Step.SUBMIT): Stage.SENT,
+    # Sent while an authorization is under way, it would only be refused: it waits.
+    (Stage.NEW, Step.HOLD): Stage.HELD,
+    (Stage.SCHEDULED, Step.HOLD): Stage.HELD,
+    (Stage.HELD, Step.HOLD): Stage.HELD,
+    (Stage.DONE, Step.HOLD): Stage.HELD,  # refused with 401/403: it goes again once authorized
+    (Stage.SENT, Step.HEAD): Stage.RECEIVING,
+    (Stage.RECEIVING, Step.END): Stage.DONE,
+    (Stage.SENT, Step.BREAK): Stage.DONE,
+    (Stage.RECEIVING, Step.BREAK): Stage.DONE,
+    (Stage.NEW, Step.RETRY): Stage.SCHEDULED,  # a reconnection or resumption, made to wait
+    (Stage.DONE, Step.RETRY): Stage.SCHEDULED,  # a failed attempt, tried again
+    (Stage.RECEIVING, Step.REDIRECT): Stage.NEW,
+    **{(stage, Step.ABANDON): Stage.DONE for stage in Stage},
+}
+"""Every legal move of an exchange (rendered in docs/state-machines.md)."""
+
+
 class _Exchange:
     """One HTTP request of ours and what we know about its response."""
 
     __slots__ = (
         "attempt", "body", "buffer", "challenge", "credential", "delivered", "headers", "id", "kind",
         "last_event_id", "method", "opened_at", "redirects", "refused", "request_ids", "response_headers",
-        "retry", "sse", "status", "tag", "url",
+        "retry", "sse", "stage", "status", "tag", "url",
     )
 
     def __init__(self, exchange_id: int, kind: _Kind, method: str, url: Url, headers: tuple[Header, ...],
@@ -140,6 +185,7 @@ class _Exchange:
         self.headers = headers
         self.body = body
         self.request_ids = request_ids
+        self.stage = Stage.NEW  # moved only by _move, along EXCHANGE_TRANSITIONS
         self.redirects = 0
         self.attempt = 0
         self.status = 0
@@ -154,6 +200,11 @@ class _Exchange:
         self.opened_at = 0.0  # when its event stream started
         self.delivered = False  # its event stream carried a message
         self.refused: ConnectFailure | None = None  # why its last connect failed, while it is retried
+
+    def move(self, step: Step) -> None:
+        """Move along ``EXCHANGE_TRANSITIONS`` (an illegal move is a bug of the client's:
+        ``LocalProtocolError``)."""
+        self.stage = machines.step(EXCHANGE_TRANSITIONS, self.stage, step, subject="the exchange is ")
 
 
 class AuthPort(NamedTuple):
@@ -398,7 +449,8 @@ class HttpClient(SessionFront):
         while self._scheduled and self._scheduled[0][0] <= now:
             _, _, ex = heapq.heappop(self._scheduled)
             if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
-                continue  # the session ended, or the requests it carries ended meanwhile
+                ex.move(Step.ABANDON)  # the session ended, or the requests it carries ended meanwhile
+                continue
             self._submit(ex, now)
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
@@ -415,7 +467,7 @@ class HttpClient(SessionFront):
             deadline = None if ex.refused is None else self._deadline_of(ex)
             if ex.refused is None or deadline is None or deadline > now:
                 continue
-            if any(entry[2] is ex for entry in self._scheduled):
+            if ex.stage is Stage.SCHEDULED:
                 self._scheduled = [entry for entry in self._scheduled if entry[2] is not ex]
                 heapq.heapify(self._scheduled)
             self._fail_exchange(ex, FailureReason.CONNECT_FAILED, ex.refused.message, now,
@@ -433,10 +485,7 @@ class HttpClient(SessionFront):
         if self._closing_at is not None or self._finished:
             return
         self._session.connection_lost(message, now=now)
-        for ex in list(self._exchanges.values()):
-            self._abandon(ex, now)
-        self._scheduled.clear()
-        self._auth_held.clear()
+        self._abandon_all(now)
         if self._session_id is not None and not self._legacy:
             self._closing_at = now + self.config.close_timeout
             self._submit(self._exchange(_Kind.DELETE, "DELETE", self.url, b"", ()), now)
@@ -549,8 +598,10 @@ class HttpClient(SessionFront):
     def _submit(self, ex: _Exchange, now: float) -> None:
         auth = self._auth
         if ex.kind is not _Kind.SIDE and ex.kind is not _Kind.DELETE and auth is not None and auth.holding():
-            self._auth_held.append(ex)  # it would only be refused: it goes once authorized
+            ex.move(Step.HOLD)  # it would only be refused: it goes once authorized
+            self._auth_held.append(ex)
             return
+        ex.move(Step.SUBMIT)
         self._next_exchange += 1  # a fresh id per attempt: late pool events of an old one are ignored
         ex.id = self._next_exchange
         self._exchanges[ex.id] = ex
@@ -586,8 +637,20 @@ class HttpClient(SessionFront):
         return f"; {ex.method} {ex.url}: {what}"
 
     def _abandon(self, ex: _Exchange, now: float) -> None:
+        self._cancel(ex, now)
+        ex.move(Step.ABANDON)
+
+    def _cancel(self, ex: _Exchange, now: float) -> None:
+        """Stop the pool's work on ``ex`` (if it still has it)."""
         if self._exchanges.pop(ex.id, None) is not None:
             self._pool.cancel(ex.id, now)
+
+    def _abandon_all(self, now: float) -> None:
+        """Give up every exchange: in flight, waiting for a retry, held for authorization."""
+        for ex in [*self._exchanges.values(), *(e for _, _, e in self._scheduled), *self._auth_held]:
+            self._abandon(ex, now)
+        self._scheduled.clear()
+        self._auth_held.clear()
 
     def _schedule(self, ex: _Exchange, now: float, server_retry: float | None, *,
                   deadline: float | None = None) -> bool:
@@ -597,6 +660,7 @@ class HttpClient(SessionFront):
         decision = decide(self.config.retry, ex.attempt, now, server_retry, self._jitter())
         if isinstance(decision, GiveUp) or (deadline is not None and decision.at >= deadline):
             return False
+        ex.move(Step.RETRY)
         heapq.heappush(self._scheduled, (decision.at, ex.id, ex))
         return True
 
@@ -626,12 +690,15 @@ class HttpClient(SessionFront):
             if isinstance(event, ResponseData):
                 self._on_data(ex, event.data, now)
             elif isinstance(event, ResponseStarted):
+                ex.move(Step.HEAD)
                 self._on_started(ex, event, now)
             elif isinstance(event, ResponseEnded):
                 self._exchanges.pop(ex.id, None)
+                ex.move(Step.END)
                 self._on_ended(ex, now)
             else:
                 self._exchanges.pop(ex.id, None)
+                ex.move(Step.BREAK)
                 self._on_exchange_failed(ex, event, now)
 
     def _on_started(self, ex: _Exchange, event: ResponseStarted, now: float) -> None:
@@ -832,10 +899,12 @@ class HttpClient(SessionFront):
         if ex.kind is _Kind.GET_STREAM:
             return  # 405: the server offers no such stream; any other status: do without it too
         if status in (401, 403):
+            ex.move(Step.HOLD)
             self._auth_held.append(ex)
             if self._auth is not None and self._auth.refused(status, ex.response_headers, ex.credential, now):
                 return  # held (or already re-sent, or failed) by the authorization
             self._auth_held.remove(ex)
+            ex.move(Step.ABANDON)
             self._fail_ids(ex, FailureReason.AUTHORIZATION_REQUIRED,
                            f"the server requires authorization (HTTP {status})", now,
                            status=status, detail=ex.challenge)
@@ -888,7 +957,8 @@ class HttpClient(SessionFront):
         except RemoteProtocolError as exc:
             self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR, f"bad redirect: {exc}", now)
             return
-        self._abandon(ex, now)
+        self._cancel(ex, now)
+        ex.move(Step.REDIRECT)
         if not same_origin(ex.url, target):
             user = {name for name, _ in self._user_headers}
             ex.headers = tuple(h for h in ex.headers if h[0] not in _PRIVATE and h[0] not in user)
@@ -901,10 +971,9 @@ class HttpClient(SessionFront):
         restart = self.config.reinitialize_on_expiry and self._restarts < self.config.max_session_restarts
         self._session.add_event(SessionExpired(status=status, reinitializing=restart))
         old, self._session_id = self._session_id, None  # nothing more goes out with it, not even DELETE
-        for ex in list(self._exchanges.values()):
-            self._abandon(ex, now)  # late answers of the old session are never read
-        self._scheduled.clear()
-        self._auth_held.clear()  # they carry the old session id; the pending ones are re-sent
+        # Late answers of the old session are never read; what waited carries the old session
+        # id (the requests still pending are re-sent on the new one).
+        self._abandon_all(now)
         if not restart:
             self._session.connection_lost(f"the server no longer knows session {old!r} (HTTP {status})",
                                           now=now, reason=FailureReason.SESSION_EXPIRED)
@@ -923,13 +992,15 @@ class HttpClient(SessionFront):
         held, self._auth_held = self._auth_held, []
         for ex in held:
             if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
-                continue  # the session ended, or the requests it carries ended meanwhile
+                ex.move(Step.ABANDON)  # the session ended, or the requests it carries ended meanwhile
+                continue
             self._submit(ex, now)
 
     def _fail_held(self, reason: FailureReason, message: str, now: float) -> None:
         """Fail every held request with ``reason``."""
         held, self._auth_held = self._auth_held, []
         for ex in held:
+            ex.move(Step.ABANDON)
             if ex.kind is _Kind.LEGACY_STREAM:
                 self._session.connection_lost(message, now=now, reason=reason)
                 continue
@@ -1034,6 +1105,8 @@ class HttpClient(SessionFront):
         self._closing_at = None
         self._finished = True
         self._pool.close()
+        for ex in self._exchanges.values():
+            ex.move(Step.ABANDON)
         self._exchanges.clear()
 
 

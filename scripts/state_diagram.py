@@ -1,9 +1,10 @@
 """Render the state machines' transition tables as Mermaid diagrams (docs/state-machines.md).
 
 The tables are the code's own (``TRANSITIONS`` in the client session, the server session,
-the host's connection manager and the client's WebSocket connection), so the diagrams
-cannot drift from what runs, as h11 renders its own. ``python scripts/state_diagram.py``
-writes the file; ``--check`` fails when it is stale (``scripts/dev test`` runs it).
+the host's connection manager, the client's WebSocket connection and its HTTP exchanges),
+so the diagrams cannot drift from what runs, as h11 renders its own.
+``python scripts/state_diagram.py`` writes the file; ``--check`` fails when it is stale
+(``scripts/dev test`` runs it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import manager, session, websocket
+from mcp_sansio import http_transport, manager, session, websocket
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -34,6 +35,8 @@ MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
     ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
+    ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
+     rows(http_transport.EXCHANGE_TRANSITIONS)),
 ]
 
 

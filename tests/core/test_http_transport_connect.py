@@ -5,11 +5,11 @@ long it really took and where it stalled.
 
 from __future__ import annotations
 
-from helpers import broken, drain_events
-from http_helpers import URL, ScriptedHttpServer, http_client, sse_event
+from helpers import REFUSED, broken, drain_events
+from http_helpers import URL, ScriptedHttpServer, http_client, ready_http_client, sse_event
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.events import FailureReason, InitializeFailed
+from mcp_sansio.events import FailureReason, InitializeFailed, RequestFailed
 from mcp_sansio.http11 import OpenConnection
 from mcp_sansio.http_transport import HttpClient, TransportMode
 
@@ -92,3 +92,46 @@ def test_a_legacy_initialize_accepted_but_never_answered_on_the_stream_names_the
     server.accept(initialize, now=0.0)  # the answer is due on the stream, which stays silent
     client.handle_timeout(5.0)
     assert timed_out(client).endswith(": initialize went unanswered for 5.0 s")
+
+
+def _refused_ping(*, timeout: float) -> tuple[HttpClient, int]:
+    """A ready client whose connections the server closed; a ping whose connect is refused."""
+    client, server, _ = ready_http_client()
+    for connection in {request.connection for request in server.requests}:
+        client.receive_data(connection, b"", now=0.5)
+    while client.next_action() is not None:
+        pass
+    rid = client.ping(now=1.0, timeout=timeout)
+    opened = client.next_action()
+    assert isinstance(opened, OpenConnection)
+    client.connection_failed(opened.connection, REFUSED, now=1.0)
+    assert drain_events(client) == []  # a server that restarts may be back: retried
+    return client, rid
+
+
+def _refusal(client: HttpClient, rid: int) -> RequestFailed:
+    (event,) = drain_events(client)
+    assert isinstance(event, RequestFailed) and event.request_id == rid
+    assert event.reason is FailureReason.CONNECT_FAILED and "Connection refused" in event.message
+    return event
+
+
+def test_a_deadline_that_comes_while_a_refused_request_waits_to_retry_fails_it_with_the_refusal() -> None:
+    client, rid = _refused_ping(timeout=30.0)
+    retry_at = client.next_deadline()
+    assert retry_at is not None and retry_at < 31.0
+    client.handle_timeout(31.0)  # the retry and the deadline are both due: the deadline wins
+    _refusal(client, rid)
+    assert not any(isinstance(a, OpenConnection) for a in iter(client.next_action, None))  # not sent
+
+
+def test_a_deadline_that_comes_while_a_refused_request_connects_again_fails_it_with_the_refusal() -> None:
+    client, rid = _refused_ping(timeout=30.0)
+    actions: list[object] = []
+    while not any(isinstance(a, OpenConnection) for a in actions):  # until the retry connects
+        at = client.next_deadline()
+        assert at is not None and at < 31.0
+        client.handle_timeout(at)
+        actions += iter(client.next_action, None)
+    client.handle_timeout(31.0)
+    _refusal(client, rid)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio import manager, session, websocket
+from mcp_sansio import http_transport, manager, session, websocket
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 from mcp_sansio.hostconfig import Scope, ServerEntry, ServerState, StdioServerConfig
@@ -42,6 +42,13 @@ def _manager_in(state: enum.Enum) -> Machine:
     return (lambda trigger: core._advance(record, trigger)), lambda: record.state
 
 
+def _exchange_in(state: enum.Enum) -> Machine:
+    client = http_transport.HttpClient("http://example.test/mcp")
+    exchange = client._exchange(http_transport._Kind.POST, "POST", client.url, b"{}", ())
+    exchange.stage = state  # type: ignore[assignment]
+    return exchange.move, lambda: exchange.stage  # type: ignore[return-value]
+
+
 TABLES: list[tuple[str, Mapping[tuple[enum.Enum, enum.Enum], enum.Enum], Set[enum.Enum], type[enum.Enum],
                    type[enum.Enum], Callable[[enum.Enum], Machine]]] = [
     ("session", session.TRANSITIONS, session.PEER_TRIGGERS, session.Phase, session.Trigger,  # type: ignore[list-item]
@@ -50,6 +57,8 @@ TABLES: list[tuple[str, Mapping[tuple[enum.Enum, enum.Enum], enum.Enum], Set[enu
      websocket.Trigger, _websocket_in),
     ("manager", manager.TRANSITIONS, frozenset(), manager.ConnectionState, manager.Trigger,  # type: ignore[list-item]
      _manager_in),
+    ("http-exchange", http_transport.EXCHANGE_TRANSITIONS, frozenset(), http_transport.Stage,  # type: ignore[list-item]
+     http_transport.Step, _exchange_in),
 ]
 
 
