@@ -106,7 +106,7 @@ class SessionFront(Calls):
 
     def _send_call(self, method: str, params: msgspec.Struct | None, now: float, timeout: float | None,
                    all_pages: bool) -> int:
-        return self._session.send_built(method, params, now=now, timeout=timeout, all_pages=all_pages)
+        return self._session.send_built(method, params, now, timeout, all_pages)
 
     def subscribe_resource(self, uri: str, *, now: float, timeout: float | None = None) -> int:
         """``resources/subscribe`` (stateless era: joins the listen filter)."""

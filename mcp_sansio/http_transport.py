@@ -185,7 +185,7 @@ class _Exchange:
         self.headers = headers
         self.body = body
         self.request_ids = request_ids
-        self.stage = Stage.NEW  # moved only by _move, along EXCHANGE_TRANSITIONS
+        self.stage = Stage.NEW  # moved only by move(), along EXCHANGE_TRANSITIONS
         self.redirects = 0
         self.attempt = 0
         self.status = 0
@@ -1046,8 +1046,8 @@ class HttpClient(SessionFront):
             try:
                 paths = modern.tool_header_paths(tool.input_schema)
             except ValueError as exc:
-                self._session.discard(DiscardReason.INVALID_PARAMS,
-                              f"tool {tool.name!r} rejected: {exc}", tool.name.encode())
+                self._session.discard(DiscardReason.INVALID_PARAMS, f"tool {tool.name!r} rejected: {exc}",
+                                      tool.name.encode())
                 continue
             self._tool_headers[tool.name] = paths
             kept.append(tool)
@@ -1157,6 +1157,7 @@ class _Outgoing(msgspec.Struct):
 
 
 _OUTGOING: Final = msgspec.json.Decoder(_Outgoing)
+
 
 def _is_error_response(body: bytes, request_id: int) -> bool:
     """Whether ``body`` is a JSON-RPC error answering ``request_id`` (not noise, and not an

@@ -400,16 +400,14 @@ class ClientSession(Calls):
         """
         return self._request(method, params, now, timeout, all_pages, fresh=False)
 
-    def _send_call(self, method: str, params: msgspec.Struct | None, now: float, timeout: float | None,
-                   all_pages: bool) -> int:
-        return self._request(method, params, now, timeout, all_pages)
-
-    def send_built(self, method: str, params: msgspec.Struct | None, *, now: float, timeout: float | None,
+    def send_built(self, method: str, params: msgspec.Struct | None, now: float, timeout: float | None,
                    all_pages: bool) -> int:
         """:meth:`request` with params a typed helper just built, which the session may
-        complete in place (the progress token) instead of copying: for a
-        :class:`~mcp_sansio.front.SessionFront`'s helpers."""
+        complete in place (the progress token) instead of copying: the typed helpers of
+        the session and of every :class:`~mcp_sansio.front.SessionFront` end here."""
         return self._request(method, params, now, timeout, all_pages)
+
+    _send_call = send_built
 
     def _request(self, method: str, params: Params, now: float, timeout: float | None,
                  all_pages: bool, *, fresh: bool = True, endless: bool = False) -> int:
@@ -682,9 +680,7 @@ class ClientSession(Calls):
             return
         pending = self._pending.get(request_id)
         if pending is not None:
-            self._complete(pending, now, reason)
-            self._events.append(RequestFailed(request_id=pending.origin, method=pending.method,
-                                              reason=reason, message=message, status=status, detail=detail))
+            self._fail(pending, reason, message, now, status=status, detail=detail)
 
     def fail_handshake(self, reason: FailureReason, message: str, *, now: float,
                        status: int | None = None, detail: dict[str, str] | None = None) -> None:
@@ -914,7 +910,7 @@ class ClientSession(Calls):
             asked.append((key, event))
         rounds.begin({key for key, _ in asked}, head.request_state)
         if not asked:  # only requestState: retry at once
-            self._reissue(pending, now, rounds.retry_params(_SENT_DECODER.decode(pending.wire).params))
+            self._retry_with_input(pending, rounds, now)
             return
         for key, event in asked:
             self._mrtr[str(event.request_id)] = (pending.id, key)
@@ -929,7 +925,11 @@ class ClientSession(Calls):
         rounds = pending.rounds
         assert rounds is not None  # set by _on_input_required
         if rounds.answered(key, response):
-            self._reissue(pending, now, rounds.retry_params(_SENT_DECODER.decode(pending.wire).params))
+            self._retry_with_input(pending, rounds, now)
+
+    def _retry_with_input(self, pending: Pending, rounds: InputRounds, now: float) -> None:
+        """MRTR's retry: the original request again, with the round's answers."""
+        self._reissue(pending, now, rounds.retry_params(_SENT_DECODER.decode(pending.wire).params))
 
     def _reissue(self, pending: Pending, now: float, params: dict[str, object] | None = None) -> None:
         """Send ``pending`` again under a new id: as it was sent, or with ``params``."""
@@ -1085,11 +1085,11 @@ class ClientSession(Calls):
             ended(pending.id, reason, now)
 
     def _fail(self, pending: Pending, reason: FailureReason, message: str, now: float,
-              error: ErrorData | None = None) -> None:
+              error: ErrorData | None = None, *, status: int | None = None,
+              detail: dict[str, str] | None = None) -> None:
         self._complete(pending, now, reason)
-        self._events.append(RequestFailed(
-            request_id=pending.origin, method=pending.method, reason=reason, message=message, error=error
-        ))
+        self._events.append(RequestFailed(request_id=pending.origin, method=pending.method, reason=reason,
+                                          message=message, error=error, status=status, detail=detail))
 
     def _send_cancelled(self, pending: Pending, reason: str, now: float) -> None:
         """Tell the server to stop working on ``pending``; not when it already answered

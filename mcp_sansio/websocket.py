@@ -214,7 +214,7 @@ class WebSocketClient(SessionFront):
         self._ws = WSConnection(ConnectionType.CLIENT)
         # Built now, so that a bad header fails here rather than once connected.
         self._upgrade = _upgrade_request(self._ws, target, headers or {}, cfg.user_agent)
-        self._link = State.NEW  # moved only by _move, along TRANSITIONS
+        self._state = State.NEW  # moved only by _move, along TRANSITIONS
         self._subprotocol: str | None = None
         self._out = bytearray()  # bounded by config.max_send_queue_bytes (see _enqueue)
         self._pong: bytes | None = None  # the payload of the latest Ping, answered at the next write
@@ -242,7 +242,7 @@ class WebSocketClient(SessionFront):
     @property
     def finished(self) -> bool:
         """The connection is closed (after :meth:`close`, or because it failed)."""
-        return self._link is State.DONE
+        return self._state is State.DONE
 
     def next_action(self) -> Action | None:
         """The connection to open or close, or ``None``."""
@@ -284,8 +284,8 @@ class WebSocketClient(SessionFront):
             LocalProtocolError: already connected, or closed.
         Actions: ``OpenConnection``.
         """
-        if self._link is not State.NEW:
-            raise LocalProtocolError(f"cannot connect: the connection is {self._link.value}")
+        if self._state is not State.NEW:
+            raise LocalProtocolError(f"cannot connect: the connection is {self._state.value}")
         self._session.initialize(now=now)  # WebSocket is a handshake-era transport: no stateless probe
         self._move(Trigger.CONNECT)
         self._actions.append(self._open)
@@ -299,7 +299,7 @@ class WebSocketClient(SessionFront):
         """
         if not self._live(connection):
             return
-        if self._link is not State.CONNECTING:
+        if self._state is not State.CONNECTING:
             raise LocalProtocolError(f"connection {connection} is already connected")
         if self._tunnel is None:
             self._start_upgrade(Trigger.CONNECTED)
@@ -315,7 +315,7 @@ class WebSocketClient(SessionFront):
         """
         if not self._live(connection):
             return
-        if self._link is not State.SECURING:
+        if self._state is not State.SECURING:
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
         self._start_upgrade(Trigger.TLS_STARTED)
 
@@ -331,11 +331,11 @@ class WebSocketClient(SessionFront):
         """
         if not self._live(connection):
             return
-        link = self._link
-        if link is State.CONNECTING or link is State.SECURING:
+        state = self._state
+        if state is State.CONNECTING or state is State.SECURING:
             opened = self._open
             unreachable = (ConnectFailure(host=self._target.host, port=self._target.port, failure=failure)
-                           if link is State.SECURING else  # TLS with the server, in the proxy's tunnel
+                           if state is State.SECURING else  # TLS with the server, in the proxy's tunnel
                            ConnectFailure(host=opened.host, port=opened.port, failure=failure,
                                           proxy=self._tunnel is not None))
             self._abort(unreachable.message, now, FailureReason.CONNECT_FAILED, detail=unreachable.detail())
@@ -357,9 +357,9 @@ class WebSocketClient(SessionFront):
         """
         if not self._live(connection):
             return
-        if self._link is State.CONNECTING or self._link is State.SECURING:
+        if self._state is State.CONNECTING or self._state is State.SECURING:
             raise LocalProtocolError(f"connection {connection} is not connected yet")
-        if self._link is State.TUNNELING:
+        if self._state is State.TUNNELING:
             self._tunnel_data(data, now)
             return
         if not data:
@@ -367,7 +367,7 @@ class WebSocketClient(SessionFront):
             return
         # Fed in slices so that what happens does not depend on how the bytes were split:
         # see _room.
-        while data and self._link not in _UNREAD:
+        while data and self._state not in _UNREAD:
             size = self._room(len(data))
             self._feed(data[:size], now)
             data = data[size:]
@@ -382,13 +382,13 @@ class WebSocketClient(SessionFront):
         negotiation = self._session.negotiation
         init_at = negotiation.deadline
         if init_at is not None and init_at <= now:
-            if self._link is State.REJECTED:
+            if self._state is State.REJECTED:
                 self._rejected(now)  # report what the refusal said so far
-            elif self._link in _OPENING:
+            elif self._state in _OPENING:
                 elapsed = now - negotiation.connect_at
                 self._abort(f"could not open the WebSocket to {self.url} within {elapsed:.1f} s"
                             f" (initialize_timeout {self.config.initialize_timeout:g} s):"
-                            f" {_STALLED[self._link]}", now, FailureReason.TIMEOUT)
+                            f" {_STALLED[self._state]}", now, FailureReason.TIMEOUT)
         self._session.handle_timeout(now)
         keepalive = self._keepalive
         if keepalive is not None and self._pong_by is not None and self._pong_by <= now:
@@ -413,11 +413,11 @@ class WebSocketClient(SessionFront):
         ``InitializeFailed`` during the handshake), ``ConnectionTerminated``. Actions:
         ``CloseConnection`` (at once unless open).
         """
-        link = self._link
-        if link in (State.CLOSING, State.DRAINING, State.DONE):
+        state = self._state
+        if state in (State.CLOSING, State.DRAINING, State.DONE):
             return
         self._session.connection_lost(message, now=now)
-        if link is not State.OPEN:
+        if state is not State.OPEN:
             self._finish()
             return
         self._out += self._ws.send(wsevents.CloseConnection(code=CloseReason.NORMAL_CLOSURE))
@@ -428,7 +428,7 @@ class WebSocketClient(SessionFront):
     # -------------------------------------------------------- session hooks
 
     def _send_text(self, message: bytes, request_id: int | None, now: float) -> None:
-        if self._link is State.OPEN:
+        if self._state is State.OPEN:
             self._enqueue(self._ws.send(wsevents.TextMessage(data=message.decode())), now)
         else:  # only initialize, until the upgrade completes: once closed, the session sends nothing
             self._held.append(message)
@@ -486,10 +486,10 @@ class WebSocketClient(SessionFront):
         than the response head may still take, as h11 bounds only heads it has not seen
         whole.
         """
-        link = self._link
-        if link is State.OPEN or link is State.UPGRADING:
+        state = self._state
+        if state is State.OPEN or state is State.UPGRADING:
             room = max(1, self._max_message - len(self._message) - _UTF8_HELD)
-            return room if link is State.OPEN else min(room, self._head_room)
+            return room if state is State.OPEN else min(room, self._head_room)
         return size
 
     def _feed(self, data: bytes, now: float) -> None:
@@ -501,11 +501,11 @@ class WebSocketClient(SessionFront):
             error = str(exc)
         for event in self._ws.events():  # those before an error too
             self._on_event(event, now)
-            if self._link in _UNREAD:
+            if self._state in _UNREAD:
                 return
         if error is not None:
             self._on_bad_handshake(error, now)
-        elif self._link is State.UPGRADING:
+        elif self._state is State.UPGRADING:
             self._head_room -= len(data)
             if not self._head_room:
                 self._abort(f"the server's answer to the upgrade has a head over {_MAX_HEAD} bytes",
@@ -517,7 +517,7 @@ class WebSocketClient(SessionFront):
         elif isinstance(event, wsevents.BytesMessage):
             self._on_binary(event)
         elif isinstance(event, wsevents.Ping):
-            if self._link is State.OPEN:
+            if self._state is State.OPEN:
                 self._pong = event.payload  # answered by data_to_send: only the latest needs one
         elif isinstance(event, wsevents.Pong):
             keepalive = self._keepalive
@@ -535,7 +535,7 @@ class WebSocketClient(SessionFront):
             self._on_refusal_data(event, now)
 
     def _on_text(self, event: wsevents.TextMessage, now: float) -> None:
-        if self._link is not State.OPEN:
+        if self._state is not State.OPEN:
             return  # closing: what else arrives no longer matters
         piece = event.data.encode()
         buf = self._message
@@ -556,7 +556,7 @@ class WebSocketClient(SessionFront):
             self._session.receive_message(piece, now)
 
     def _on_binary(self, event: wsevents.BytesMessage) -> None:
-        if self._link is not State.OPEN:
+        if self._state is not State.OPEN:
             return
         self._binary += event.data[: _EXCERPT - len(self._binary)]
         if event.message_finished:
@@ -567,7 +567,7 @@ class WebSocketClient(SessionFront):
     def _on_close(self, event: wsevents.CloseConnection, now: float) -> None:
         if self._ws.state not in _CLOSE_RECEIVED:
             # wsproto reports what it could not parse as a Close event, leaving its state.
-            if self._link is State.OPEN:
+            if self._state is State.OPEN:
                 # The decoder's message names a position, which depends on the chunking.
                 utf8 = event.code == CloseReason.INVALID_FRAME_PAYLOAD_DATA
                 self._fail_connection(
@@ -576,7 +576,7 @@ class WebSocketClient(SessionFront):
             else:
                 self._finish()
             return
-        if self._link is State.OPEN:  # the server started the closing handshake
+        if self._state is State.OPEN:  # the server started the closing handshake
             why = f"the server closed the WebSocket ({_describe_close(event)})"
             self._session.connection_lost(why, now=now)
             self._out += self._ws.send(event.response())
@@ -628,19 +628,19 @@ class WebSocketClient(SessionFront):
         self._abort(message, now, reason)
 
     def _on_bad_handshake(self, detail: str, now: float) -> None:
-        if self._link is State.REJECTED:
+        if self._state is State.REJECTED:
             self._rejected(now)  # a malformed refusal body: report what we have
         else:
             self._abort(f"the WebSocket handshake with {self.url} failed: {detail}", now,
                         FailureReason.PROTOCOL_ERROR)
 
     def _on_eof(self, now: float) -> None:
-        link = self._link
-        if link is State.UPGRADING:
+        state = self._state
+        if state is State.UPGRADING:
             self._abort("the server closed the connection during the WebSocket handshake", now)
-        elif link is State.REJECTED:
+        elif state is State.REJECTED:
             self._rejected(now)
-        elif link is State.OPEN:
+        elif state is State.OPEN:
             self._abort("the server closed the connection without a WebSocket Close frame", now)
         else:  # closing: the server's side is done
             self._finish()
@@ -657,7 +657,7 @@ class WebSocketClient(SessionFront):
         self._finish()
 
     def _finish(self) -> None:
-        if self._link is not State.NEW:
+        if self._state is not State.NEW:
             self._actions.append(CloseConnection(connection=_CONNECTION))
         self._move(Trigger.END)
         self._closing_at = self._ping_at = self._pong_by = self._pong = None
@@ -666,13 +666,14 @@ class WebSocketClient(SessionFront):
     def _move(self, trigger: Trigger) -> None:
         """Move by ``TRANSITIONS``; an illegal move is blamed on whoever caused it: the peer
         for a ``RECV_*`` trigger, the caller otherwise."""
-        self._link = step(TRANSITIONS, self._link, trigger, peer=PEER_TRIGGERS, subject="the connection is ")
+        self._state = step(TRANSITIONS, self._state, trigger, peer=PEER_TRIGGERS,
+                           subject="the connection is ")
 
     def _live(self, connection: int) -> bool:
         """Whether ``connection`` is still open; raise if it never was."""
-        if connection != _CONNECTION or self._link is State.NEW:
+        if connection != _CONNECTION or self._state is State.NEW:
             raise LocalProtocolError(f"connection {connection} was never opened")
-        return self._link is not State.DONE
+        return self._state is not State.DONE
 
 
 def _upgrade_request(ws: WSConnection, url: Url, headers: Mapping[str, str], user_agent: str) -> bytes:
