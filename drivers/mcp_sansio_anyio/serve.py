@@ -43,6 +43,7 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
         primitives = AnyioPrimitives(group, out.write)
         runner = ServerRunner(endpoint, primitives, on_event)
+        out.taken = runner.wake
         try:
             os.set_blocking(fd_in, False)
             while True:
@@ -69,12 +70,14 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
 
 
 class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop."""
+    """Writes a transport's output to a file descriptor without blocking the loop, taking
+    it from the core only when the last piece is written (what waits stays counted there)."""
 
     def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
         self._fd = fd
         self._source = source
         self._group = group
+        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
         self._pending = bytearray()
         self._idle = anyio.Event()
         self._idle.set()
@@ -83,11 +86,10 @@ class _FdWriter:
             os.set_blocking(fd, False)
 
     def write(self) -> None:
+        if self._pending:
+            return  # the core keeps the rest until the descriptor can take it
         data = self._source()
         if not data or self._closed:
-            return
-        if self._pending:
-            self._pending += data
             return
         written = self._send(data)
         if written < len(data) and not self._closed:
@@ -109,6 +111,9 @@ class _FdWriter:
             while self._pending and not self._closed:
                 await anyio.wait_writable(self._fd)
                 del self._pending[:self._send(self._pending)]
+                if not self._pending and not self._closed:
+                    self._pending += self._source()
+                    self.taken()
         finally:
             self._pending.clear()
             self._idle.set()
@@ -161,10 +166,10 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
     def write() -> None:
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
-                conn.wake.set()
+            if conn is not None:
+                conn.wake.set()  # its writer takes the bytes when the socket took the last ones
+            else:
+                endpoint.data_to_send(cid)  # nobody to write them to
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)
             if conn is not None:
@@ -199,17 +204,23 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.wake.set()
 
     async def writer(conn: _Conn, done: anyio.CancelScope) -> None:
-        """Send what the core queued for ``conn`` (awaiting the socket: a client that does
-        not read holds only its own writer); once it is closing, end our side and read what
+        """Send what the core queued for ``conn``, taking it only once the socket took the
+        last (a client that does not read holds only its own writer, and what waits stays
+        counted by the core's backpressure); once it is closing, end our side and read what
         the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             while True:
                 await conn.wake.wait()
                 conn.wake = anyio.Event()
-                while conn.out:
+                while True:
                     data = bytes(conn.out)
                     conn.out.clear()
+                    if not conn.closing:
+                        data += endpoint.data_to_send(conn.id)
+                    if not data:
+                        break
                     await conn.stream.send(data)
+                    runner.wake()
                 if conn.closing:
                     break
             await conn.stream.send_eof()

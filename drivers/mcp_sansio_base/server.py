@@ -3,15 +3,18 @@
 :class:`ServerRunner` drains a server transport's events, runs each handler (a plain
 ``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
 the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation. It asks the driver for five primitives only
+response, and honours cancellation and backpressure (a handler awaiting what
+``ctx.report_progress``/``ctx.log`` return waits while the core says its stream is
+congested, until the driver has taken its backlog down: drivers call :meth:`ServerRunner.wake`
+after taking output). It asks the driver for five primitives only
 (:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, and write
 what the transport has to send. The protocol decisions stay in the core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 
@@ -35,6 +38,13 @@ __all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class _Drained(msgspec.Struct, frozen=True):
+    """What a drain future resolves with."""
+
+
+_DRAINED: Final = _Drained()
 
 
 class Cancellable(Protocol):
@@ -105,6 +115,7 @@ class ServerRunner:
         self._on_event = on_event
         self._tasks: dict[int, Cancellable] = {}
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
+        self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
         self.terminated = False
@@ -134,7 +145,22 @@ class ServerRunner:
             elif self._on_event is not None:
                 self._on_event(event)
         self._p.write()
+        self.wake()
         self._rearm()
+
+    def wake(self) -> None:
+        """The driver took output (or a stream ended): handlers waiting for their stream
+        to drain go on once the core no longer calls it congested."""
+        if not self._draining:
+            return
+        waiting, self._draining = self._draining, []
+        for call, future in waiting:
+            if future.done():
+                continue  # its handler was cancelled
+            if self.endpoint.congested(call):
+                self._draining.append((call, future))
+            else:
+                future.set_result(_DRAINED)
 
     def cancel_all(self) -> None:
         """Cancel every running handler (shutting down)."""
@@ -156,8 +182,21 @@ class ServerRunner:
         return self._ask_one(call, ask)
 
     def flush(self) -> None:
-        """A handler queued messages: write them now."""
+        """A handler queued messages, or a socket can take more: write now (and let the
+        handlers waiting for a drain go on, see :meth:`wake`)."""
         self._p.write()
+        self.wake()
+
+    def drained(self, call: int) -> Awaitable[None]:
+        """What waits, when awaited, until ``call``'s stream is not congested."""
+        return _Drain(self, call)
+
+    async def _wait_drained(self, call: int) -> None:
+        while self.endpoint.congested(call):
+            future = self._p.future()
+            self._draining.append((call, future))
+            self._rearm()  # the stall deadline of the stream it waits for
+            await future
 
     def now(self) -> float:
         """The loop's clock."""
@@ -260,3 +299,17 @@ class ServerRunner:
         self.endpoint.handle_timeout(max(now, deadline or now))
         self.pump()
 
+
+
+class _Drain:
+    """The awaitable ``ctx.report_progress``/``ctx.log`` return: nothing runs unless it is
+    awaited (a coroutine would warn when a plain handler ignores it)."""
+
+    __slots__ = ("_call", "_runner")
+
+    def __init__(self, runner: ServerRunner, call: int) -> None:
+        self._runner = runner
+        self._call = call
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._runner._wait_drained(self._call).__await__()

@@ -159,9 +159,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     def write() -> None:
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
+            if conn is None:
+                endpoint.data_to_send(cid)  # nobody to write them to
+            elif not conn.out:  # taken only once the socket took the last (backpressure)
+                conn.out += endpoint.data_to_send(cid)
                 flush(conn)
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)

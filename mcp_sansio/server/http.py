@@ -275,7 +275,23 @@ class HttpServer(Endpoint):
         self._pump(now)
         return True
 
+    def congested(self, call: int) -> bool:
+        """Whether the response stream ``call`` writes to is congested (see ``flow.py``)."""
+        session = self._calls.get(call)
+        record = None if session is None else session.calls.get(call)
+        if session is None or record is None:
+            return False
+        if isinstance(session.host, LegacyHost):
+            return session.host.congested(record.channel)
+        return record.channel is not None and self.http.congested(record.channel)
+
     # ------------------------------------------------------------ legacy session host
+
+    def legacy_congested(self, legacy: Legacy, channel: int | None) -> bool:
+        """Whether the exchange now carrying ``channel``'s stream of ``legacy`` is congested."""
+        stream = 0 if channel is None else legacy.stream_of.get(channel)
+        exchange = channel if stream is None else legacy.live.get(stream)
+        return exchange is not None and self.http.congested(exchange)
 
     def legacy_send(self, legacy: Legacy, channel: int | None, data: bytes, final: bool, status: int,
                     now: float | None) -> None:

@@ -5,7 +5,10 @@
 itself defines no WebSocket transport) and checks ``Host``/``Origin`` like the HTTP
 server. Each connection is one :class:`ServerSession`, as a stdio connection is. A message
 over ``max_line_bytes`` closes the connection with 1009; a binary message is refused with
-1003; control frames and the closing handshake are wsproto's and this module's.
+1003; control frames and the closing handshake are wsproto's and this module's. Output
+waiting for a client that does not read is bounded as ``flow.py`` says: handlers wait
+over ``high_water_bytes``; past ``max_buffer_bytes``, or congested for ``stall_timeout``,
+the connection is dropped (its session ends: the WebSocket transport has no resumption).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
+from ..events import Event
 from .endpoint import Endpoint, SubHost
+from .flow import Backlog, FlowLimits
 from .http11 import CloseConnection
 from .http_headers import LOOPBACK_HOSTS, host_allowed, origin_allowed
 from .session import ServerSession
@@ -46,12 +51,14 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
         allowed_hosts: host names the ``Host`` header may name; ``None``: any.
         allowed_origins: hosts an ``Origin`` header may name; ``None``: any.
         max_connections: connections served at once.
+        flow: the bounds of output waiting for a client (``flow.py``).
     """
 
     path: str | None = None
     allowed_hosts: tuple[str, ...] | None = None
     allowed_origins: tuple[str, ...] | None = None
     max_connections: int = 1024
+    flow: FlowLimits = FlowLimits()
 
     @classmethod
     def loopback(cls, **overrides: object) -> WebSocketConfig:
@@ -64,7 +71,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("id", "message", "out", "session", "ws")
+    __slots__ = ("backlog", "id", "message", "out", "session", "ws")
 
     def __init__(self, connection: int) -> None:
         self.id = connection
@@ -72,6 +79,7 @@ class _Link:
         self.session: ServerSession | None = None
         self.message: list[str] = []
         self.out: list[bytes] = []
+        self.backlog = Backlog()
 
 
 class _LinkHost(SubHost):
@@ -92,6 +100,10 @@ class _LinkHost(SubHost):
         """A response, as one text frame."""
         self._ws.write(self._link, data)
 
+    def congested(self) -> bool:
+        """Whether this connection holds more than its high-water mark unread."""
+        return self._link.backlog.congested(self._ws.config.flow)
+
 
 class WebSocketServer(Endpoint):
     """An MCP server for WebSocket clients, one session per connection.
@@ -108,11 +120,14 @@ class WebSocketServer(Endpoint):
         self._actions: deque[CloseConnection] = deque()
         self._closing: dict[int, list[bytes]] = {}
         self._next = 0
+        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._overflowed: set[int] = set()  # connections past max_buffer_bytes, to drop
 
     # ------------------------------------------------------------ driver side
 
     def connection_made(self, now: float) -> int:
         """A client connected; its id (closed at once past ``max_connections``)."""
+        self._now = now
         self._next += 1
         if len(self._links) >= self.config.max_connections:
             self._actions.append(CloseConnection(connection=self._next))
@@ -126,6 +141,7 @@ class WebSocketServer(Endpoint):
         Raises:
             LocalProtocolError: the connection was never made.
         """
+        self._now = now
         link = self._link(connection)
         if link is None:
             return
@@ -157,6 +173,8 @@ class WebSocketServer(Endpoint):
             return b""
         data = b"".join(out)
         out.clear()
+        if link is not None:
+            link.backlog.taken(len(data), self.config.flow)
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -174,6 +192,44 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, closing)
             self._drop(link, now, "the server is shutting down")
 
+    def next_deadline(self) -> float | None:
+        """The earliest deadline: the sessions', or a connection's stall; changes nothing."""
+        flow = self.config.flow
+        deadlines = [d for link in self._links.values()
+                     if (d := link.backlog.deadline(flow, self._now)) is not None]
+        if (own := super().next_deadline()) is not None:
+            deadlines.append(own)
+        return min(deadlines) if deadlines else None
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire what is due; a connection congested for ``stall_timeout`` is dropped.
+
+        Events: those of :meth:`Endpoint.handle_timeout`; ``CallCancelled`` and
+        ``ConnectionTerminated`` for a dropped connection. Actions: ``CloseConnection``.
+        """
+        self._now = now
+        for link in [k for k in self._links.values() if k.backlog.stamp(now, self.config.flow)]:
+            self._drop(link, now, "the client does not read")
+        super().handle_timeout(now)
+
+    def next_event(self) -> Event | None:
+        """The oldest queued event (connections past ``max_buffer_bytes`` are dropped first).
+
+        Events: ``CallCancelled`` and ``ConnectionTerminated`` of a dropped connection.
+        Actions: ``CloseConnection``.
+        """
+        for connection in self._overflowed:
+            link = self._links.get(connection)
+            if link is not None:
+                self._drop(link, self._now, "the client does not read")
+        self._overflowed.clear()
+        return super().next_event()
+
+    def congested(self, call: int) -> bool:
+        """Whether the connection ``call`` came on is congested (see ``flow.py``)."""
+        session = self._calls.get(call)
+        return session is not None and isinstance(session.host, _LinkHost) and session.host.congested()
+
     # ------------------------------------------------------------ Endpoint
 
     def sessions(self) -> Iterable[ServerSession]:
@@ -188,8 +244,15 @@ class WebSocketServer(Endpoint):
 
     def write(self, link: _Link, data: bytes) -> None:
         """One message as a text frame on ``link`` (if it is still open)."""
-        if link.id in self._links:
-            self._send_ws(link, wsevents.TextMessage(data=data.decode()))
+        if link.id not in self._links:
+            return
+        if link.id in self._overflowed:
+            return
+        if not link.backlog.fits(len(data), self.config.flow):  # dropped at the next event: not
+            self._overflowed.add(link.id)  # while its session is busy sending
+            link.out.clear()
+            return
+        self._send_ws(link, wsevents.TextMessage(data=data.decode()))
 
     # ------------------------------------------------------------ internals
 
@@ -244,7 +307,9 @@ class WebSocketServer(Endpoint):
 
     def _send_ws(self, link: _Link, event: wsevents.Event) -> None:
         with contextlib.suppress(WsLocalError):  # the connection is closing: nothing more goes out
-            link.out.append(link.ws.send(event))
+            frame = link.ws.send(event)
+            link.out.append(frame)
+            link.backlog.add(len(frame))
 
     def _drop(self, link: _Link, now: float, reason: str) -> None:
         if self._links.pop(link.id, None) is None:
