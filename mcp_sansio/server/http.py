@@ -42,7 +42,7 @@ from .http_headers import (
 )
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
-from .session import ServerSession
+from .session import ServerSession, invalid_utf8
 from .stores import EventStore, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore
 
 if TYPE_CHECKING:
@@ -352,6 +352,10 @@ class HttpServer(Endpoint):
         content_type = (req.header("content-type") or "").partition(";")[0].strip().lower()
         if content_type != "application/json":
             self._plain(req, 415, "Unsupported Media Type: send application/json", now)
+            return
+        problem = invalid_utf8(req.body)
+        if problem is not None:
+            self._error(req, 400, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now)
             return
         try:
             peek = _peek(req.body)
