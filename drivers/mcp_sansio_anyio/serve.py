@@ -20,6 +20,7 @@ import anyio.abc
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
@@ -32,12 +33,13 @@ _READ: Final = 65536
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, anyio.current_time())
+    endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)

@@ -18,6 +18,7 @@ import msgspec
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
@@ -58,13 +59,14 @@ class _Primitives:
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     loop = asyncio.get_running_loop()
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, loop.time())
+    endpoint = stdio_endpoint(app, secret, loop.time(), flow)
     out = _FdWriter(loop, fd_out, endpoint.data_to_send)
     primitives = _Primitives(loop, out.write)
     runner = ServerRunner(endpoint, primitives, on_event)

@@ -21,6 +21,7 @@ from typing import Final, Protocol
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import ServerRunner
@@ -42,12 +43,13 @@ class Stop(Protocol):
 
 
 def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, time.monotonic())
+    endpoint = stdio_endpoint(app, secret, time.monotonic(), flow)
 
     def write() -> None:
         data = endpoint.data_to_send()

@@ -50,8 +50,10 @@ class Backlog:
         self.congested_at: float | None = None  # when the driver first saw it congested
 
     def fits(self, more: int, limits: FlowLimits) -> bool:
-        """Whether ``more`` bytes may be queued (``False``: the stream must be dropped)."""
-        return self.size + more <= limits.max_buffer_bytes
+        """Whether ``more`` bytes may be queued (``False``: the stream must be dropped). One
+        message always fits an empty backlog, however large: the bound is on what a
+        client leaves unread, not on the size of a message (``max_line_bytes`` is that)."""
+        return self.size == 0 or self.size + more <= limits.max_buffer_bytes
 
     def add(self, size: int) -> None:
         """``size`` bytes were queued."""

@@ -140,7 +140,8 @@ class ServerSession:
         if problem is not None:  # JSON text is UTF-8 (RFC 8259 section 8.1); the envelope's
             # decoder leaves params unread (Raw), so the whole message is checked here
             self.error(channel, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now=now)
-            self.host.emit(MessageDiscarded(reason=DiscardReason.NOT_JSON, detail=problem, excerpt=data[:200]))
+            discarded = MessageDiscarded(reason=DiscardReason.NOT_JSON, detail=problem, excerpt=data[:200])
+            self.host.emit(discarded)
             return
         try:
             decoded = jsonrpc.decode(data)
