@@ -378,3 +378,22 @@ def test_invalid_utf8_in_an_http_post_is_a_parse_error() -> None:
     server = http_server()
     answer = RawHttp(server).request(raw_body=BAD_UTF8, headers=MODERN_HEADERS)
     assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == -32700
+
+
+# ---------------------------------------------------------------- the event store
+
+
+def test_the_memory_event_store_keeps_a_bounded_number_of_bytes_per_session() -> None:
+    from mcp_sansio.server.stores import MemoryEventStore
+
+    store = MemoryEventStore(max_events=100, max_bytes=2500)
+    first = store.append("s", 1, b"")
+    ids = [store.append("s", 1, b"x" * 1000) for _ in range(5)]
+    assert store.replay("s", first) is None  # it went, with the oldest events
+    assert store.replay("s", ids[-3]) is None  # two events of 1000 bytes are what fits
+    assert store.replay("s", ids[-2]) == (1, [(ids[-1], b"x" * 1000)])
+    store.append("s", 1, b"y" * 10_000)  # one event larger than the bound is still kept
+    assert store.replay("s", ids[-1]) is None and store.replay("t", "1-1") is None
+    for _ in range(200):
+        store.append("t", 1, b"")
+    assert store.replay("t", "1-100") is None and store.replay("t", "1-101") is not None
