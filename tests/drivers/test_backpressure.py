@@ -31,7 +31,7 @@ DRIVERS = ["asyncio", "anyio", "trio", "sync", "asgi"]
 MEGABYTES = 200
 BOUND_KB = 64 * 1024  # what the flood may add to the server's peak memory (it asks for 200 MB)
 PATIENCE = 90.0
-STATELESS = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+STATELESS: dict[str, object] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
              "io.modelcontextprotocol/clientCapabilities": {}}
 HANDSHAKE = ClientConfig(protocol="2025-11-25")
 
@@ -85,9 +85,12 @@ def _handshake_session(port: int) -> str:
                 if line.lower().startswith("mcp-session-id:"))
 
 
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
 def _status(client: Any) -> dict[str, int]:
-    result = client.call_tool("status")
-    return json.loads(result.content[0].text)  # type: ignore[no-any-return]
+    return json.loads(_text(client.call_tool("status")))  # type: ignore[no-any-return]
 
 
 def _record(row: dict[str, object]) -> None:
@@ -120,7 +123,7 @@ def test_a_client_that_never_reads_a_flood_costs_bounded_memory_while_others_are
             served = 0
             deadline = time.monotonic() + PATIENCE
             while True:
-                assert other.call_tool("add", {"a": served, "b": 1}).content[0].text == str(served + 1)
+                assert _text(other.call_tool("add", {"a": served, "b": 1})) == str(served + 1)
                 served += 1
                 now = _status(other)
                 if now["finished"] + now["cancelled"] > ended and now["running"] == 0:
