@@ -8,6 +8,7 @@ memory; the flooded client is a raw socket with a small receive buffer that neve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -160,6 +161,57 @@ def test_a_client_that_never_reads_leaves_nothing_behind_when_it_goes(flood_serv
     assert now["cancelled"] == before["cancelled"] + 1
 
 
+# ---------------------------------------------------------------- slow request bodies
+
+BODY_TIMEOUT = 1.0  # flood_server.py's
+
+
+@pytest.mark.parametrize("stalls", [False, True], ids=["never-ending", "stalled"])
+def test_a_request_body_that_does_not_end_in_time_gets_408(
+    flood_server: tuple[str, str], stalls: bool
+) -> None:
+    port = _port(flood_server[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=0.1) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"1\r\n[\r\n")
+        started = time.monotonic()
+        got = b""
+        while b"\r\n\r\n" not in got and time.monotonic() < started + PATIENCE:
+            if not stalls:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"1\r\n \r\n")  # whitespace, a byte at a time, forever
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            got += chunk
+        elapsed = time.monotonic() - started
+    assert got.startswith(b"HTTP/1.1 408 "), got[:200]
+    assert elapsed >= BODY_TIMEOUT * 0.9
+
+
+# ---------------------------------------------------------------- invalid UTF-8
+
+BAD_UTF8 = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":"\xc3("}}}'
+
+
+def test_invalid_utf8_in_a_post_is_a_parse_error(flood_server: tuple[str, str]) -> None:
+    port = _port(flood_server[1])
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            f"Content-Length: {len(BAD_UTF8)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head + BAD_UTF8)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 400 ")
+    assert json.loads(got.split(b"\r\n\r\n", 1)[1])["error"]["code"] == -32700
+
+
 # ---------------------------------------------------------------- WebSocket and stdio
 
 
@@ -260,3 +312,27 @@ def _proc_kb(pid: int, field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} for {pid}")
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_invalid_utf8_on_stdio_is_a_parse_error(driver: str) -> None:
+    done = subprocess.run([sys.executable, FLOOD, driver, "stdio"], input=BAD_UTF8 + b"\n",
+                          capture_output=True, timeout=PATIENCE, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [answer] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answer["id"] is None and answer["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_invalid_utf8_in_a_websocket_text_frame_fails_the_connection_with_1007(driver: str) -> None:
+    port = free_port()
+    with running_http_server(sys.executable, [FLOOD, driver, "websocket", str(port)], None, port, "/"), \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        client = _upgrade(sock)
+        mask = b"\x00\x00\x00\x00"  # RFC 6455 5.3: a client masks; a zero key keeps the bytes as they are
+        sock.sendall(bytes([0x81, 0x80 | len(BAD_UTF8)]) + mask + BAD_UTF8)  # one text frame
+        closed = None
+        while closed is None and (data := sock.recv(65536)):
+            client.receive_data(data)
+            closed = next((e for e in client.events() if isinstance(e, ws.CloseConnection)), None)
+    assert closed is not None and closed.code == 1007  # RFC 6455 8.1: invalid UTF-8 in a text message

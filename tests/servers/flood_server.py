@@ -6,8 +6,8 @@ DRIVER: asyncio, anyio, trio, sync, or asgi (uvicorn; HTTP only). TRANSPORT: htt
 websocket or stdio. Tools: ``flood`` (``megabytes`` of progress notifications in pieces of
 ``piece`` bytes, awaiting each one when ``wait``), ``add``, and ``status`` (this
 process's memory, open descriptors, and how many floods run, ended or were cancelled).
-The limits are the defaults but for a short ``stall_timeout``, so a stalled stream is
-dropped within the test's patience.
+The limits are the defaults but for a short ``stall_timeout`` and ``body_timeout``, so
+a stalled stream or body is dropped within the test's patience.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mcp_sansio.server.http11 import HttpLimits
 from mcp_sansio.server.websocket import WebSocketConfig
 
 STALL = 2.0
+BODY_TIMEOUT = 1.0
 app = MCPServer("flood", version="1.0.0")
 STATE = {"running": 0, "finished": 0, "cancelled": 0, "produced": 0}
 
@@ -73,7 +74,7 @@ def status() -> str:
 def main() -> None:
     driver, transport = sys.argv[1], sys.argv[2]
     port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    limits = HttpLimits(stall_timeout=STALL)
+    limits = HttpLimits(stall_timeout=STALL, body_timeout=BODY_TIMEOUT)
     flow = FlowLimits(stall_timeout=STALL)
     if driver == "asgi":
         import uvicorn
