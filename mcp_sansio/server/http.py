@@ -15,9 +15,6 @@ body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -35,6 +32,7 @@ from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits
 from .http_headers import (
     LOOPBACK_HOSTS,
     accepts,
+    check_origins,
     host_allowed,
     origin_allowed,
     param_mismatch,
@@ -64,7 +62,11 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         path: the MCP endpoint's path.
         allowed_hosts: host names the ``Host`` header may name (any port); ``None``: any.
-        allowed_origins: hosts an ``Origin`` header may name (any port); ``None``: any.
+        allowed_origins: origins (``https://app.example.com``: scheme, host and port) a
+            browser page calling the server may have; a request without ``Origin`` (not
+            from a browser) always passes, and so does the server's own origin when
+            ``allowed_hosts`` checks the ``Host``. Default: none. ``None``: any (an
+            explicit opt-out of the spec's MUST).
         response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
             ``"json"`` or ``"sse"`` (always).
         max_connections: connections served at once (more are closed at once).
@@ -76,7 +78,7 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] | None = None
-    allowed_origins: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = ()
     response_mode: Literal["auto", "json", "sse"] = "auto"
     max_connections: int = 1024
     max_sessions: int = 1024
@@ -87,10 +89,14 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def loopback(cls, **overrides: object) -> HttpConfig:
         """Settings for a server bound to loopback: DNS-rebinding protection on (only
-        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host`` and ``Origin``)."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host``, so only pages of this very
+        server as ``Origin``, unless ``allowed_origins`` names more)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        check_origins(self.allowed_origins)
 
 
 class _PeekMeta(msgspec.Struct):
@@ -127,7 +133,8 @@ class HttpServer(Endpoint):
 
     Args:
         app: what the server offers.
-        secret: see :class:`Endpoint` (it also names sessions: the same on every worker).
+        secret: see :class:`Endpoint`.
+        entropy: see :class:`Endpoint` (session ids come from it).
         wall_offset: see :class:`Endpoint`.
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
@@ -136,10 +143,10 @@ class HttpServer(Endpoint):
             driver then feeds and drains these, and the byte-level methods refuse.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
                  events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
         self.http: HttpConnections | HttpExchanges
@@ -315,9 +322,10 @@ class HttpServer(Endpoint):
         config = self.config
         if req.target.partition("?")[0] != config.path:
             self._plain(req, 404, "Not Found", now)
-        elif not host_allowed(req.header("host"), config.allowed_hosts):
+        elif not host_allowed(host := req.header("host"), config.allowed_hosts):
             self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
-        elif not origin_allowed(req.header("origin"), config.allowed_origins):
+        elif not origin_allowed(req.header("origin"), config.allowed_origins, host=host,
+                                host_checked=config.allowed_hosts is not None):
             self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
         elif req.method == "POST":
             self._post(req, now)
@@ -570,8 +578,7 @@ class HttpServer(Endpoint):
     # ------------------------------------------------------------ sessions
 
     def _new_session(self, now: float) -> Legacy:
-        digest = hmac.new(self.secret, f"session/{self.new_ticket()}".encode(), hashlib.sha256).digest()
-        session_id = base64.urlsafe_b64encode(digest[:24]).decode()
+        session_id = self.new_id("session")
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
