@@ -68,9 +68,9 @@ class Response:
 class RawHttp:
     """One connection to an :class:`HttpServer`, written and read by hand."""
 
-    def __init__(self, server: HttpServer, now: float = 0.0) -> None:
+    def __init__(self, server: HttpServer, now: float = 0.0, peer: str | None = None) -> None:
         self.server = server
-        self.id = server.connection_made(now)
+        self.id = server.connection_made(now, peer)
         self.h11 = h11.Connection(h11.CLIENT)
         self.responses: list[Response] = []
         self.closed = False

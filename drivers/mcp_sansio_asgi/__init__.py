@@ -28,7 +28,7 @@ from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import server_entropy, server_secret
+from mcp_sansio_base.serving import peer_host, server_entropy, server_secret
 
 __all__ = ["AsgiApp"]
 
@@ -119,7 +119,7 @@ class AsgiApp:
         exchanges = self._exchanges
         query = scope.get("query_string", b"")
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"])
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")))
         self._waiters[exchange] = anyio.Event()
         try:
             while (message := await receive())["type"] == "http.request":

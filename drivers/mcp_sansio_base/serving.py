@@ -29,7 +29,7 @@ from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
-__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "server_entropy", "server_secret",
+__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "peer_host", "server_entropy", "server_secret",
            "stdio_endpoint", "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
@@ -61,6 +61,15 @@ def _warn_public_bind(host: str, origins: tuple[str, ...] | None) -> None:
     elif not origins:
         _log.warning("serving on %s with no allowed origins: requests from web pages (with an Origin "
                      "header) get 403; name the origins of your web clients (--allow-origin)", host)
+
+
+def peer_host(address: object) -> str | None:
+    """The host part of a socket's peer address (``("10.0.0.7", 51234)`` -> ``"10.0.0.7"``),
+    which the server's per-client limits count by; ``None`` when there is none (a Unix
+    socket)."""
+    if isinstance(address, tuple | list) and address and isinstance(address[0], str):
+        return address[0]
+    return None
 
 
 def is_loopback(host: str) -> bool:

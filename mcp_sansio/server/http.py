@@ -15,7 +15,8 @@ body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -69,8 +70,18 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
             explicit opt-out of the spec's MUST).
         response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
             ``"json"`` or ``"sse"`` (always).
-        max_connections: connections served at once (more are closed at once).
-        max_sessions: handshake-era sessions at once (more ``initialize`` get 503).
+        max_connections: connections served at once. A connection past it takes the
+            place of the connection idle longest (of the peer holding the most), and is
+            closed at once only when none is idle.
+        max_connections_per_peer: connections one peer (client address) may hold; past
+            it, its own idle connection goes, or the new one.
+        max_sessions: handshake-era sessions at once. Past it, an ``initialize`` ends
+            the least recently active idle session that never served a request (an
+            opened-and-abandoned one); a session in use is never ended for a new one:
+            when none can go, ``initialize`` gets 503.
+        max_sessions_per_peer: sessions one peer may hold; past it, an ``initialize``
+            from it ends its own least recently active idle session (else 429), so one
+            client cannot fill the table.
         session_idle_timeout: seconds without a request after which a session ends.
         sse_retry_ms: the ``retry`` hint of the priming event of resumable streams.
         limits: the HTTP/1.1 bounds.
@@ -81,7 +92,9 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     allowed_origins: tuple[str, ...] | None = ()
     response_mode: Literal["auto", "json", "sse"] = "auto"
     max_connections: int = 1024
-    max_sessions: int = 1024
+    max_connections_per_peer: int = 256
+    max_sessions: int = 4096
+    max_sessions_per_peer: int = 256
     session_idle_timeout: float = 1800.0
     sse_retry_ms: int = 1000
     limits: HttpLimits = HttpLimits()
@@ -157,24 +170,39 @@ class HttpServer(Endpoint):
         self.modern = ServerSession(app, self, channel_ids=True)
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
-        self._legacy: dict[str, Legacy] = {}
+        self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
+        self._peer_sessions: Counter[str | None] = Counter()
         self._exchanges: dict[int, Exchange] = {}
-        self._open = 0
+        self._peers: dict[int, str | None] = {}  # open connection -> its peer
+        self._peer_connections: Counter[str | None] = Counter()
         self._now = 0.0  # the latest time the server was told: for requests that wait their turn
 
     # ------------------------------------------------------------ driver: connections
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its connection id (closed at once past ``max_connections``).
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its connection id.
 
-        Actions: ``CloseConnection`` when over the limit.
+        Past ``max_connections_per_peer`` the peer's own idle connection is closed, past
+        ``max_connections`` the idle one of the peer holding the most; if none is idle,
+        the new connection is closed at once. A flood of connections thus displaces idle
+        ones, never a request in progress.
+
+        Actions: ``CloseConnection``.
         """
         wire = self._bytes()
-        conn = wire.connection_made(now)
-        self._open += 1
-        if self._open > self.config.max_connections:
-            wire.connection_lost(conn, now)
-            self._pump(now)
+        conn = wire.connection_made(now, peer)
+        self._peers[conn] = peer
+        self._peer_connections[peer] += 1
+        config = self.config
+        if self._peer_connections[peer] > config.max_connections_per_peer:
+            among: list[int] = [c for c, p in self._peers.items() if p == peer and c != conn]
+        elif len(self._peers) > config.max_connections:
+            heaviest = max(self._peer_connections, key=lambda p: self._peer_connections[p])
+            among = [c for c, p in self._peers.items() if p == heaviest and c != conn]
+        else:
+            return conn
+        wire.close(wire.idle_connection(among) or conn)
+        self._pump(now)
         return conn
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -203,20 +231,24 @@ class HttpServer(Endpoint):
     def next_action(self) -> CloseConnection | None:
         """The next connection to close."""
         action = None if self._wire is None else self._wire.next_action()
-        if action is not None:
-            self._open -= 1
+        if action is not None and action.connection in self._peers:
+            peer = self._peers.pop(action.connection)
+            self._peer_connections[peer] -= 1
+            if not self._peer_connections[peer]:
+                del self._peer_connections[peer]
         return action
 
     def next_deadline(self) -> float | None:
         """The earliest deadline: connections, sessions, questions, tasks; changes nothing."""
         deadlines = [d for d in (super().next_deadline(), self.http.next_deadline()) if d is not None]
-        deadlines += [legacy.expires_at for legacy in self._legacy.values()]
+        if self._legacy:  # least recently active first: the first expires first
+            deadlines.append(next(iter(self._legacy.values())).expires_at)
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
         """Fire what is due: slow requests (408), idle sessions, unanswered questions."""
         self.http.handle_timeout(now)
-        for legacy in [s for s in self._legacy.values() if s.expires_at <= now]:
+        while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
             self._end_session(legacy, now, "the session expired")
         super().handle_timeout(now)
         self._pump(now)
@@ -371,11 +403,11 @@ class HttpServer(Endpoint):
                 return
             self._route(req, legacy, peek, wants_json, wants_sse, now)
         elif peek.method == "initialize" and rid is not None:
-            if len(self._legacy) >= self.config.max_sessions:
-                message = "Service Unavailable: too many sessions"
-                self._error(req, 503, rid, jsonrpc.INTERNAL_ERROR, message, now)
+            refusal = self._make_room(req.peer, now)
+            if refusal is not None:
+                self._error(req, refusal[0], rid, jsonrpc.INTERNAL_ERROR, refusal[1], now)
                 return
-            self._route(req, self._new_session(now), peek, wants_json, wants_sse, now)
+            self._route(req, self._new_session(req.peer, now), peek, wants_json, wants_sse, now)
         elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
             message = "Invalid params: a request of this revision needs _meta with its protocol version"
             self._error(req, 400, rid, jsonrpc.INVALID_PARAMS, message, now)
@@ -423,7 +455,9 @@ class HttpServer(Endpoint):
         if legacy is None:
             self.modern.receive_message(req.body, now, req.exchange)
         else:
-            legacy.expires_at = now + self.config.session_idle_timeout
+            self._touch(legacy, now)
+            if peek.id is not UNSET and isinstance(peek.method, str) and peek.method != "initialize":
+                legacy.used = True
             legacy.session.receive_message(req.body, now, req.exchange)
             self._remember(legacy)
         if ex.mode is Mode.PENDING and (peek.id is UNSET or not isinstance(peek.method, str)):
@@ -442,7 +476,8 @@ class HttpServer(Endpoint):
         if legacy is None:
             self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
             return
-        legacy.expires_at = now + self.config.session_idle_timeout
+        self._touch(legacy, now)
+        legacy.used = True
         last = req.header("last-event-id")
         if last is not None:
             self._resume(req, legacy, last.strip(), now)
@@ -577,13 +612,44 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ sessions
 
-    def _new_session(self, now: float) -> Legacy:
+    def _new_session(self, peer: str | None, now: float) -> Legacy:
         session_id = self.new_id("session")
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, peer)
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
         self._legacy[session_id] = legacy
+        self._peer_sessions[peer] += 1
         return legacy
+
+    def _touch(self, legacy: Legacy, now: float) -> None:
+        """``legacy`` served a request: it expires later and is the most recently active."""
+        legacy.expires_at = now + self.config.session_idle_timeout
+        self._legacy.move_to_end(legacy.id)
+
+    def _make_room(self, peer: str | None, now: float) -> tuple[int, str] | None:
+        """Make room for a new session of ``peer``: end an idle session if the peer's or the
+        server's limit is reached; the status and message to refuse with when none can go."""
+        config = self.config
+        if self._peer_sessions[peer] >= config.max_sessions_per_peer:
+            victim = self._idle_session(lambda s: s.peer == peer and not s.used) or self._idle_session(
+                lambda s: s.peer == peer)
+            if victim is None:
+                return 429, "Too Many Requests: this client holds too many sessions; end some (DELETE)"
+            self._end_session(victim, now, "its client opened too many sessions")
+        elif len(self._legacy) >= config.max_sessions:
+            victim = self._idle_session(lambda s: not s.used)
+            if victim is None:
+                return 503, "Service Unavailable: too many sessions"
+            self._end_session(victim, now, "the server needed room for a new session")
+        return None
+
+    def _idle_session(self, which: Callable[[Legacy], bool]) -> Legacy | None:
+        """The least recently active session ``which`` accepts that is idle (no request
+        running, no stream open), or ``None``."""
+        for legacy in self._legacy.values():
+            if which(legacy) and not legacy.live and legacy.get_exchange is None and not legacy.session.calls:
+                return legacy
+        return None
 
     def _find(self, session_id: str, now: float) -> Legacy | None:
         """The live session ``session_id``, or one rebuilt from the session store."""
@@ -591,9 +657,10 @@ class HttpServer(Endpoint):
         if legacy is not None:
             return legacy
         record = self.session_store.load(session_id)
-        if record is None or len(self._legacy) >= self.config.max_sessions:
+        if record is None or self._make_room(None, now) is not None:
             return None
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, None)
+        legacy.used = True
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host)
         session.phase = Phase.READY
@@ -603,6 +670,7 @@ class HttpServer(Endpoint):
         session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
         legacy.saved = record
         self._legacy[session_id] = legacy
+        self._peer_sessions[None] += 1
         return legacy
 
     def _remember(self, legacy: Legacy) -> None:
@@ -621,6 +689,9 @@ class HttpServer(Endpoint):
 
     def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
         del self._legacy[legacy.id]
+        self._peer_sessions[legacy.peer] -= 1
+        if not self._peer_sessions[legacy.peer]:
+            del self._peer_sessions[legacy.peer]
         legacy.session.close(now, reason)
         self.session_store.delete(legacy.id)
         self.event_store.forget(legacy.id)

@@ -49,12 +49,15 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
             checked; ``None``: any). Browsers apply no CORS to WebSockets, so this check
             is the only one.
         max_connections: connections served at once.
+        max_connections_per_peer: connections one peer (address) may hold at once, so
+            that one client cannot take every connection (more are closed at once).
     """
 
     path: str | None = None
     allowed_hosts: tuple[str, ...] | None = None
     allowed_origins: tuple[str, ...] | None = ()
     max_connections: int = 1024
+    max_connections_per_peer: int = 128
 
     @classmethod
     def loopback(cls, **overrides: object) -> WebSocketConfig:
@@ -71,10 +74,11 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("id", "message", "out", "session", "ws")
+    __slots__ = ("id", "message", "out", "peer", "session", "ws")
 
-    def __init__(self, connection: int) -> None:
+    def __init__(self, connection: int, peer: str | None) -> None:
         self.id = connection
+        self.peer = peer
         self.ws = WSConnection(ConnectionType.SERVER)
         self.session: ServerSession | None = None
         self.message: list[str] = []
@@ -118,13 +122,16 @@ class WebSocketServer(Endpoint):
 
     # ------------------------------------------------------------ driver side
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its id (closed at once past ``max_connections``)."""
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its id (closed at
+        once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
         self._next += 1
-        if len(self._links) >= self.config.max_connections:
+        config = self.config
+        mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
+        if len(self._links) >= config.max_connections or mine >= config.max_connections_per_peer:
             self._actions.append(CloseConnection(connection=self._next))
             return self._next
-        self._links[self._next] = _Link(self._next)
+        self._links[self._next] = _Link(self._next, peer)
         return self._next
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:

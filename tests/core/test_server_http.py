@@ -543,19 +543,96 @@ def test_an_idle_session_expires() -> None:
     assert answer is not None and answer.status == 404
 
 
-def test_too_many_sessions_are_refused() -> None:
+def _opened(server: HttpServer, peer: str | None = None, *, use: bool = False) -> str:
+    """A session opened from ``peer`` (and used: one ping) on a connection of its own."""
+    conn = RawHttp(server, peer=peer)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200, answer and answer.body
+    session_id = answer.headers["mcp-session-id"]
+    if use:
+        assert _status(conn.request(body={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                                    headers=_sid(session_id))) == 200
+    return session_id
+
+
+def _ping(server: HttpServer, session_id: str, peer: str | None = None) -> int:
+    return _status(RawHttp(server, peer=peer).request(body={"jsonrpc": "2.0", "id": 5, "method": "ping"},
+                                                      headers=_sid(session_id)))
+
+
+def test_an_abandoned_session_gives_its_place_to_a_new_client() -> None:
     server = http_server(_app(), max_sessions=1)
-    _session(server)
-    answer = RawHttp(server).request(body=INIT)
+    abandoned = _opened(server, "10.0.0.1")
+    fresh = _opened(server, "10.0.0.2")
+    assert _ping(server, abandoned) == 404 and _ping(server, fresh) == 200
+
+
+def test_a_session_in_use_is_never_ended_for_a_new_one() -> None:
+    server = http_server(_app(), max_sessions=1)
+    used = _opened(server, "10.0.0.1", use=True)
+    answer = RawHttp(server, peer="10.0.0.2").request(body=INIT)
     assert answer is not None and answer.status == 503
+    assert _ping(server, used) == 200
 
 
-def test_too_many_connections_are_closed_at_once() -> None:
+def test_a_thousand_abandoned_initializes_lock_nobody_out() -> None:
+    server = http_server(_app())
+    for _ in range(1100):
+        _opened(server, "10.6.6.6")
+    assert _ping(server, _opened(server, "10.0.0.2", use=True)) == 200
+
+
+def test_one_peer_past_its_limit_ends_its_own_oldest_idle_session_not_others() -> None:
+    server = http_server(_app(), max_sessions_per_peer=3)
+    other = _opened(server, "10.0.0.2", use=True)
+    mine = [_opened(server, "10.6.6.6", use=True) for _ in range(3)]
+    newest = _opened(server, "10.6.6.6")
+    assert [_ping(server, s) for s in mine] == [404, 200, 200]
+    assert _ping(server, newest) == 200 and _ping(server, other) == 200
+
+
+def test_a_peer_whose_sessions_are_all_busy_gets_429() -> None:
+    app = _app()
+
+    @app.tool()
+    async def wait() -> str:
+        raise AssertionError("never completes in this test")
+
+    server = http_server(app, max_sessions_per_peer=1)
+    session_id = _opened(server, "10.6.6.6")
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "wait", "arguments": {}}}
+    RawHttp(server, peer="10.6.6.6").request(body=call, headers=_sid(session_id))
+    answer = RawHttp(server, peer="10.6.6.6").request(body=INIT)
+    assert answer is not None and answer.status == 429
+    assert "too many sessions" in answer.json()["error"]["message"]
+
+
+def test_a_new_connection_past_the_limit_displaces_the_idle_one() -> None:
     server = http_server(_app(), max_connections=1)
-    RawHttp(server)
+    idle = RawHttp(server)
+    fresh = RawHttp(server)
+    idle.read()
+    assert idle.closed and _status(fresh.request(body=INIT)) == 200
+
+
+def test_a_new_connection_past_the_limit_is_closed_when_none_is_idle() -> None:
+    server = http_server(_app(), max_connections=1)
+    busy = RawHttp(server)
+    busy.send_raw(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\n{")
     extra = RawHttp(server)
     extra.read()
-    assert extra.closed
+    busy.read()
+    assert extra.closed and not busy.closed
+
+
+def test_a_connection_flood_from_one_peer_displaces_only_its_own_idle_connections() -> None:
+    server = http_server(_app(), max_connections_per_peer=2)
+    victim = RawHttp(server, peer="10.0.0.2")
+    flood = [RawHttp(server, peer="10.6.6.6") for _ in range(50)]
+    for conn in [victim, *flood]:
+        conn.read()
+    assert not victim.closed and sum(not conn.closed for conn in flood) == 2
+    assert _status(victim.request(body=INIT)) == 200
 
 
 def test_a_session_is_rebuilt_from_a_shared_store() -> None:
