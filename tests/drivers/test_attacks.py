@@ -143,7 +143,7 @@ def test_a_connection_flood_leaves_a_normal_client_served(loopback_port: int) ->
         served = 0
         for _ in range(10):
             victim = Client(loopback_port)
-            with contextlib.suppress(OSError, http.client.HTTPException):  # a refused client counts as unserved
+            with contextlib.suppress(OSError, http.client.HTTPException):  # refused: counts as unserved
                 served += victim.ping(victim.open_session()) == 200
             victim.close()
     assert served == 10

@@ -56,8 +56,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     options = parser.parse_args()
-    uvicorn.run("asgi_app:asgi", host="0.0.0.0" if PUBLIC else "127.0.0.1", port=options.port, workers=options.workers,
-                log_level="warning", app_dir=os.path.dirname(__file__))
+    uvicorn.run("asgi_app:asgi", host="0.0.0.0" if PUBLIC else "127.0.0.1", port=options.port,
+                workers=options.workers, log_level="warning", app_dir=os.path.dirname(__file__))
 
 
 if __name__ == "__main__":
