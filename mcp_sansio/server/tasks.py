@@ -131,6 +131,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message
     session.tasks[task_id] = task
+    session.host.timed(session)
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")
