@@ -94,10 +94,11 @@ class HttpExchanges:
 
     # ------------------------------------------------------------ input
 
-    def begin(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]], *, now: float) -> int:
-        """A request head arrived (ASGI's scope) at ``now``; its exchange id. Header names
-        are lower-cased and values decoded as Latin-1, as HTTP/1.1 carries them. Its body
-        must be in by ``now + body_timeout``."""
+    def begin(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]],
+              peer: str | None = None, *, now: float) -> int:
+        """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
+        known) at ``now``; its exchange id. Header names are lower-cased and values decoded
+        as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``."""
         self._now = now
         self._next_exchange += 1
         exchange = self._next_exchange
@@ -105,7 +106,7 @@ class HttpExchanges:
             exchange=exchange, connection=exchange, method=method, target=target,
             headers=tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
                           for name, value in headers),
-            body=b"",
+            body=b"", peer=peer,
         )
         self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
         return exchange

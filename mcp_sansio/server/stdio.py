@@ -41,13 +41,14 @@ class StdioServer(Endpoint):
     Args:
         app: what the server offers.
         secret: see :class:`Endpoint`.
+        entropy: see :class:`Endpoint`.
         wall_offset: see :class:`Endpoint`.
         flow: the bounds of output waiting for the client.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  flow: FlowLimits | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.flow = flow or FlowLimits()
         self._backlog = Backlog()
         self._dropped = False  # the client stopped reading: the session ended

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from pair import StepLoop
+from server_helpers import ENTROPY, SECRET
 from server_http_helpers import MODERN_HEADERS, RawHttp, http_server, modern_body
 from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
@@ -20,7 +21,6 @@ from mcp_sansio.server.stdio import StdioServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import ServerRunner
 
-SECRET = b"k" * 32
 GET = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
 LIMITS = HttpLimits(high_water_bytes=2000, max_buffer_bytes=20_000, stall_timeout=5.0)
 PIECE = "x" * 1000
@@ -227,7 +227,7 @@ def test_an_asgi_part_counts_until_the_driver_takes_it() -> None:
 
 
 def _stdio(flow: FlowLimits, count: int, done: list[str]) -> tuple[StdioServer, ServerRunner, StepLoop]:
-    server = StdioServer(_flood_app(count, done), secret=SECRET, flow=flow)
+    server = StdioServer(_flood_app(count, done), secret=SECRET, entropy=ENTROPY, flow=flow)
     loop = StepLoop(lambda: 0.0)
     runner = ServerRunner(server, loop)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -281,7 +281,8 @@ def test_stdio_output_past_the_buffer_bound_ends_the_session() -> None:
             ctx.report_progress(i, message=PIECE)
         return "ok"
 
-    server = StdioServer(app, secret=SECRET, flow=FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000))
+    flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
+    server = StdioServer(app, secret=SECRET, entropy=ENTROPY, flow=flow)
     server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
                         b'"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n', 0.0)
     runner = ServerRunner(server, StepLoop(lambda: 0.0))
@@ -326,7 +327,8 @@ def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: S
 def test_a_websocket_handler_waits_and_a_stalled_connection_is_dropped() -> None:
     done: list[str] = []
     flow = FlowLimits(high_water_bytes=2000, stall_timeout=5.0)
-    server = WebSocketServer(_flood_app(20, done), secret=SECRET, config=WebSocketConfig(flow=flow))
+    config = WebSocketConfig(flow=flow)
+    server = WebSocketServer(_flood_app(20, done), secret=SECRET, entropy=ENTROPY, config=config)
     loop = StepLoop(lambda: 0.0)
     runner = ServerRunner(server, loop)
     conn, client = _ws_connected(server)
@@ -354,7 +356,7 @@ def test_websocket_output_past_the_buffer_bound_drops_the_connection() -> None:
         return "ok"
 
     flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
-    server = WebSocketServer(app, secret=SECRET, config=WebSocketConfig(flow=flow))
+    server = WebSocketServer(app, secret=SECRET, entropy=ENTROPY, config=WebSocketConfig(flow=flow))
     runner = ServerRunner(server, StepLoop(lambda: 0.0))
     conn, client = _ws_connected(server)
     _ws_call(server, conn, client, runner)
@@ -368,7 +370,7 @@ BAD_UTF8 = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"\xc3("}}'
 
 
 def test_invalid_utf8_on_stdio_is_a_parse_error() -> None:
-    server = StdioServer(MCPServer("s"), secret=SECRET)
+    server = StdioServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY)
     server.receive_data(BAD_UTF8 + b"\n", 0.0)
     answer = json.loads(server.data_to_send())
     assert answer["id"] is None and answer["error"]["code"] == -32700
