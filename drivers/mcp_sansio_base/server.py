@@ -192,6 +192,11 @@ class ServerRunner:
         return _Drain(self, call)
 
     async def _wait_drained(self, call: int) -> None:
+        if self.endpoint.is_cancelled(call):
+            # Its stream is gone (so never congested) and its task is (or is about to be)
+            # cancelled: a future nobody resolves makes this await where that lands, rather
+            # than let the handler run on to its end without a suspension.
+            await self._p.future()
         while self.endpoint.congested(call):
             future = self._p.future()
             self._draining.append((call, future))

@@ -226,6 +226,7 @@ class HttpConnections:
         """
         self._now = now
         for conn in [c for c in self._connections.values() if c.backlog.stamp(now, self._flow)]:
+            conn.out.clear()  # it would not be read
             self._lost(conn, "the client does not read its stream")
         for conn in [c for c in self._connections.values() if c.deadline is not None and c.deadline <= now]:
             if conn.head_started:

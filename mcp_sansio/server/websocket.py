@@ -209,10 +209,9 @@ class WebSocketServer(Endpoint):
     def next_deadline(self) -> float | None:
         """The earliest deadline: the sessions', or a connection's stall; changes nothing."""
         flow = self.config.flow
-        deadlines = [d for link in self._links.values()
-                     if (d := link.backlog.deadline(flow, self._now)) is not None]
-        if (own := super().next_deadline()) is not None:
-            deadlines.append(own)
+        deadlines = [d for d in (super().next_deadline(),
+                                 *(link.backlog.deadline(flow, self._now) for link in self._links.values()))
+                     if d is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -223,6 +222,7 @@ class WebSocketServer(Endpoint):
         """
         self._now = now
         for link in [k for k in self._links.values() if k.backlog.stamp(now, self.config.flow)]:
+            link.out.clear()  # it would not be read
             self._drop(link, now, "the client does not read")
         super().handle_timeout(now)
 
@@ -232,10 +232,8 @@ class WebSocketServer(Endpoint):
         Events: ``CallCancelled`` and ``ConnectionTerminated`` of a dropped connection.
         Actions: ``CloseConnection``.
         """
-        for connection in self._overflowed:
-            link = self._links.get(connection)
-            if link is not None:
-                self._drop(link, self._now, "the client does not read")
+        for link in [self._links[c] for c in self._overflowed if c in self._links]:
+            self._drop(link, self._now, "the client does not read")
         self._overflowed.clear()
         return super().next_event()
 
@@ -258,9 +256,7 @@ class WebSocketServer(Endpoint):
 
     def write(self, link: _Link, data: bytes) -> None:
         """One message as a text frame on ``link`` (if it is still open)."""
-        if link.id not in self._links:
-            return
-        if link.id in self._overflowed:
+        if link.id not in self._links or link.id in self._overflowed:
             return
         if not link.backlog.fits(len(data), self.config.flow):  # dropped at the next event: not
             self._overflowed.add(link.id)  # while its session is busy sending

@@ -71,7 +71,7 @@ def test_a_connection_is_congested_over_high_water_until_the_driver_takes_its_by
 
 
 def test_a_connection_congested_for_the_stall_timeout_is_dropped() -> None:
-    http, _, exchange = _streaming(LIMITS)
+    http, conn, exchange = _streaming(LIMITS)
     http.send(exchange, b"x" * 3000)
     assert http.next_deadline() == 0.0  # at once: to start the stall clock with the driver's time
     http.handle_timeout(2.0)
@@ -80,6 +80,7 @@ def test_a_connection_congested_for_the_stall_timeout_is_dropped() -> None:
     reason = "the client does not read its stream"
     assert http.next_event() == ExchangeClosed(exchange=exchange, reason=reason)
     assert http.next_action() is not None and not http.congested(exchange)
+    assert http.data_to_send(conn) == b""  # what it did not read is forgotten
 
 
 def test_taking_the_bytes_stops_the_stall_clock() -> None:
@@ -144,6 +145,24 @@ def test_a_handler_waiting_on_a_stalled_stateless_stream_is_cancelled() -> None:
     runner.pump()
     assert server.next_deadline() == 6.0 and done == []
     server.handle_timeout(6.0)
+    runner.pump()
+    loop.run_ready()
+    assert done == ["cancelled"] and runner.running == 0
+
+
+def test_a_cancelled_handler_stops_at_its_next_awaited_progress_even_if_woken_first() -> None:
+    done: list[str] = []
+    server = http_server(_flood_app(40, done), response_mode="sse", limits=LIMITS)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    _flood_request(RawHttp(server))
+    runner.pump()
+    loop.run_ready()
+    server.handle_timeout(1.0)
+    server.handle_timeout(6.0)  # dropped: the call is cancelled, its CallCancelled not yet acted on
+    runner.wake()  # its stream is gone, so no longer congested: the handler goes on, to its next await
+    loop.run_ready()
+    assert done == []
     runner.pump()
     loop.run_ready()
     assert done == ["cancelled"] and runner.running == 0
@@ -217,7 +236,9 @@ def test_an_asgi_part_counts_until_the_driver_takes_it() -> None:
     exchanges.next_event()
     exchanges.start_stream(ex, 200, [])
     exchanges.send(ex, b"x" * 3000)
+    exchanges.send(ex, b"x" * 3000)
     assert isinstance(exchanges.next_part(ex), ResponseStart) and exchanges.congested(ex)
+    assert isinstance(exchanges.next_part(ex), ResponseBody) and exchanges.congested(ex)
     assert isinstance(exchanges.next_part(ex), ResponseBody) and not exchanges.congested(ex)
     exchanges.abort(ex)
     assert exchanges.next_part(ex) == ResponseAborted()
@@ -344,6 +365,7 @@ def test_a_websocket_handler_waits_and_a_stalled_connection_is_dropped() -> None
     runner.pump()
     loop.run_ready()
     assert done == ["cancelled"] and server.next_action() is not None
+    assert server.data_to_send(conn) == b""  # what it did not read is forgotten
 
 
 def test_websocket_output_past_the_buffer_bound_drops_the_connection() -> None:
