@@ -217,7 +217,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         last (a client that does not read holds only its own writer, and what waits stays
         counted by the core's backpressure); once it is closing, end our side and read what
         the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        # OSError: trio's send_eof on a socket the client reset (ENOTCONN) is no error of ours.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
                 await conn.wake.wait()
                 conn.wake = anyio.Event()

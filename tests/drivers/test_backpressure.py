@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -159,6 +160,26 @@ def test_a_client_that_never_reads_leaves_nothing_behind_when_it_goes(flood_serv
             assert time.monotonic() < deadline, (before, now)
             time.sleep(0.05)
     assert now["cancelled"] == before["cancelled"] + 1
+
+
+def test_clients_that_reset_their_connections_do_not_bring_the_server_down(
+    flood_server: tuple[str, str]
+) -> None:
+    port = _port(flood_server[1])
+    add = _post(port, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": STATELESS}},
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add"})
+    for _ in range(20):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(add)
+            got = b""
+            while b'"result"' not in got:
+                chunk = sock.recv(65536)
+                assert chunk, got
+                got += chunk
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close: RST
+    with connect_http(flood_server[1]) as client:
+        assert _text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
 # ---------------------------------------------------------------- slow request bodies
