@@ -305,7 +305,6 @@ class ServerRunner:
         self.pump()
 
 
-
 class _Drain:
     """The awaitable ``ctx.report_progress``/``ctx.log`` return: nothing runs unless it is
     awaited (a coroutine would warn when a plain handler ignores it)."""
