@@ -88,6 +88,7 @@ class HttpExchanges:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
         self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
@@ -141,6 +142,7 @@ class HttpExchanges:
         Events: ``ExchangeClosed`` when its request was being handled or streamed.
         """
         ex = self._exchanges.pop(exchange, None)
+        self._congested.discard(exchange)
         if ex is not None and ex.state in (_State.HANDLING, _State.STREAMING):
             self._events.append(ExchangeClosed(exchange=exchange, reason="the client closed the connection"))
 
@@ -184,6 +186,8 @@ class HttpExchanges:
             return False
         ex.out.append(ResponseBody(data=data, more=True))
         ex.backlog.add(len(data))
+        if ex.backlog.congested(self._flow):
+            self._congested.add(exchange)
         return True
 
     def end(self, exchange: int, *, now: float) -> None:
@@ -197,10 +201,7 @@ class HttpExchanges:
         """Drop ``exchange`` mid-response (its connection is closed)."""
         ex = self._exchanges.get(exchange)
         if ex is not None and ex.state is not _State.DONE:
-            ex.out.clear()
-            ex.out.append(ResponseAborted())
-            ex.backlog = Backlog()
-            ex.state = _State.DONE
+            self._drop(exchange, ex)
 
     def next_event(self) -> RequestReceived | ExchangeClosed | None:
         """Pop the next event."""
@@ -209,8 +210,8 @@ class HttpExchanges:
     def next_deadline(self) -> float | None:
         """The earliest body or stall deadline; changes nothing."""
         deadlines = [ex.deadline for ex in self._exchanges.values() if ex.deadline is not None]
-        deadlines += [d for ex in self._exchanges.values()
-                      if (d := ex.backlog.deadline(self._flow, self._now)) is not None]
+        deadlines += [d for e in self._congested
+                      if (d := self._exchanges[e].backlog.deadline(self._flow, self._now)) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -226,11 +227,13 @@ class HttpExchanges:
             ex.body.clear()
             self._whole(ex, 408, [("content-type", "text/plain; charset=utf-8"), ("connection", "close")],
                         b"the request did not arrive in time\n")
-        for exchange, ex in list(self._exchanges.items()):
-            if ex.state is _State.STREAMING and ex.backlog.stamp(now, self._flow):
-                reason = "the client does not read its stream"
-                self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
-                self.abort(exchange)
+        for exchange in list(self._congested):
+            ex = self._exchanges[exchange]
+            if ex.backlog.stamp(now, self._flow):
+                if ex.state is _State.STREAMING:  # (else its response ended, unread)
+                    reason = "the client does not read its stream"
+                    self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
+                self._drop(exchange, ex)
 
     def congested(self, exchange: int) -> bool:
         """Whether ``exchange`` holds more than ``high_water_bytes`` of response the host
@@ -265,8 +268,11 @@ class HttpExchanges:
         part = ex.out.popleft()
         if isinstance(part, ResponseBody):
             ex.backlog.taken(len(part.data), self._flow)
+            if not ex.backlog.congested(self._flow):
+                self._congested.discard(exchange)
         if ex.state is _State.DONE and not ex.out:
             del self._exchanges[exchange]
+            self._congested.discard(exchange)
         return part
 
     # ------------------------------------------------------------ internals
@@ -278,6 +284,14 @@ class HttpExchanges:
         if ex.state is not _State.HANDLING:
             raise LocalProtocolError(f"exchange {exchange} already has a response")
         return ex
+
+    def _drop(self, exchange: int, ex: _Exchange) -> None:
+        """Forget what ``ex`` has waiting; the driver closes it (``ResponseAborted``)."""
+        ex.out.clear()
+        ex.out.append(ResponseAborted())
+        ex.backlog = Backlog()
+        self._congested.discard(exchange)
+        ex.state = _State.DONE
 
     def _whole(self, ex: _Exchange, status: int, headers: list[Header], body: bytes) -> None:
         head = _encode([*headers, ("content-length", str(len(body)))])

@@ -154,6 +154,7 @@ class HttpConnections:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
         self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self._connections: dict[int, _Connection] = {}
         self._exchanges: dict[int, _Connection] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
@@ -225,7 +226,8 @@ class HttpConnections:
         Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
         self._now = now
-        for conn in [c for c in self._connections.values() if c.backlog.stamp(now, self._flow)]:
+        for conn in [c for c in map(self._connections.__getitem__, list(self._congested))
+                     if c.backlog.stamp(now, self._flow)]:
             conn.out.clear()  # it would not be read
             self._lost(conn, "the client does not read its stream")
         for conn in [c for c in self._connections.values() if c.deadline is not None and c.deadline <= now]:
@@ -312,6 +314,7 @@ class HttpConnections:
         data = b"".join(conn.out)
         conn.out.clear()
         conn.backlog.taken(len(data), self._flow)
+        self._congested.discard(conn.id)  # all of it was taken
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -329,8 +332,8 @@ class HttpConnections:
     def next_deadline(self) -> float | None:
         """The earliest read or stall deadline of any connection; changes nothing."""
         deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
-        deadlines += [d for c in self._connections.values()
-                      if (d := c.backlog.deadline(self._flow, self._now)) is not None]
+        deadlines += [d for c in self._congested
+                      if (d := self._connections[c].backlog.deadline(self._flow, self._now)) is not None]
         return min(deadlines) if deadlines else None
 
     def congested(self, exchange: int) -> bool:
@@ -417,6 +420,8 @@ class HttpConnections:
         if data:
             conn.out.append(data)
             conn.backlog.add(len(data))
+            if conn.backlog.congested(self._flow):
+                self._congested.add(conn.id)
 
     def _end(self, conn: _Connection, now: float) -> None:
         self._send(conn, h11.EndOfMessage())
@@ -451,6 +456,7 @@ class HttpConnections:
 
     def _close(self, conn: _Connection) -> None:
         del self._connections[conn.id]
+        self._congested.discard(conn.id)
         self._exchanges.pop(conn.exchange, None)
         conn.state = _State.CLOSING
         conn.deadline = None

@@ -133,6 +133,7 @@ class WebSocketServer(Endpoint):
         self._next = 0
         self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._overflowed: set[int] = set()  # connections past max_buffer_bytes, to drop
+        self._congested: set[int] = set()  # connections over high water (no scan per pump)
 
     # ------------------------------------------------------------ driver side
 
@@ -189,6 +190,7 @@ class WebSocketServer(Endpoint):
         out.clear()
         if link is not None:
             link.backlog.taken(len(data), self.config.flow)
+            self._congested.discard(connection)  # all of it was taken
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -210,7 +212,7 @@ class WebSocketServer(Endpoint):
         """The earliest deadline: the sessions', or a connection's stall; changes nothing."""
         flow = self.config.flow
         deadlines = [d for d in (super().next_deadline(),
-                                 *(link.backlog.deadline(flow, self._now) for link in self._links.values()))
+                                 *(self._links[c].backlog.deadline(flow, self._now) for c in self._congested))
                      if d is not None]
         return min(deadlines) if deadlines else None
 
@@ -221,7 +223,8 @@ class WebSocketServer(Endpoint):
         ``ConnectionTerminated`` for a dropped connection. Actions: ``CloseConnection``.
         """
         self._now = now
-        for link in [k for k in self._links.values() if k.backlog.stamp(now, self.config.flow)]:
+        for link in [k for k in map(self._links.__getitem__, list(self._congested))
+                     if k.backlog.stamp(now, self.config.flow)]:
             link.out.clear()  # it would not be read
             self._drop(link, now, "the client does not read")
         super().handle_timeout(now)
@@ -321,10 +324,13 @@ class WebSocketServer(Endpoint):
             frame = link.ws.send(event)
             link.out.append(frame)
             link.backlog.add(len(frame))
+            if link.backlog.congested(self.config.flow) and link.id in self._links:  # (else: closing)
+                self._congested.add(link.id)
 
     def _drop(self, link: _Link, now: float, reason: str) -> None:
         if self._links.pop(link.id, None) is None:
             return
+        self._congested.discard(link.id)
         if link.session is not None:
             link.session.close(now, reason)
         if link.out:

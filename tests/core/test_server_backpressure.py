@@ -229,6 +229,21 @@ def test_an_asgi_stream_congested_for_the_stall_timeout_is_dropped() -> None:
     assert exchanges.dropped(ex) and not exchanges.congested(ex)
 
 
+def test_an_asgi_response_that_ended_unread_is_dropped_after_the_stall_timeout() -> None:
+    exchanges = HttpExchanges(LIMITS)
+    ex = exchanges.begin("GET", "/mcp", [], now=0.0)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(ex, 200, [])
+    exchanges.send(ex, b"x" * 3000)
+    exchanges.end(ex, now=0.0)
+    exchanges.handle_timeout(1.0)  # stamped, not a timer due again and again
+    assert exchanges.next_deadline() == 6.0
+    exchanges.handle_timeout(6.0)
+    assert exchanges.next_event() is None  # its request was answered: nothing to cancel
+    assert exchanges.next_part(ex) == ResponseAborted() and exchanges.next_deadline() is None
+
+
 def test_an_asgi_part_counts_until_the_driver_takes_it() -> None:
     exchanges = HttpExchanges(LIMITS)
     ex = exchanges.begin("GET", "/mcp", [], now=0.0)
@@ -276,6 +291,10 @@ def test_a_stdio_handler_waits_while_stdout_is_not_read() -> None:
         runner.wake()
         loop.run_ready()
     assert done == ["finished"]
+    server.data_to_send()
+    server.handle_timeout(100.0)  # it read everything: no stall, the session goes on
+    runner.pump()
+    assert not runner.terminated and server.next_deadline() is None
 
 
 def test_a_stdio_client_that_stops_reading_ends_its_session() -> None:
