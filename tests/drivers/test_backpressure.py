@@ -139,7 +139,9 @@ def test_a_client_that_never_reads_a_flood_costs_bounded_memory_while_others_are
              "peak_after_kb": now["VmHWM"], "produced_mb": now["produced"] // 2**20, "served": served,
              "cancelled": now["cancelled"] > before["cancelled"]})
     assert growth < BOUND_KB, (before, now)
-    assert served >= 1
+    # A handler that awaits its progress is parked while the client does not read: others
+    # are served throughout (one that never awaits holds its loop until it is done).
+    assert served >= (5 if wait and era == "2026-07-28" else 1)
 
 
 def test_a_client_that_never_reads_leaves_nothing_behind_when_it_goes(flood_server: tuple[str, str]) -> None:
