@@ -178,8 +178,8 @@ def test_a_malformed_bearer_header_is_400_invalid_request(value: str) -> None:
     server = protected()
     answer = RawHttp(server).request(body=INIT, headers={"authorization": value})
     assert answer is not None and answer.status == 400
-    assert challenge(answer) == (f'Bearer resource_metadata="{PRM_URL}", scope="mcp", error="invalid_request", '
-                                 'error_description="the bearer token is malformed"')
+    assert challenge(answer) == (f'Bearer resource_metadata="{PRM_URL}", scope="mcp", '
+                                 'error="invalid_request", error_description="the bearer token is malformed"')
     assert tickets(server) == []
 
 
@@ -204,7 +204,8 @@ def test_a_new_token_is_held_for_the_driver_and_its_repr_hides_it() -> None:
     assert TOKEN not in repr(ticket) and "<redacted>" in repr(ticket)
     server.token_verified(ticket.ticket, ALICE, now=0.0)
     answer = conn.read()
-    assert answer is not None and answer.status == 200 and answer.json()["result"]["serverInfo"]["name"] == "s"
+    assert answer is not None and answer.status == 200
+    assert answer.json()["result"]["serverInfo"]["name"] == "s"
 
 
 def test_a_verified_token_is_cached_and_costs_no_second_verification() -> None:
@@ -337,7 +338,8 @@ def test_missing_required_scopes_are_403_insufficient_scope() -> None:
     answer = verified(server, conn, ALICE)
     assert answer.status == 403
     assert challenge(answer) == (f'Bearer resource_metadata="{PRM_URL}", scope="mcp read", '
-                                 'error="insufficient_scope", error_description="the access token lacks the scopes read"')
+                                 'error="insufficient_scope", '
+                                 'error_description="the access token lacks the scopes read"')
 
 
 # ---------------------------------------------------------------- per-tool scopes, the principal
