@@ -136,7 +136,8 @@ def test_the_metadata_is_public_at_both_paths(served: Served, tiny: TinyAuthServ
     status, headers, body = get(served, path)
     assert status == 200 and headers["content-type"] == "application/json"
     assert json.loads(body) == {"resource": served.url, "authorization_servers": [tiny.url],
-                                "bearer_methods_supported": ["header"], "scopes_supported": ["mcp", "files:write"]}
+                                "bearer_methods_supported": ["header"],
+                                "scopes_supported": ["mcp", "files:write"]}
 
 
 def test_a_good_token_reaches_the_tool_with_its_principal(served: Served, tiny: TinyAuthServer) -> None:
@@ -236,7 +237,8 @@ def test_a_session_used_with_another_users_token_is_not_found(served: Served, ti
 
 def test_our_client_discovers_the_authorization_server_and_steps_up(served: Served,
                                                                     tiny: TinyAuthServer) -> None:
-    oauth = OAuth(grant=ClientCredentialsGrant(), client=ClientCredentials(client_id="svc", client_secret="s"))
+    credentials = ClientCredentials(client_id="svc", client_secret="s")
+    oauth = OAuth(grant=ClientCredentialsGrant(), client=credentials)
     with connect_http(served.url, auth=oauth, config=ClientConfig(request_timeout=20.0)) as client:
         assert text(client.call_tool("whoami", {})) == "service mcp"
         assert text(client.call_tool("write", {})) == "written"  # after a step-up to files:write
