@@ -6,6 +6,7 @@ the server's whole output checked for token text at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import subprocess
@@ -262,3 +263,85 @@ def test_an_unreachable_key_set_is_503_at_once_never_a_hang(tiny: TinyAuthServer
         assert time.monotonic() - started < 10
         status, _, _ = post(served, INIT)
         assert status == 401  # and the server still answers
+
+
+# ---------------------------------------------------------------- in-process: every log record
+
+
+@contextmanager
+def in_process(driver: str, app: Any) -> Iterator[Served]:
+    """``serve_http`` of ``driver`` in a thread of this process (its log records reach caplog)."""
+    import asyncio
+    import threading
+
+    import mcp_sansio_asyncio.serve
+    import mcp_sansio_sync.serve
+
+    ready: list[int] = []
+    stop = threading.Event()
+    loop = asyncio.new_event_loop()
+    holder: list[asyncio.Task[None]] = []
+
+    def run() -> None:
+        if driver == "sync":
+            mcp_sansio_sync.serve.serve_http(app, port=0, ready=ready.append, stop=stop)
+            return
+
+        async def main() -> None:
+            holder.append(asyncio.current_task())  # type: ignore[arg-type]
+            await mcp_sansio_asyncio.serve.serve_http(app, port=0, ready=ready.append)
+
+        asyncio.set_event_loop(loop)
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(main())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not ready:
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.02)
+    try:
+        with tempfile.TemporaryFile() as output:
+            yield Served(ready[0], output)
+    finally:
+        stop.set()
+        if holder:
+            loop.call_soon_threadsafe(holder[0].cancel)
+        thread.join(20)
+
+
+@pytest.mark.parametrize("driver", ["sync", "asyncio"])
+def test_no_token_text_in_any_log_record_even_at_debug(tiny: TinyAuthServer, driver: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from mcp_sansio.server import AuthSettings, MCPServer
+    from mcp_sansio_authz import JwtVerifier
+
+    caplog.set_level(logging.DEBUG)
+    app = MCPServer("logged")
+    app.add_tool(lambda: "ok", name="noop")
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    app.auth = AuthSettings(resource=audience, authorization_servers=(tiny.url,), required_scopes=("mcp",),
+                            verifier=JwtVerifier(jwks_url=tiny.jwks_url, issuer=tiny.url, audience=audience))
+
+    class Raising:
+        def verify(self, token: str) -> Any:
+            raise RuntimeError(f"cannot check {token}")
+
+    tokens = [tiny.mint(audience), tiny.mint("https://elsewhere.example"), tiny.mint(audience, scope="x"),
+              tiny.mint(audience, kid="unknown"), _alg_none(tiny, audience)]
+    with in_process(driver, app) as served:
+        for token in tokens:
+            post(served, INIT, token)
+    app.auth = AuthSettings(resource=audience, authorization_servers=(tiny.url,), verifier=Raising())
+    secret = tiny.mint(audience)
+    tokens.append(secret)
+    with in_process(driver, app) as served:
+        status, _, body = post(served, INIT, secret)
+        assert status == 503 and secret not in body.decode()
+    records = [f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records]
+    assert any("the token verifier raised RuntimeError" in r for r in records)
+    assert [t[:16] for t in tokens if any(t in r or t.split(".")[1] in r for r in records)] == []
