@@ -291,8 +291,6 @@ def _refusal(settings: AuthSettings, status: int, error: str | None, description
         params += [f"error={_quote(error)}", f"error_description={_quote(description)}"]
     headers = [("www-authenticate", "Bearer " + ", ".join(params)), ("content-type", "application/json"),
                ("cache-control", "no-store")]
-    if status == 503:
-        headers.append(("retry-after", "5"))
     body = msgspec.json.encode({"error": error or "invalid_token", "error_description": description})
     return Refusal(status=status, headers=tuple(headers), body=body)
 

@@ -519,3 +519,21 @@ def test_stdio_ignores_verdicts() -> None:
     server = StdioServer(MCPServer("s", auth=settings()), secret=SECRET)
     server.token_verified(1, ALICE, now=0.0)
     assert server.next_event() is None and json.loads(b"{}") == {}
+
+
+def test_the_event_hides_the_token_from_rich_too() -> None:
+    event = TokenVerificationRequired(ticket=3, token=TOKEN)
+    assert event.__rich_repr__() == [("ticket", 3), ("token", "<redacted>")]
+
+
+def test_metadata_without_any_scope_names_none() -> None:
+    server = protected(required_scopes=())
+    answer = RawHttp(server).request("GET", target="/.well-known/oauth-protected-resource")
+    assert answer is not None and "scopes_supported" not in answer.json()
+
+
+def test_a_server_without_auth_ignores_verdicts() -> None:
+    server = HttpServer(MCPServer("s"), secret=SECRET, config=HttpConfig.loopback())
+    assert server.gate is None
+    server.token_verified(1, ALICE, now=0.0)
+    assert server.next_event() is None
