@@ -68,7 +68,8 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
         issuer: the authorization server that issued it (``iss``).
         scopes: the scopes it grants.
         claims: every claim of the token (or introspection answer), for the application.
-        expires_at: when it expires, in POSIX seconds (its ``exp``); ``None``: never.
+        expires_at: when the server stops accepting it, in POSIX seconds (its ``exp``,
+            plus the clock skew its verifier allows); ``None``: never.
     """
 
     subject: str | None
