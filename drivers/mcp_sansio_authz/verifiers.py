@@ -52,14 +52,14 @@ def _principal(claims: dict[str, Any], scope_claims: Sequence[str], leeway: floa
     the verifier allowed (else the server would refuse what the verifier accepted)."""
     sub, iss, exp = claims.get("sub"), claims.get("iss"), claims.get("exp")
     client = claims.get("client_id", claims.get("azp"))
-    has_exp = isinstance(exp, int | float) and not isinstance(exp, bool)
+    expires = float(exp) + leeway if isinstance(exp, int | float) and not isinstance(exp, bool) else None
     return Principal(
         subject=sub if isinstance(sub, str) else None,
         client_id=client if isinstance(client, str) else None,
         issuer=iss if isinstance(iss, str) else None,
         scopes=scopes_of(claims, scope_claims),
         claims=claims,
-        expires_at=float(exp) + leeway if has_exp else None,
+        expires_at=expires,
     )
 
 
