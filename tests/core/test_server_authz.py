@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, modern_body
 
 from mcp_sansio.errors import LocalProtocolError
@@ -64,7 +64,7 @@ def protected(app: MCPServer | None = None, **overrides: Any) -> HttpServer:
         app.add_tool(lambda: "ok", name="noop")
     if app.auth is None:
         app.auth = settings(**overrides)
-    return HttpServer(app, secret=SECRET, config=HttpConfig.loopback())
+    return HttpServer(app, secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
 
 
 def bearer(token: str = TOKEN, **more: str) -> dict[str, str]:
@@ -127,7 +127,7 @@ def test_metadata_is_only_got() -> None:
 
 
 def test_without_auth_there_is_no_metadata() -> None:
-    server = HttpServer(MCPServer("s"), secret=SECRET, config=HttpConfig.loopback())
+    server = HttpServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
     answer = RawHttp(server).request("GET", target="/.well-known/oauth-protected-resource")
     assert answer is not None and answer.status == 404
 
@@ -261,7 +261,7 @@ def test_a_principal_past_its_expiry_is_401_expired() -> None:
 def test_the_cache_never_outlives_the_token_and_the_wall_offset_counts() -> None:
     app = MCPServer("s", auth=settings())
     app.add_tool(lambda: "ok", name="noop")
-    server = HttpServer(app, secret=SECRET, config=HttpConfig.loopback(), wall_offset=1000.0)
+    server = HttpServer(app, secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback(), wall_offset=1000.0)
     conn = RawHttp(server)
     conn.request(body=modern_body(1, "tools/list"), headers=listing())
     verdict = Principal(subject="a", scopes=("mcp",), expires_at=1050.0)  # POSIX; now 0 is POSIX 1000
@@ -516,7 +516,7 @@ def test_the_metadata_url_follows_the_resource_path() -> None:
 def test_stdio_ignores_verdicts() -> None:
     from mcp_sansio.server import StdioServer
 
-    server = StdioServer(MCPServer("s", auth=settings()), secret=SECRET)
+    server = StdioServer(MCPServer("s", auth=settings()), secret=SECRET, entropy=ENTROPY)
     server.token_verified(1, ALICE, now=0.0)
     assert server.next_event() is None and json.loads(b"{}") == {}
 
@@ -533,7 +533,7 @@ def test_metadata_without_any_scope_names_none() -> None:
 
 
 def test_a_server_without_auth_ignores_verdicts() -> None:
-    server = HttpServer(MCPServer("s"), secret=SECRET, config=HttpConfig.loopback())
+    server = HttpServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
     assert server.gate is None
     server.token_verified(1, ALICE, now=0.0)
     assert server.next_event() is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
@@ -26,7 +26,7 @@ def _server() -> WebSocketServer:
     auth = AuthSettings(resource=RESOURCE, authorization_servers=("https://as.example.com",),
                         verifier=_Never(), required_scopes=("mcp",))
     app = MCPServer("s", auth=auth)
-    return WebSocketServer(app, secret=SECRET, config=WebSocketConfig.loopback())
+    return WebSocketServer(app, secret=SECRET, entropy=ENTROPY, config=WebSocketConfig.loopback())
 
 
 def _upgrade(server: WebSocketServer, headers: list[tuple[bytes, bytes]]) -> tuple[int, WSConnection]:
@@ -112,7 +112,7 @@ def test_an_upgrade_whose_verdict_never_comes_is_503_and_a_refused_token_401() -
 
 
 def test_a_server_without_auth_ignores_verdicts() -> None:
-    server = WebSocketServer(MCPServer("s"), secret=SECRET)
+    server = WebSocketServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY)
     server.token_verified(1, Principal(subject="a"), now=0.0)
     assert server.next_event() is None and server.next_deadline() is None
 
