@@ -90,7 +90,9 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
             when none can go, ``initialize`` gets 503.
         max_sessions_per_peer: sessions one peer may hold; past it, an ``initialize``
             from it ends its own least recently active idle session (else 429), so one
-            client cannot fill the table.
+            client cannot fill the table. With ``auth`` the peer is the principal (the
+            token's issuer and subject), whatever address it comes from: users behind one
+            NAT or proxy do not share a cap, and one user cannot escape it by moving.
         session_idle_timeout: seconds without a request after which a session ends.
         sse_retry_ms: the ``retry`` hint of the priming event of resumable streams.
         limits: the HTTP/1.1 bounds.
@@ -467,11 +469,12 @@ class HttpServer(Endpoint):
                 return
             self._route(req, legacy, peek, wants_json, wants_sse, principal, now)
         elif peek.method == "initialize" and rid is not None:
-            refusal = self._make_room(req.peer, now)
+            peer = req.peer if principal is None else principal.identity  # who the session counts against
+            refusal = self._make_room(peer, now)
             if refusal is not None:
                 self._error(req, refusal[0], rid, jsonrpc.INTERNAL_ERROR, refusal[1], now)
                 return
-            self._route(req, self._new_session(req.peer, now, principal), peek, wants_json, wants_sse,
+            self._route(req, self._new_session(peer, now, principal), peek, wants_json, wants_sse,
                         principal, now)
         elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
             message = "Invalid params: a request of this revision needs _meta with its protocol version"

@@ -66,7 +66,8 @@ class Legacy:
         finished_streams: the latest streams whose final response was sent (bounded).
         next_stream: the last stream number given.
         saved: what the session store holds of it.
-        peer: the client address that opened it (``None``: unknown, or rebuilt from a store).
+        peer: the client address that opened it, or its principal's identity with auth
+            (``None``: unknown, or rebuilt from a store).
         used: it served a request beyond ``initialize`` (or a stream): one never used is
             the first to go when the server needs room.
         owner: the ``Principal.identity`` that opened it (auth on), else ``None``.

@@ -537,3 +537,32 @@ def test_a_server_without_auth_ignores_verdicts() -> None:
     assert server.gate is None
     server.token_verified(1, ALICE, now=0.0)
     assert server.next_event() is None
+
+
+def test_with_auth_sessions_count_against_the_principal_not_the_address() -> None:
+    app = MCPServer("s", auth=settings(Table({TOKEN: ALICE, OTHER: BOB})))
+    config = HttpConfig.loopback(max_sessions_per_peer=1)
+    server = HttpServer(app, secret=SECRET, entropy=ENTROPY, config=config)
+    runner = _runner(server)
+
+    def initialize(token: str, peer: str) -> str:
+        conn = RawHttp(server, peer=peer)
+        conn.request(body=INIT, headers=bearer(token))
+        runner.pump()
+        answer = conn.read()
+        assert answer is not None and answer.status == 200
+        return answer.headers["mcp-session-id"]
+
+    def alive(token: str, session_id: str) -> bool:
+        conn = RawHttp(server, peer="10.0.0.9")
+        answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                              headers=bearer(token, **{"mcp-session-id": session_id}))
+        assert answer is not None
+        return answer.status == 200
+
+    # Alice and Bob behind one address both get a session (the cap is per principal);
+    # Alice from a second address counts against Alice: her idle first session goes.
+    alice_first, bob = initialize(TOKEN, "10.0.0.1"), initialize(OTHER, "10.0.0.1")
+    assert alive(TOKEN, alice_first) and alive(OTHER, bob)
+    alice_second = initialize(TOKEN, "10.0.0.2")
+    assert [alive(TOKEN, alice_first), alive(OTHER, bob), alive(TOKEN, alice_second)] == [False, True, True]
