@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["StepCancelled", "StepFuture", "StepLoop", "StepTask"]
+
+T = TypeVar("T")
 
 
 class StepCancelled(BaseException):
@@ -124,6 +126,15 @@ class StepLoop:
 
     def clock(self) -> float:
         return self._clock()
+
+    def run_blocking(self, fn: Callable[[], T]) -> StepFuture:
+        """Run ``fn`` now, inline (there is no loop to keep running); its result, resolved."""
+        future = StepFuture()
+        try:
+            future.set_result(fn())
+        except Exception as exc:  # the awaiting task sees it raised
+            future.set_exception(exc)
+        return future
 
     def call_at(self, when: float, callback: Callable[[], None]) -> StepTimer:
         timer = StepTimer(when, callback)
