@@ -1,0 +1,437 @@
+"""Server-side authorization end to end, with a real authorization server nobody here wrote.
+
+oidc-provider (npm, ``tests/peers/oauth_server.mjs``) issues JWT access tokens per resource
+indicator; our server (``tests/servers/authz_app.py``) checks them with ``JwtVerifier`` on
+every server driver and as ASGI under uvicorn. It is met by our own client's OAuth on every
+client driver (client credentials; authorization code with PKCE, through the real loopback
+redirect, and the step-up on 403 ``insufficient_scope``), by the official SDK's client
+(``OAuthClientProvider``: discovery, dynamic registration, PKCE, step-up), and by raw
+requests carrying bad tokens, which must each get the right status and ``WWW-Authenticate``.
+
+The user's browser is :class:`Browser`: it follows every redirect with a cookie jar, as a
+browser does, from the authorization URL through oidc-provider's (automatic) login and
+consent to the client's loopback redirect URI.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import http.client
+import http.cookiejar
+import json
+import re
+import selectors
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Final
+
+import pytest
+from peer_servers import free_port, node_binary, peers_dir, running_http_server, sdk_server, stop_process
+
+from mcp_sansio import ClientConfig
+from mcp_sansio.auth import ClientCredentials, ClientCredentialsGrant
+from mcp_sansio.errors import Unauthorized
+from mcp_sansio_oauth import OAuth
+
+from .driver_adapter import Driver, text_of
+
+pytestmark = [pytest.mark.peer, pytest.mark.anyio]
+
+TESTS: Final = Path(__file__).resolve().parent.parent
+CONFIG: Final = ClientConfig(request_timeout=20.0, initialize_timeout=20.0)
+HANDSHAKE: Final = ClientConfig(protocol="2025-11-25", request_timeout=20.0, initialize_timeout=20.0)
+SERVERS: Final = ["asyncio", "anyio", "trio", "sync", "asgi"]
+CC_CLIENT: Final = ClientCredentials(client_id="cc-client", client_secret="cc-secret")
+
+
+# ---------------------------------------------------------------- peers
+
+
+@pytest.fixture(scope="module")
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """oidc-provider on a port of its own; its issuer URL. It has no default resource: a
+    client that names none gets ``invalid_target``."""
+    home = tmp_path_factory.mktemp("oauth-server")
+    (home / "node_modules").symlink_to(peers_dir() / "node_modules")
+    shutil.copy(TESTS / "peers" / "oauth_server.mjs", home)
+    port = free_port()
+    with running_http_server(node_binary(), [str(home / "oauth_server.mjs"), str(port), "urn:no-default"],
+                             None, port, "") as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=SERVERS)
+def server(request: pytest.FixtureRequest, issuer: str) -> Iterator[str]:
+    """Our protected server on one driver (or as ASGI under uvicorn); its endpoint URL."""
+    port = free_port()
+    command, args = sdk_server("authz_app", "--port", str(port), "--issuer", issuer,
+                               "--driver", request.param)
+    with running_http_server(command, args, None, port, "/mcp") as url:
+        yield url
+
+
+# ---------------------------------------------------------------- the user's browser
+
+
+class Browser:
+    """Plays the user's browser in a thread of its own: follows redirects, keeping cookies,
+    from the authorization URL to the page the client's loopback listener serves."""
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.pages: list[str] = []
+        self._errors: list[BaseException] = []
+        self._threads: list[threading.Thread] = []
+        self._opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def __call__(self, url: str) -> None:
+        self.opened.append(url)
+        thread = threading.Thread(target=self._visit, args=(url,), name="browser")
+        self._threads.append(thread)
+        thread.start()
+
+    def _visit(self, url: str) -> None:
+        try:
+            with self._opener.open(url, timeout=15) as page:
+                self.pages.append(page.read().decode())
+        except BaseException as exc:  # reported by close(), in the test's thread
+            self._errors.append(exc)
+
+    def close(self) -> None:
+        """Wait for every visit to end; fail with the first that went wrong."""
+        for thread in self._threads:
+            thread.join(30.0)
+        assert not any(thread.is_alive() for thread in self._threads), "a browser visit hung"
+        if self._errors:
+            raise self._errors[0]
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    played = Browser()
+    yield played
+    played.close()
+
+
+def asked_scopes(browser: Browser) -> list[str]:
+    """The scopes of each authorization request (our client adds ``offline_access``, which
+    the authorization server lists, to each)."""
+    return [urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["scope"][0] for url in browser.opened]
+
+
+# ---------------------------------------------------------------- our client
+
+
+async def test_our_client_with_client_credentials(driver: Driver, server: str) -> None:
+    auth = OAuth(grant=ClientCredentialsGrant(), client=CC_CLIENT)
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "cc-client cc-client mcp:tools"
+        assert [tool.name for tool in await client.list_tools()] == ["whoami", "admin"]
+
+
+async def test_our_client_with_pkce_steps_up_for_a_tool_needing_more_scope(
+        driver: Driver, server: str, browser: Browser) -> None:
+    auth = OAuth(open_browser=browser, client=ClientCredentials(client_id="public-client"))
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "test-user public-client mcp:tools"
+        assert text_of(await client.call_tool("admin", {})) == "admin"  # 403, then re-authorized
+        assert text_of(await client.call_tool("whoami", {})) == "test-user public-client mcp:admin mcp:tools"
+    browser.close()
+    assert asked_scopes(browser) == ["mcp:tools offline_access", "mcp:tools offline_access mcp:admin"]
+    assert all("Authorization received." in page for page in browser.pages)
+
+
+async def test_our_client_registers_itself_and_keeps_its_session_across_the_step_up(
+        driver: Driver, server: str, browser: Browser) -> None:
+    async with driver.connect_http(server, config=HANDSHAKE, auth=OAuth(open_browser=browser)) as client:
+        session = client.session_id
+        who = text_of(await client.call_tool("whoami", {})).split()
+        assert text_of(await client.call_tool("admin", {})) == "admin"
+        assert client.session_id == session  # the same user's stronger token reaches its session
+    assert who[0] == "test-user" and who[1] not in {"public-client", "None"}  # a registered client
+
+
+# ---------------------------------------------------------------- the official SDK's client
+
+
+class SdkClient:
+    """The official SDK's client in a process of its own (``sdk_oauth_client.py``), which
+    imports the SDK once and runs its flows against each server URL it is sent."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> None:
+        self.proc = proc
+        self._stderr = stderr
+
+    def meet(self, url: str, timeout: float = 60.0) -> dict[str, object]:
+        """What the SDK saw at ``url`` (fails the test after ``timeout`` s)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(url.encode() + b"\n")
+        self.proc.stdin.flush()
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                pytest.fail(f"the SDK client did not answer within {timeout} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            self._stderr.seek(0)
+            pytest.fail(f"the SDK client exited: {self._stderr.read().decode(errors='replace')[-3000:]}")
+        seen: dict[str, object] = json.loads(line)
+        assert "error" not in seen, seen["error"]
+        return seen
+
+
+@pytest.fixture(scope="module")
+def sdk_client() -> Iterator[SdkClient]:
+    command, args = sdk_server("sdk_oauth_client")
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr)
+        try:
+            yield SdkClient(proc, stderr)
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()  # its end of input: it exits
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+            stop_process(proc)
+            assert proc.stdout is not None
+            proc.stdout.close()
+
+
+def test_the_official_sdk_client_registers_signs_in_and_steps_up(sdk_client: SdkClient, server: str) -> None:
+    seen = sdk_client.meet(server)
+    registered, preregistered = seen["registered"], seen["preregistered"]
+    assert isinstance(registered, dict) and isinstance(preregistered, dict)
+    assert registered["client_id"] not in {None, "public-client"}  # dynamic registration
+    assert registered["errors"] == [False]
+    assert registered["texts"] == [f"test-user {registered['client_id']} mcp:tools"]
+    assert registered["asked"] == ["mcp:tools offline_access"]
+    assert preregistered["errors"] == [False, False, False]
+    assert preregistered["texts"] == ["test-user public-client mcp:tools", "admin",
+                                      "test-user public-client mcp:admin mcp:tools"]
+    assert preregistered["asked"] == ["mcp:tools offline_access", "mcp:tools offline_access mcp:admin"]
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def token_for(issuer: str, resource: str, *, client: str = "cc-client", secret: str = "cc-secret",
+              scope: str = "mcp:tools") -> dict[str, object]:
+    """A client-credentials token from the authorization server, for ``resource``."""
+    form = {"grant_type": "client_credentials", "scope": scope, "resource": resource}
+    headers = {}
+    if client == "cc-post":  # client_secret_post
+        form |= {"client_id": client, "client_secret": secret}
+    else:
+        headers["authorization"] = "Basic " + base64.b64encode(f"{client}:{secret}".encode()).decode()
+    request = urllib.request.Request(f"{issuer}/token", data=urllib.parse.urlencode(form).encode(),
+                                     headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        token: dict[str, object] = json.load(answer)
+    return token
+
+
+def minted(issuer: str, claims: dict[str, object], *, key: str = "provider",
+           header: dict[str, object] | None = None) -> str:
+    """A token the authorization server's test route signs with its own key (or a foreign one)."""
+    body = json.dumps({"claims": claims, "key": key, "header": header or {}}).encode()
+    request = urllib.request.Request(f"{issuer}/test/mint", data=body,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        token: str = json.load(answer)["token"]
+    return token
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def claims_of(token: str) -> dict[str, object]:
+    claims: dict[str, object] = json.loads(unb64(token.split(".")[1]))
+    return claims
+
+
+def post(url: str, token: str | None, body: dict[str, object], *,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """POST a JSON-RPC message to ``url``: status, headers (lower-case names), body."""
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=15)
+    sent = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25", **(headers or {})}
+    if token is not None:
+        sent["authorization"] = f"Bearer {token}"
+    try:
+        connection.request("POST", parts.path, json.dumps(body).encode(), sent)
+        answer = connection.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        connection.close()
+
+
+INITIALIZE: Final[dict[str, object]] = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+def challenge(headers: dict[str, str]) -> dict[str, str]:
+    """The ``WWW-Authenticate: Bearer`` parameters."""
+    value = headers["www-authenticate"]
+    assert value.startswith("Bearer "), value
+    return {k: v.replace('\\"', '"') for k, v in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', value)}
+
+
+def metadata_url(server: str) -> str:
+    parts = urllib.parse.urlsplit(server)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+
+
+def test_protected_resource_metadata_names_the_authorization_server(server: str, issuer: str) -> None:
+    with urllib.request.urlopen(metadata_url(server), timeout=10) as answer:
+        document = json.load(answer)
+    assert document["resource"] == server
+    assert document["authorization_servers"] == [issuer]
+    assert set(document["scopes_supported"]) == {"mcp:tools", "mcp:admin"}
+
+
+def test_a_request_without_a_token_is_told_where_to_get_one(server: str) -> None:
+    status, headers, _ = post(server, None, INITIALIZE)
+    assert status == 401
+    assert challenge(headers) == {"resource_metadata": metadata_url(server), "scope": "mcp:tools"}
+
+
+def refused(server: str, token: str) -> dict[str, str]:
+    status, headers, body = post(server, token, INITIALIZE)
+    assert status == 401, body
+    params = challenge(headers)
+    assert params["error"] == "invalid_token"
+    assert params["resource_metadata"] == metadata_url(server)
+    assert token not in json.dumps([headers, body.decode()])  # never echoed
+    return params
+
+
+def valid_claims(issuer: str, server: str) -> dict[str, object]:
+    now = int(time.time())
+    return {"iss": issuer, "sub": "mallory", "aud": server, "client_id": "cc-client", "scope": "mcp:tools",
+            "iat": now, "exp": now + 600}
+
+
+def test_a_good_token_opens_a_session(server: str, issuer: str) -> None:
+    token = str(token_for(issuer, server)["access_token"])
+    status, headers, body = post(server, token, INITIALIZE)
+    assert status == 200, body
+    assert headers.get("mcp-session-id")
+    # A token the test route signs with the provider's key is as good: the refusals below
+    # are refused for what they change, not for being minted.
+    status, _, body = post(server, minted(issuer, valid_claims(issuer, server)), INITIALIZE)
+    assert status == 200, body
+
+
+def test_a_token_for_another_resource_is_refused(server: str, issuer: str) -> None:
+    other = server.rsplit("/", 1)[0] + "/other-mcp"
+    token = token_for(issuer, other)
+    assert claims_of(str(token["access_token"]))["aud"] == other
+    assert "another resource" in refused(server, str(token["access_token"]))["error_description"]
+
+
+def test_a_token_with_the_wrong_audience_is_refused(server: str, issuer: str) -> None:
+    origin = server.rsplit("/", 1)[0]  # the server's origin, not its resource URI
+    for audience in (origin, "https://elsewhere.example/mcp", [origin, "https://elsewhere.example/"]):
+        token = minted(issuer, {**valid_claims(issuer, server), "aud": audience})
+        assert "another resource" in refused(server, token)["error_description"]
+
+
+def test_an_expired_token_is_refused(server: str, issuer: str) -> None:
+    token = token_for(issuer, server, client="short-lived", secret="short-secret")
+    assert token["expires_in"] == 1
+    expires = claims_of(str(token["access_token"]))["exp"]
+    assert isinstance(expires, int)
+    deadline = time.monotonic() + 10
+    while time.time() <= expires + 0.1:  # the authorization server's 1 s
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert "expired" in refused(server, str(token["access_token"]))["error_description"]
+    long_ago = minted(issuer, {**valid_claims(issuer, server), "exp": int(time.time()) - 3600})
+    assert "expired" in refused(server, long_ago)["error_description"]
+
+
+def test_a_token_with_a_bad_signature_is_refused(server: str, issuer: str) -> None:
+    header, payload, signature = str(token_for(issuer, server)["access_token"]).split(".")
+    raw = bytearray(unb64(signature))
+    raw[len(raw) // 2] ^= 0x01
+    assert "signature" in refused(server, f"{header}.{payload}.{b64(bytes(raw))}")["error_description"]
+    # The signature of a real token over claims changed to grant more.
+    more = b64(json.dumps({**claims_of(f"{header}.{payload}.x"), "scope": "mcp:tools mcp:admin"}).encode())
+    assert "signature" in refused(server, f"{header}.{more}.{signature}")["error_description"]
+
+
+def test_a_token_signed_by_an_unknown_key_is_refused(server: str, issuer: str) -> None:
+    token = minted(issuer, valid_claims(issuer, server), key="foreign")
+    assert json.loads(unb64(token.split(".")[0]))["kid"] == "not-in-any-jwks"
+    assert "unknown key" in refused(server, token)["error_description"]
+    # The foreign key under the provider's own kid: a bad signature.
+    token = minted(issuer, valid_claims(issuer, server), key="foreign", header={"kid": "as-key-1"})
+    assert "signature" in refused(server, token)["error_description"]
+
+
+def test_an_unsigned_token_is_refused(server: str, issuer: str) -> None:
+    payload = b64(json.dumps(valid_claims(issuer, server)).encode())
+    for alg in ("none", "None", "NONE"):
+        header = b64(json.dumps({"alg": alg, "typ": "at+jwt", "kid": "as-key-1"}).encode())
+        assert "algorithm" in refused(server, f"{header}.{payload}.")["error_description"]
+
+
+def test_a_token_signed_with_the_public_key_as_an_hmac_secret_is_refused(server: str, issuer: str) -> None:
+    with urllib.request.urlopen(f"{issuer}/jwks", timeout=10) as answer:
+        jwk = json.load(answer)["keys"][0]
+    header = b64(json.dumps({"alg": "HS256", "typ": "at+jwt", "kid": jwk["kid"]}).encode())
+    payload = b64(json.dumps(valid_claims(issuer, server)).encode())
+    for secret in (json.dumps(jwk).encode(), unb64(jwk["n"])):
+        signature = b64(hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest())
+        assert "algorithm" in refused(server, f"{header}.{payload}.{signature}")["error_description"]
+
+
+def test_a_token_from_another_issuer_is_refused(server: str, issuer: str) -> None:
+    token = minted(issuer, {**valid_claims(issuer, server), "iss": "http://127.0.0.1:1"})
+    assert "another authorization server" in refused(server, token)["error_description"]
+
+
+async def test_a_token_lacking_a_tools_scope_gets_403_insufficient_scope(driver: Driver, server: str,
+                                                                         issuer: str) -> None:
+    token = str(token_for(issuer, server)["access_token"])
+    headers = {"Authorization": f"Bearer {token}"}
+    async with driver.connect_http(server, config=CONFIG, headers=headers) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "cc-client cc-client mcp:tools"
+        with pytest.raises(Unauthorized) as refusal:
+            await client.call_tool("admin", {})
+    assert refusal.value.status == 403
+    params = refusal.value.params
+    assert (params["error"], params["scope"]) == ("insufficient_scope", "mcp:tools mcp:admin")
+    assert params["resource_metadata"] == metadata_url(server)
+
+
+def test_another_principals_token_does_not_reach_a_session(server: str, issuer: str) -> None:
+    mine = str(token_for(issuer, server)["access_token"])
+    theirs = str(token_for(issuer, server, client="cc-post", secret="cc-post-secret")["access_token"])
+    status, headers, _ = post(server, mine, INITIALIZE)
+    assert status == 200
+    session = {"mcp-session-id": headers["mcp-session-id"]}
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert post(server, theirs, ping, headers=session)[0] == 404
+    assert post(server, mine, ping, headers=session)[0] == 200
