@@ -22,6 +22,8 @@ import anyio
 
 from mcp_sansio.server import MCPServer
 
+from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings
+
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
 _EXIT_FAILURE: Final = 1
@@ -49,6 +51,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
+    add_auth_arguments(parser)
     return parser
 
 
@@ -119,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
     1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
         app = load_app(args.target, args.module)
-    except ServeError as exc:
+        auth = auth_settings(args)
+    except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if auth is not None:
+        app.auth = auth
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")

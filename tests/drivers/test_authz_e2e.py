@@ -1,7 +1,7 @@
 """Server-side authorization end to end, with a real authorization server nobody here wrote.
 
 oidc-provider (npm, ``tests/peers/oauth_server.mjs``) issues JWT access tokens per resource
-indicator; our server (``tests/servers/authz_app.py``) checks them with ``JwtVerifier`` on
+indicator; our server (``tests/servers/authz_e2e_app.py``) checks them with ``JwtVerifier`` on
 every server driver and as ASGI under uvicorn. It is met by our own client's OAuth on every
 client driver (client credentials; authorization code with PKCE, through the real loopback
 redirect, and the step-up on 403 ``insufficient_scope``), by the official SDK's client
@@ -74,7 +74,7 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def server(request: pytest.FixtureRequest, issuer: str) -> Iterator[str]:
     """Our protected server on one driver (or as ASGI under uvicorn); its endpoint URL."""
     port = free_port()
-    command, args = sdk_server("authz_app", "--port", str(port), "--issuer", issuer,
+    command, args = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer,
                                "--driver", request.param)
     with running_http_server(command, args, None, port, "/mcp") as url:
         yield url
