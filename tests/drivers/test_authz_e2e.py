@@ -1,8 +1,9 @@
 """Server-side authorization end to end, with a real authorization server nobody here wrote.
 
 oidc-provider (npm, ``tests/peers/oauth_server.mjs``) issues JWT access tokens per resource
-indicator; our server (``tests/servers/authz_e2e_app.py``) checks them with ``JwtVerifier`` on
-every server driver and as ASGI under uvicorn. It is met by our own client's OAuth on every
+indicator; our server (``tests/servers/authz_e2e_app.py``) checks them with ``JwtVerifier``,
+protected by ``mcp-sansio serve --auth-jwks ...`` on every server driver, and as ASGI under
+uvicorn. It is met by our own client's OAuth on every
 client driver (client credentials; authorization code with PKCE, through the real loopback
 redirect, and the step-up on 403 ``insufficient_scope``), by the official SDK's client
 (``OAuthClientProvider``: discovery, dynamic registration, PKCE, step-up), and by raw
@@ -26,6 +27,7 @@ import re
 import selectors
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -72,11 +74,19 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module", params=SERVERS)
 def server(request: pytest.FixtureRequest, issuer: str) -> Iterator[str]:
-    """Our protected server on one driver (or as ASGI under uvicorn); its endpoint URL."""
+    """Our protected server: ``mcp-sansio serve --auth-*`` on one driver, or as ASGI under
+    uvicorn (protected by ``authz_e2e_app.py`` itself); its endpoint URL."""
     port = free_port()
-    command, args = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer,
-                               "--driver", request.param)
+    resource = f"http://127.0.0.1:{port}/mcp"
+    if request.param == "asgi":
+        command, args = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer)
+    else:
+        command, args = sys.executable, [
+            "-m", "mcp_sansio_cli", "serve", str(TESTS / "servers" / "authz_e2e_app.py"),
+            "--driver", request.param, "--http", str(port), "--auth-jwks", f"{issuer}/jwks",
+            "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
     with running_http_server(command, args, None, port, "/mcp") as url:
+        assert url == resource
         yield url
 
 

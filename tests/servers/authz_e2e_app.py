@@ -1,9 +1,9 @@
 """The protected server of the end-to-end authorization tests (``tests/drivers/test_authz_e2e.py``).
 
-``mcp-sansio serve authz_e2e_app.py --http PORT --auth-jwks ... --auth-issuer ... --auth-audience ...
---auth-scope mcp:tools`` protects ``app`` from the command line. Run as a script, it protects
-it itself with a ``JwtVerifier`` and serves it with one driver, or as ASGI under uvicorn:
-``python authz_e2e_app.py --port P --issuer http://127.0.0.1:AS [--driver asyncio|anyio|trio|sync|asgi]``.
+``mcp-sansio serve authz_e2e_app.py --http PORT --auth-jwks ... --auth-issuer ...
+--auth-audience ... --auth-scope mcp:tools`` protects ``app`` from the command line. Run as a
+script, it protects itself as those options would and runs as ASGI under uvicorn:
+``python authz_e2e_app.py --port P --issuer http://127.0.0.1:AS``.
 
 Tools: ``whoami`` (the caller's subject, client and scopes) needs the server's required scope
 ``mcp:tools``; ``admin`` needs ``mcp:admin`` as well (a step-up). Plain functions only, so the
@@ -13,9 +13,6 @@ blocking driver runs them too.
 from __future__ import annotations
 
 import argparse
-import functools
-
-import anyio
 
 from mcp_sansio import Context, MCPServer
 from mcp_sansio.server import AuthSettings
@@ -50,31 +47,14 @@ def protect(issuer: str, resource: str) -> AuthSettings:
 
 
 def main() -> None:
+    import uvicorn
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--issuer", required=True)
-    parser.add_argument("--driver", choices=["asyncio", "anyio", "trio", "sync", "asgi"], default="asyncio")
     args = parser.parse_args()
     app.auth = protect(args.issuer, f"http://127.0.0.1:{args.port}/mcp")
-    if args.driver == "asgi":
-        import uvicorn
-
-        uvicorn.run(app.asgi(), host="127.0.0.1", port=args.port, log_level="warning")
-    elif args.driver == "sync":
-        import mcp_sansio_sync.serve
-
-        mcp_sansio_sync.serve.serve_http(app, port=args.port)
-    elif args.driver == "asyncio":
-        import asyncio
-
-        import mcp_sansio_asyncio.serve
-
-        asyncio.run(mcp_sansio_asyncio.serve.serve_http(app, port=args.port))
-    else:
-        import mcp_sansio_anyio.serve
-
-        anyio.run(functools.partial(mcp_sansio_anyio.serve.serve_http, app, port=args.port),
-                  backend=args.driver if args.driver == "trio" else "asyncio")
+    uvicorn.run(app.asgi(), host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":
