@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Final
 
+import anyio
 import pytest
 from peer_servers import free_port, node_binary, peers_dir, running_http_server, sdk_server, stop_process
 
@@ -53,6 +54,8 @@ TESTS: Final = Path(__file__).resolve().parent.parent
 CONFIG: Final = ClientConfig(request_timeout=20.0, initialize_timeout=20.0)
 HANDSHAKE: Final = ClientConfig(protocol="2025-11-25", request_timeout=20.0, initialize_timeout=20.0)
 SERVERS: Final = ["asyncio", "anyio", "trio", "sync", "asgi"]
+CLIENT_DRIVERS: Final = {"asyncio": "asyncio", "anyio": "anyio-asyncio", "trio": "anyio-trio", "sync": "sync",
+                         "asgi": "asyncio"}
 CC_CLIENT: Final = ClientCredentials(client_id="cc-client", client_secret="cc-secret")
 
 
@@ -73,17 +76,29 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module", params=SERVERS)
-def server(request: pytest.FixtureRequest, issuer: str) -> Iterator[str]:
+def server_driver(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def driver(server_driver: str) -> Driver:
+    """Our client, on the client driver paired with the server's: each client driver and each
+    server driver meet (five pairings, not twenty; the waits of a full matrix add up)."""
+    return Driver(CLIENT_DRIVERS[server_driver])
+
+
+@pytest.fixture(scope="module")
+def server(server_driver: str, issuer: str) -> Iterator[str]:
     """Our protected server: ``mcp-sansio serve --auth-*`` on one driver, or as ASGI under
     uvicorn (protected by ``authz_e2e_app.py`` itself); its endpoint URL."""
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
-    if request.param == "asgi":
+    if server_driver == "asgi":
         command, args = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer)
     else:
         command, args = sys.executable, [
             "-m", "mcp_sansio_cli", "serve", str(TESTS / "servers" / "authz_e2e_app.py"),
-            "--driver", request.param, "--http", str(port), "--auth-jwks", f"{issuer}/jwks",
+            "--driver", server_driver, "--http", str(port), "--auth-jwks", f"{issuer}/jwks",
             "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
     with running_http_server(command, args, None, port, "/mcp") as url:
         assert url == resource
@@ -148,6 +163,44 @@ async def test_our_client_with_client_credentials(driver: Driver, server: str) -
     async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
         assert text_of(await client.call_tool("whoami", {})) == "cc-client cc-client mcp:tools"
         assert [tool.name for tool in await client.list_tools()] == ["whoami", "admin"]
+
+
+async def test_our_client_with_client_credentials_steps_up_without_a_browser(driver: Driver,
+                                                                             server: str) -> None:
+    auth = OAuth(grant=ClientCredentialsGrant(), client=CC_CLIENT)
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "cc-client cc-client mcp:tools"
+        assert text_of(await client.call_tool("admin", {})) == "admin"  # 403, then a new grant
+        token = client.token
+    assert token is not None and set(token.scopes) == {"mcp:tools", "mcp:admin"}
+
+
+async def test_our_client_authenticates_with_client_secret_post(driver: Driver, server: str) -> None:
+    client_auth = ClientCredentials(client_id="cc-post", client_secret="cc-post-secret",
+                                    token_endpoint_auth_method="client_secret_post")
+    auth = OAuth(grant=ClientCredentialsGrant(), client=client_auth)
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "cc-post cc-post mcp:tools"
+
+
+async def test_our_client_gets_a_new_token_when_its_token_expires(driver: Driver, server: str) -> None:
+    # The authorization server's tokens for this client live 1 s (and come with no refresh
+    # token, as client credentials do).
+    auth = OAuth(grant=ClientCredentialsGrant(),
+                 client=ClientCredentials(client_id="short-lived", client_secret="short-secret"))
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "short-lived short-lived mcp:tools"
+        first = client.token
+        assert first is not None
+        expires = claims_of(first.access_token)["exp"]
+        assert isinstance(expires, int)
+        deadline = time.monotonic() + 10
+        while time.time() <= expires + 0.1:
+            assert time.monotonic() < deadline
+            await anyio.sleep(0.1)
+        assert text_of(await client.call_tool("whoami", {})) == "short-lived short-lived mcp:tools"
+        second = client.token
+    assert second is not None and second.access_token != first.access_token
 
 
 async def test_our_client_with_pkce_steps_up_for_a_tool_needing_more_scope(
@@ -320,6 +373,12 @@ def test_protected_resource_metadata_names_the_authorization_server(server: str,
     assert set(document["scopes_supported"]) == {"mcp:tools", "mcp:admin"}
 
 
+def test_the_metadata_is_served_at_the_root_well_known_path_too(server: str, issuer: str) -> None:
+    origin = server.rsplit("/", 1)[0]
+    with urllib.request.urlopen(f"{origin}/.well-known/oauth-protected-resource", timeout=10) as answer:
+        assert json.load(answer)["authorization_servers"] == [issuer]
+
+
 def test_a_request_without_a_token_is_told_where_to_get_one(server: str) -> None:
     status, headers, _ = post(server, None, INITIALIZE)
     assert status == 401
@@ -420,6 +479,21 @@ def test_a_token_signed_with_the_public_key_as_an_hmac_secret_is_refused(server:
 def test_a_token_from_another_issuer_is_refused(server: str, issuer: str) -> None:
     token = minted(issuer, {**valid_claims(issuer, server), "iss": "http://127.0.0.1:1"})
     assert "another authorization server" in refused(server, token)["error_description"]
+
+
+def test_a_token_in_the_query_string_or_the_body_is_not_taken(server: str, issuer: str) -> None:
+    token = str(token_for(issuer, server)["access_token"])
+    query = urllib.parse.urlencode({"access_token": token})
+    status, headers, _ = post(f"{server}?{query}", None, {**INITIALIZE, "access_token": token})
+    assert status == 401
+    assert "error" not in challenge(headers)  # no token was seen at all
+
+
+def test_an_opaque_or_malformed_token_is_refused(server: str) -> None:
+    assert "malformed" in refused(server, "opaque-token-the-server-cannot-read")["error_description"]
+    assert "malformed" in refused(server, "a.b.c")["error_description"]
+    status, headers, _ = post(server, "not a token", INITIALIZE)
+    assert (status, challenge(headers)["error"]) == (400, "invalid_request")
 
 
 async def test_a_token_lacking_a_tools_scope_gets_403_insufficient_scope(driver: Driver, server: str,
