@@ -440,6 +440,10 @@ class OAuthFlow:
                   ("code_challenge_method", "S256"),
                   ("state", attempt.state), *((("scope", " ".join(scopes)),) if scopes else ()),
                   ("resource", self._resource)]
+        if scopes and "offline_access" in scopes:
+            # OpenID Connect Core section 11: without prompt=consent a provider ignores
+            # offline_access, and no refresh token comes.
+            params.append(("prompt", "consent"))
         self._requested = scopes
         self._attempts += 1
         self._phase = Phase.AWAIT_REDIRECT

@@ -46,7 +46,7 @@ from mcp_sansio.auth import ClientCredentials, ClientCredentialsGrant
 from mcp_sansio.errors import Unauthorized
 from mcp_sansio_oauth import OAuth
 
-from .driver_adapter import Driver, text_of
+from .driver_adapter import Driver, text_of, until
 
 pytestmark = [pytest.mark.peer, pytest.mark.anyio]
 
@@ -213,6 +213,25 @@ async def test_our_client_with_pkce_steps_up_for_a_tool_needing_more_scope(
     browser.close()
     assert asked_scopes(browser) == ["mcp:tools offline_access", "mcp:tools offline_access mcp:admin"]
     assert all("Authorization received." in page for page in browser.pages)
+
+
+async def test_our_client_renews_its_browser_token_with_the_refresh_token(
+        driver: Driver, server: str, browser: Browser) -> None:
+    # short-public's access tokens live 2 s. The refresh token comes only because our client
+    # sends prompt=consent with offline_access (OpenID Connect Core section 11).
+    auth = OAuth(open_browser=browser, client=ClientCredentials(client_id="short-public"))
+    async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "test-user short-public mcp:tools"
+        first = client.token
+        assert first is not None and first.refresh_token is not None
+        await until(client, lambda: client.token is not None and client.token.serial > first.serial)
+        assert text_of(await client.call_tool("whoami", {})) == "test-user short-public mcp:tools"
+    assert len(browser.opened) == 1  # renewed without the user
+    assert parse_qs_one(browser.opened[0])["prompt"] == "consent"
+
+
+def parse_qs_one(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
 
 
 async def test_our_client_registers_itself_and_keeps_its_session_across_the_step_up(

@@ -10,6 +10,7 @@
 //   cc-post / cc-post-secret       confidential, client_credentials, client_secret_post
 //   short-lived / short-secret     confidential, client_credentials, tokens live 1 s
 //   public-client                  public (PKCE S256), native: http://127.0.0.1:<any port>/callback
+//   short-public                   the same, whose access tokens live 2 s (its refresh tokens an hour)
 //
 // The user's part of the authorization code flow is automatic: the interaction route logs in
 // the fixed user "test-user" and grants what was asked, so a browser that follows redirects
@@ -55,6 +56,9 @@ const provider = new Provider(issuer, {
     { client_id: "public-client", application_type: "native", token_endpoint_auth_method: "none",
       grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
       redirect_uris: ["http://127.0.0.1/callback"] },
+    { client_id: "short-public", application_type: "native", token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
+      redirect_uris: ["http://127.0.0.1/callback"] },
   ],
   features: {
     devInteractions: { enabled: false },
@@ -73,7 +77,7 @@ const provider = new Provider(issuer, {
   },
   ttl: {
     ClientCredentials: (ctx, token, client) => (client.clientId === "short-lived" ? 1 : 600),
-    AccessToken: () => 600,
+    AccessToken: (ctx, token, client) => (client.clientId === "short-public" ? 2 : 600),
     AuthorizationCode: () => 60,
     Grant: () => 3600,
     Interaction: () => 600,
