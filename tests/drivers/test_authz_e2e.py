@@ -478,6 +478,39 @@ def test_a_token_signed_by_an_unknown_key_is_refused(server: str, issuer: str) -
     assert "signature" in refused(server, token)["error_description"]
 
 
+def jwks_fetches(issuer: str) -> int:
+    with urllib.request.urlopen(f"{issuer}/test/jwks-fetches", timeout=10) as answer:
+        count: int = json.load(answer)["fetches"]
+    return count
+
+
+def test_unknown_kids_do_not_make_the_server_fetch_the_key_set_each_time(server: str, issuer: str) -> None:
+    status, _, _ = post(server, minted(issuer, valid_claims(issuer, server)), INITIALIZE)
+    assert status == 200  # the key set is known
+    before = jwks_fetches(issuer)
+    for n in range(8):
+        token = minted(issuer, {**valid_claims(issuer, server), "jti": str(n)}, key="foreign",
+                       header={"kid": f"rotated-{n}"})
+        assert "unknown key" in refused(server, token)["error_description"]
+    assert jwks_fetches(issuer) - before <= 1  # one early refetch, then rate-limited
+
+
+def test_a_token_not_yet_valid_or_without_an_expiry_is_refused(server: str, issuer: str) -> None:
+    claims = valid_claims(issuer, server)
+    early = minted(issuer, {**claims, "nbf": int(time.time()) + 3600})
+    assert "not valid yet" in refused(server, early)["error_description"]
+    endless = minted(issuer, {k: v for k, v in claims.items() if k != "exp"})
+    assert refused(server, endless)["error_description"] == "the access token is invalid"
+
+
+def test_an_oversized_token_is_refused_and_the_server_stays_up(server: str, issuer: str,
+                                                               server_driver: str) -> None:
+    status, headers, _ = post(server, "a" * 60_000, INITIALIZE)
+    # Our drivers bound the request head (32 KiB); uvicorn reads it and the gate refuses it.
+    assert status == (401 if server_driver == "asgi" else 431)
+    assert post(server, minted(issuer, valid_claims(issuer, server)), INITIALIZE)[0] == 200
+
+
 def test_an_unsigned_token_is_refused(server: str, issuer: str) -> None:
     payload = b64(json.dumps(valid_claims(issuer, server)).encode())
     for alg in ("none", "None", "NONE"):

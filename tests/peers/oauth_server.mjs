@@ -18,7 +18,9 @@
 //
 // POST /test/mint {"claims": {...}, "header": {...}, "key": "provider" | "foreign"} signs a
 // token for the refusal tests: with the provider's own key (an expired token) or with a key
-// that is in no key set (an unknown kid). The line "listening" on stdout means ready.
+// that is in no key set (an unknown kid); GET /test/jwks-fetches says how often the key set was
+// fetched (a resource server must not fetch it for every unknown kid). The line "listening" on
+// stdout means ready.
 // oidc-provider serves its metadata at both /.well-known/openid-configuration and RFC 8414's
 // /.well-known/oauth-authorization-server.
 import http from "node:http";
@@ -130,9 +132,15 @@ async function mint(req, res) {
 }
 
 const callback = provider.callback();
+let jwksFetches = 0;
 const server = http.createServer(async (req, res) => {
   try {
     const path = new URL(req.url, issuer).pathname;
+    if (path === "/jwks") jwksFetches += 1;
+    if (path === "/test/jwks-fetches") {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify({ fetches: jwksFetches }));
+    }
     if (path.startsWith("/interaction/")) return await interaction(req, res);
     if (path === "/test/mint" && req.method === "POST") return await mint(req, res);
     return callback(req, res);
