@@ -21,7 +21,13 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    http_endpoint,
+    peer_host,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -271,7 +277,8 @@ class _ConnectionProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a stream server's transport
-        self._id = self._endpoint.connection_made(self._loop.time())
+        self._id = self._endpoint.connection_made(self._loop.time(),
+                                                  peer_host(transport.get_extra_info("peername")))
         self._links[self._id] = _Link(transport)
         self._runner.pump()
 

@@ -47,16 +47,19 @@ def scopes_of(claims: Mapping[str, object], names: Sequence[str] = ("scope", "sc
     return ()
 
 
-def _principal(claims: dict[str, Any], scope_claims: Sequence[str]) -> Principal:
+def _principal(claims: dict[str, Any], scope_claims: Sequence[str], leeway: float) -> Principal:
+    """The principal of verified ``claims``; it stays valid until ``exp`` plus the ``leeway``
+    the verifier allowed (else the server would refuse what the verifier accepted)."""
     sub, iss, exp = claims.get("sub"), claims.get("iss"), claims.get("exp")
     client = claims.get("client_id", claims.get("azp"))
+    expires = float(exp) + leeway if isinstance(exp, int | float) and not isinstance(exp, bool) else None
     return Principal(
         subject=sub if isinstance(sub, str) else None,
         client_id=client if isinstance(client, str) else None,
         issuer=iss if isinstance(iss, str) else None,
         scopes=scopes_of(claims, scope_claims),
         claims=claims,
-        expires_at=float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
+        expires_at=expires,
     )
 
 
@@ -143,7 +146,7 @@ class JwtVerifier:
             return TokenRejected(reason=RejectReason.BAD_ALGORITHM)
         except jwt.PyJWTError as exc:  # a missing claim, a malformed one, a bad encoding
             return TokenRejected(reason=RejectReason.INVALID, detail=type(exc).__name__)
-        return _principal(claims, self.scope_claims)
+        return _principal(claims, self.scope_claims, self.leeway)
 
 
 class IntrospectionVerifier:
@@ -226,4 +229,4 @@ class IntrospectionVerifier:
         audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
         if (audiences or self.require_audience) and not set(self.audience) & set(audiences):
             return TokenRejected(reason=RejectReason.WRONG_AUDIENCE)
-        return _principal(claims, ("scope",))
+        return _principal(claims, ("scope",), self.leeway)

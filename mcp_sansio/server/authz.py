@@ -68,7 +68,8 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
         issuer: the authorization server that issued it (``iss``).
         scopes: the scopes it grants.
         claims: every claim of the token (or introspection answer), for the application.
-        expires_at: when it expires, in POSIX seconds (its ``exp``); ``None``: never.
+        expires_at: when the server stops accepting it, in POSIX seconds (its ``exp``,
+            plus the clock skew its verifier allows); ``None``: never.
     """
 
     subject: str | None
@@ -291,8 +292,6 @@ def _refusal(settings: AuthSettings, status: int, error: str | None, description
         params += [f"error={_quote(error)}", f"error_description={_quote(description)}"]
     headers = [("www-authenticate", "Bearer " + ", ".join(params)), ("content-type", "application/json"),
                ("cache-control", "no-store")]
-    if status == 503:
-        headers.append(("retry-after", "5"))
     body = msgspec.json.encode({"error": error or "invalid_token", "error_description": description})
     return Refusal(status=status, headers=tuple(headers), body=body)
 

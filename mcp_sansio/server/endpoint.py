@@ -11,6 +11,9 @@ came from. This is the whole interface a handler runner needs (``mcp_sansio_base
 from __future__ import annotations
 
 import abc
+import base64
+import hashlib
+import hmac
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, Protocol
@@ -55,6 +58,10 @@ class SessionHost(Protocol):
         """A fresh ticket."""
         ...
 
+    def new_id(self, kind: str) -> str:
+        """A fresh unguessable id (a session's, a task's)."""
+        ...
+
     def emit(self, event: Event) -> None:
         """Queue ``event``."""
         ...
@@ -96,6 +103,10 @@ class SubHost:
         """A ticket from the server."""
         return self._server.new_ticket()
 
+    def new_id(self, kind: str) -> str:
+        """An unguessable id from the server."""
+        return self._server.new_id(kind)
+
     def emit(self, event: Event) -> None:
         """Queue ``event`` on the server."""
         self._server.emit(event)
@@ -106,20 +117,31 @@ class Endpoint(abc.ABC):
 
     Args:
         app: what the server offers.
-        secret: the key sealing ``requestState`` (and naming tasks); at least 16 bytes
-            of the driver's randomness, the same on every worker of a deployment.
+        secret: the key sealing ``requestState``; at least 16 bytes of the driver's
+            randomness, the same on every worker of a deployment.
+        entropy: at least 32 bytes fresh from the operating system's CSPRNG for this
+            process alone (``secrets.token_bytes(32)``), never shared and never the
+            secret: session and task ids are HMAC-SHA256 of it over a counter, so they
+            are unguessable without it and unique across workers and restarts (each
+            draws its own), as MCP asks of session ids ("globally unique and
+            cryptographically secure").
         wall_offset: add to ``now`` to get POSIX time (``time.time() - monotonic()``), for
             expiries that must hold across processes and for task timestamps.
 
     Raises:
-        LocalProtocolError: ``secret`` is shorter than 16 bytes.
+        LocalProtocolError: ``secret`` is shorter than 16 bytes, or ``entropy`` shorter
+            than 32 or equal to the secret.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0) -> None:
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0) -> None:
         if len(secret) < 16:
             raise LocalProtocolError("the server secret must be at least 16 bytes")
+        if len(entropy) < 32 or entropy == secret:
+            raise LocalProtocolError("the server needs 32 or more bytes of its own entropy (not the secret)")
         self.app = app
         self.secret = secret
+        self._entropy = entropy
+        self._next_id = 0
         self.wall_offset = wall_offset
         self._events: deque[Event] = deque()
         self._calls: dict[int, ServerSession] = {}
@@ -150,6 +172,13 @@ class Endpoint(abc.ABC):
         """A fresh ticket for a question to the client."""
         self._next_ticket += 1
         return self._next_ticket
+
+    def new_id(self, kind: str) -> str:
+        """A fresh id for a ``kind`` of thing (``session``, ``task``): 192 bits of
+        HMAC-SHA256 under this process's entropy, base64url (32 characters)."""
+        self._next_id += 1
+        digest = hmac.new(self._entropy, f"{kind}/{self._next_id}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:24]).decode("ascii")
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for :meth:`next_event`."""

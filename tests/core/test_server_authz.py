@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, modern_body
 
 from mcp_sansio.errors import LocalProtocolError
@@ -64,7 +64,7 @@ def protected(app: MCPServer | None = None, **overrides: Any) -> HttpServer:
         app.add_tool(lambda: "ok", name="noop")
     if app.auth is None:
         app.auth = settings(**overrides)
-    return HttpServer(app, secret=SECRET, config=HttpConfig.loopback())
+    return HttpServer(app, secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
 
 
 def bearer(token: str = TOKEN, **more: str) -> dict[str, str]:
@@ -127,7 +127,7 @@ def test_metadata_is_only_got() -> None:
 
 
 def test_without_auth_there_is_no_metadata() -> None:
-    server = HttpServer(MCPServer("s"), secret=SECRET, config=HttpConfig.loopback())
+    server = HttpServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
     answer = RawHttp(server).request("GET", target="/.well-known/oauth-protected-resource")
     assert answer is not None and answer.status == 404
 
@@ -261,7 +261,7 @@ def test_a_principal_past_its_expiry_is_401_expired() -> None:
 def test_the_cache_never_outlives_the_token_and_the_wall_offset_counts() -> None:
     app = MCPServer("s", auth=settings())
     app.add_tool(lambda: "ok", name="noop")
-    server = HttpServer(app, secret=SECRET, config=HttpConfig.loopback(), wall_offset=1000.0)
+    server = HttpServer(app, secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback(), wall_offset=1000.0)
     conn = RawHttp(server)
     conn.request(body=modern_body(1, "tools/list"), headers=listing())
     verdict = Principal(subject="a", scopes=("mcp",), expires_at=1050.0)  # POSIX; now 0 is POSIX 1000
@@ -516,6 +516,53 @@ def test_the_metadata_url_follows_the_resource_path() -> None:
 def test_stdio_ignores_verdicts() -> None:
     from mcp_sansio.server import StdioServer
 
-    server = StdioServer(MCPServer("s", auth=settings()), secret=SECRET)
+    server = StdioServer(MCPServer("s", auth=settings()), secret=SECRET, entropy=ENTROPY)
     server.token_verified(1, ALICE, now=0.0)
     assert server.next_event() is None and json.loads(b"{}") == {}
+
+
+def test_the_event_hides_the_token_from_rich_too() -> None:
+    event = TokenVerificationRequired(ticket=3, token=TOKEN)
+    assert event.__rich_repr__() == [("ticket", 3), ("token", "<redacted>")]
+
+
+def test_metadata_without_any_scope_names_none() -> None:
+    server = protected(required_scopes=())
+    answer = RawHttp(server).request("GET", target="/.well-known/oauth-protected-resource")
+    assert answer is not None and "scopes_supported" not in answer.json()
+
+
+def test_a_server_without_auth_ignores_verdicts() -> None:
+    server = HttpServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback())
+    assert server.gate is None
+    server.token_verified(1, ALICE, now=0.0)
+    assert server.next_event() is None
+
+
+def test_with_auth_sessions_count_against_the_principal_not_the_address() -> None:
+    app = MCPServer("s", auth=settings(Table({TOKEN: ALICE, OTHER: BOB})))
+    config = HttpConfig.loopback(max_sessions_per_peer=1)
+    server = HttpServer(app, secret=SECRET, entropy=ENTROPY, config=config)
+    runner = _runner(server)
+
+    def initialize(token: str, peer: str) -> str:
+        conn = RawHttp(server, peer=peer)
+        conn.request(body=INIT, headers=bearer(token))
+        runner.pump()
+        answer = conn.read()
+        assert answer is not None and answer.status == 200
+        return answer.headers["mcp-session-id"]
+
+    def alive(token: str, session_id: str) -> bool:
+        conn = RawHttp(server, peer="10.0.0.9")
+        answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                              headers=bearer(token, **{"mcp-session-id": session_id}))
+        assert answer is not None
+        return answer.status == 200
+
+    # Alice and Bob behind one address both get a session (the cap is per principal);
+    # Alice from a second address counts against Alice: her idle first session goes.
+    alice_first, bob = initialize(TOKEN, "10.0.0.1"), initialize(OTHER, "10.0.0.1")
+    assert alive(TOKEN, alice_first) and alive(OTHER, bob)
+    alice_second = initialize(TOKEN, "10.0.0.2")
+    assert [alive(TOKEN, alice_first), alive(OTHER, bob), alive(TOKEN, alice_second)] == [False, True, True]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
@@ -26,7 +26,7 @@ def _server() -> WebSocketServer:
     auth = AuthSettings(resource=RESOURCE, authorization_servers=("https://as.example.com",),
                         verifier=_Never(), required_scopes=("mcp",))
     app = MCPServer("s", auth=auth)
-    return WebSocketServer(app, secret=SECRET, config=WebSocketConfig.loopback())
+    return WebSocketServer(app, secret=SECRET, entropy=ENTROPY, config=WebSocketConfig.loopback())
 
 
 def _upgrade(server: WebSocketServer, headers: list[tuple[bytes, bytes]]) -> tuple[int, WSConnection]:
@@ -91,3 +91,42 @@ def test_a_connection_lost_while_verifying_is_forgotten() -> None:
     server.connection_lost(conn, 1.0)
     server.token_verified(ticket.ticket, Principal(subject="alice", scopes=("mcp",)), now=2.0)
     assert server.connections_with_data() == []
+
+
+def test_an_upgrade_whose_verdict_never_comes_is_503_and_a_refused_token_401() -> None:
+    from mcp_sansio.server import RejectReason, TokenRejected
+
+    server = _server()
+    slow, slow_client = _upgrade(server, [(b"authorization", b"Bearer c2xvdw")])
+    bad, bad_client = _upgrade(server, [(b"authorization", f"Bearer {TOKEN}".encode())])
+    first, second = server.next_event(), server.next_event()
+    assert isinstance(first, TokenVerificationRequired) and isinstance(second, TokenVerificationRequired)
+    server.token_verified(second.ticket, TokenRejected(reason=RejectReason.EXPIRED), now=1.0)
+    rejected, *_ = _events(server, bad, bad_client)
+    assert isinstance(rejected, ws.RejectConnection) and rejected.status_code == 401
+    assert server.next_deadline() == 30.0  # verify_timeout from the upgrade at 0.0
+    server.handle_timeout(30.0)
+    late, *_ = _events(server, slow, slow_client)
+    assert isinstance(late, ws.RejectConnection) and late.status_code == 503
+    server.token_verified(first.ticket, Principal(subject="a", scopes=("mcp",)), now=31.0)  # ignored
+
+
+def test_a_server_without_auth_ignores_verdicts() -> None:
+    server = WebSocketServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY)
+    server.token_verified(1, Principal(subject="a"), now=0.0)
+    assert server.next_event() is None and server.next_deadline() is None
+
+
+def test_a_token_without_expiry_keeps_the_connection_and_its_messages_are_served() -> None:
+    server = _server()
+    conn, client = _upgrade(server, [(b"authorization", f"Bearer {TOKEN}".encode())])
+    ticket = server.next_event()
+    assert isinstance(ticket, TokenVerificationRequired)
+    server.token_verified(ticket.ticket, Principal(subject="alice", scopes=("mcp",)), now=1.0)
+    (accepted,) = _events(server, conn, client)
+    assert isinstance(accepted, ws.AcceptConnection) and server.next_deadline() is None
+    ping = client.send(ws.TextMessage(data='{"jsonrpc":"2.0","id":1,"method":"ping"}'))
+    server.receive_data(conn, ping, 2.0)
+    (answer,) = _events(server, conn, client)
+    assert isinstance(answer, ws.TextMessage) and json.loads(answer.data) == {"jsonrpc": "2.0", "id": 1,
+                                                                              "result": {}}

@@ -345,3 +345,45 @@ def test_no_token_text_in_any_log_record_even_at_debug(tiny: TinyAuthServer, dri
     records = [f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records]
     assert any("the token verifier raised RuntimeError" in r for r in records)
     assert [t[:16] for t in tokens if any(t in r or t.split(".")[1] in r for r in records)] == []
+
+
+# ---------------------------------------------------------------- WebSocket
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+def test_a_websocket_upgrade_needs_the_token(tiny: TinyAuthServer, driver: str) -> None:
+    import socket
+
+    from mcp_sansio_sync import connect_websocket
+
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}/mcp"
+    args = [sys.executable, "-m", "mcp_sansio_cli", "serve", APP, "--driver", driver,
+            "--websocket", str(port), "--auth-jwks", tiny.jwks_url, "--auth-issuer", tiny.url,
+            "--auth-audience", audience, "--auth-scope", "mcp"]
+    with tempfile.TemporaryFile() as output:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert proc.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.05)
+            upgrade = (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                       "Connection: Upgrade\r\n"
+                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                       "Sec-WebSocket-Protocol: mcp\r\n\r\n")
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(upgrade.encode())
+                head = sock.recv(65536).decode()
+            assert head.startswith("HTTP/1.1 401 ")
+            assert (f'www-authenticate: Bearer resource_metadata="http://127.0.0.1:{port}/.well-known/'
+                    'oauth-protected-resource/mcp", scope="mcp"') in head
+            bearer = {"authorization": f"Bearer {tiny.mint(audience)}"}
+            with connect_websocket(f"ws://127.0.0.1:{port}/", headers=bearer) as client:
+                assert text(client.call_tool("whoami", {})) == "alice mcp"
+        finally:
+            stop_process(proc)
