@@ -1,19 +1,22 @@
 """Server-side authorization end to end, with a real authorization server nobody here wrote.
 
 oidc-provider (npm, ``tests/peers/oauth_server.mjs``) issues JWT access tokens per resource
-indicator; our server (``tests/servers/authz_e2e_app.py``) checks them with ``JwtVerifier``,
-protected by ``mcp-sansio serve --auth-jwks ...`` on every server driver, and as ASGI under
-uvicorn. It is met by our own client's OAuth on every
-client driver (client credentials; authorization code with PKCE, through the real loopback
-redirect, and the step-up on 403 ``insufficient_scope``), by the official SDK's client
-(``OAuthClientProvider``: discovery, dynamic registration, PKCE, step-up), and by raw
-requests carrying bad tokens, which must each get the right status and ``WWW-Authenticate``.
+indicator (RFC 8707; it has no default resource, so a client that names none fails). Our
+server (``tests/servers/authz_e2e_app.py``) checks them with ``JwtVerifier``: through
+``mcp-sansio serve --auth-jwks ...`` on every server driver (asyncio, anyio, trio, blocking),
+and as ASGI under uvicorn; one more server checks opaque tokens by introspection
+(``--auth-introspect``). It is met by our own client's OAuth (client credentials, basic and
+post; authorization code with PKCE through the real loopback redirect; dynamic registration;
+step-up on 403 ``insufficient_scope``; renewal by refresh token and by repeating the grant),
+each server driver by one client driver so that every driver of both sides takes part; by
+the official SDK's client (``OAuthClientProvider``: discovery, dynamic registration, PKCE,
+step-up); and by raw requests carrying bad tokens, which must each get the right status
+and ``WWW-Authenticate``.
 
 The user's browser is :class:`Browser`: it follows every redirect with a cookie jar, as a
 browser does, from the authorization URL through oidc-provider's (automatic) login and
 consent to the client's loopback redirect URI.
 """
-
 from __future__ import annotations
 
 import base64
@@ -23,6 +26,7 @@ import hmac
 import http.client
 import http.cookiejar
 import json
+import os
 import re
 import selectors
 import shutil
@@ -40,6 +44,7 @@ from typing import IO, Final
 import pytest
 from peer_servers import free_port, node_binary, peers_dir, running_http_server, sdk_server, stop_process
 
+import mcp_sansio_sync
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import ClientCredentials, ClientCredentialsGrant
 from mcp_sansio.errors import Unauthorized
@@ -562,3 +567,57 @@ def test_another_principals_token_does_not_reach_a_session(server: str, issuer: 
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     assert post(server, theirs, ping, headers=session)[0] == 404
     assert post(server, mine, ping, headers=session)[0] == 200
+
+
+# ---------------------------------------------------------------- introspection
+
+
+def make_opaque(issuer: str, resource: str) -> None:
+    """From now on, the authorization server's tokens for ``resource`` are opaque."""
+    body = json.dumps({"resource": resource}).encode()
+    headers = {"content-type": "application/json"}
+    urllib.request.urlopen(urllib.request.Request(f"{issuer}/test/opaque", data=body, headers=headers),
+                           timeout=10).close()
+
+
+@pytest.fixture(scope="module")
+def introspected(issuer: str) -> Iterator[str]:
+    """``mcp-sansio serve --auth-introspect``: the server asks the authorization server about
+    each token (RFC 7662), whose tokens for it are opaque."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    make_opaque(issuer, resource)
+    args = ["-m", "mcp_sansio_cli", "serve", str(TESTS / "servers" / "authz_e2e_app.py"), "--http", str(port),
+            "--auth-introspect", f"{issuer}/token/introspection", "--auth-client-id", "rs-client",
+            "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
+    env = {**os.environ, "MCP_SANSIO_INTROSPECTION_SECRET": "rs-secret"}
+    with running_http_server(sys.executable, args, env, port, "/mcp") as url:
+        yield url
+
+
+def text_of_sync(result: object) -> str:
+    return str(result.content[0].text)  # type: ignore[attr-defined]
+
+
+def test_introspected_opaque_tokens_work_with_our_client_and_its_step_up(introspected: str) -> None:
+    auth = OAuth(grant=ClientCredentialsGrant(), client=CC_CLIENT)
+    with mcp_sansio_sync.connect_http(introspected, config=CONFIG, auth=auth) as client:
+        # oidc-provider's introspection names no subject for a client's own token.
+        assert text_of_sync(client.call_tool("whoami", {})) == "None cc-client mcp:tools"
+        token = client.token
+        assert token is not None and token.access_token.count(".") == 0  # opaque
+        assert text_of_sync(client.call_tool("admin", {})) == "admin"
+
+
+def test_introspection_refuses_foreign_inactive_and_structured_tokens(introspected: str, issuer: str) -> None:
+    other = introspected.rsplit("/", 1)[0] + "/other-mcp"
+    foreign = str(token_for(issuer, other)["access_token"])  # a JWT: other is no opaque resource
+    # oidc-provider will not introspect a JWT (400 unsupported_token_type): refused, not a 503.
+    assert "not active" in refused(introspected, foreign)["error_description"]
+    assert "not active" in refused(introspected, "no-such-token-anywhere")["error_description"]
+    mine = str(token_for(issuer, introspected)["access_token"])
+    assert post(introspected, mine, INITIALIZE)[0] == 200
+    make_opaque(issuer, other)
+    theirs = str(token_for(issuer, other)["access_token"])  # active, for the other resource
+    assert theirs.count(".") == 0
+    assert "another resource" in refused(introspected, theirs)["error_description"]

@@ -11,10 +11,15 @@
 //   short-lived / short-secret     confidential, client_credentials, tokens live 1 s
 //   public-client                  public (PKCE S256), native: http://127.0.0.1:<any port>/callback
 //   short-public                   the same, whose access tokens live 2 s (its refresh tokens an hour)
+//   rs-client / rs-secret          a resource server's own client, for token introspection (RFC 7662)
 //
 // The user's part of the authorization code flow is automatic: the interaction route logs in
 // the fixed user "test-user" and grants what was asked, so a browser that follows redirects
 // (keeping cookies) comes back to the redirect URI with a code.
+//
+// Access tokens are JWTs, except for the resources made opaque by POST /test/opaque
+// {"resource": URI}: those are random strings the resource server must introspect
+// (oidc-provider does not introspect JWTs).
 //
 // POST /test/mint {"claims": {...}, "header": {...}, "key": "provider" | "foreign"} signs a
 // token for the refusal tests: with the provider's own key (an expired token) or with a key
@@ -42,6 +47,7 @@ async function signingKey(kid) {
   return { ...(await exportJWK(privateKey)), kid, alg: "RS256", use: "sig" };
 }
 const providerJwk = await signingKey("as-key-1");
+const opaque = new Set();
 const foreignJwk = await signingKey("not-in-any-jwks");
 
 const provider = new Provider(issuer, {
@@ -58,6 +64,8 @@ const provider = new Provider(issuer, {
     { client_id: "public-client", application_type: "native", token_endpoint_auth_method: "none",
       grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
       redirect_uris: ["http://127.0.0.1/callback"] },
+    { client_id: "rs-client", client_secret: "rs-secret", grant_types: ["client_credentials"],
+      response_types: [], redirect_uris: [], token_endpoint_auth_method: "client_secret_basic" },
     { client_id: "short-public", application_type: "native", token_endpoint_auth_method: "none",
       grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
       redirect_uris: ["http://127.0.0.1/callback"] },
@@ -65,6 +73,7 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
+    introspection: { enabled: true },
     registration: { enabled: true },
     resourceIndicators: {
       enabled: true,
@@ -72,8 +81,8 @@ const provider = new Provider(issuer, {
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
         if (!/^https?:\/\//.test(indicator)) throw new errors.InvalidTarget();
-        return { scope: SCOPES, audience: indicator, accessTokenFormat: "jwt", accessTokenTTL: 600,
-                 jwt: { sign: { alg: "RS256" } } };
+        if (opaque.has(indicator)) return { scope: SCOPES, audience: indicator, accessTokenFormat: "opaque" };
+        return { scope: SCOPES, audience: indicator, accessTokenFormat: "jwt", jwt: { sign: { alg: "RS256" } } };
       },
     },
   },
@@ -143,6 +152,11 @@ const server = http.createServer(async (req, res) => {
     }
     if (path.startsWith("/interaction/")) return await interaction(req, res);
     if (path === "/test/mint" && req.method === "POST") return await mint(req, res);
+    if (path === "/test/opaque" && req.method === "POST") {
+      opaque.add((await readJson(req)).resource);
+      res.writeHead(204);
+      return res.end();
+    }
     return callback(req, res);
   } catch (err) {
     console.error(err);
