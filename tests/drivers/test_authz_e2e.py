@@ -567,6 +567,37 @@ def test_another_principals_token_does_not_reach_a_session(server: str, issuer: 
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     assert post(server, theirs, ping, headers=session)[0] == 404
     assert post(server, mine, ping, headers=session)[0] == 200
+    assert delete(server, theirs, session) == 404  # nor can they end it
+    assert post(server, mine, ping, headers=session)[0] == 200
+    assert delete(server, mine, session) in {200, 204}
+
+
+def delete(url: str, token: str, headers: dict[str, str]) -> int:
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=15)
+    try:
+        connection.request("DELETE", parts.path, headers={**headers, "authorization": f"Bearer {token}",
+                                                          "mcp-protocol-version": "2025-11-25"})
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
+
+
+def test_a_token_without_the_servers_required_scope_gets_403(server: str, issuer: str) -> None:
+    token = str(token_for(issuer, server, scope="mcp:admin")["access_token"])
+    status, headers, _ = post(server, token, INITIALIZE)
+    assert status == 403
+    params = challenge(headers)
+    assert params["error"] == "insufficient_scope"
+    assert "mcp:tools" in params["scope"].split()
+
+
+def test_the_bearer_scheme_is_case_insensitive(server: str, issuer: str) -> None:
+    token = str(token_for(issuer, server)["access_token"])
+    status, _, body = post(server, None, INITIALIZE, headers={"authorization": f"bEaReR {token}"})
+    assert status == 200, body
 
 
 # ---------------------------------------------------------------- introspection
