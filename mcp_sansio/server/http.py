@@ -405,11 +405,12 @@ class HttpServer(Endpoint):
 
     def _metadata(self, req: RequestReceived, now: float) -> None:
         """The protected resource metadata (RFC 9728), public: no token, any origin."""
-        assert self.app.auth is not None  # only then are there metadata paths
+        gate = self.gate
+        assert gate is not None  # only a gate makes metadata paths (both are set at construction)
         if req.method != "GET":
             self.http.respond(req.exchange, 405, [("allow", "GET")], now=now)
             return
-        body = protected_resource_metadata(self.app.auth, self.app.registry)
+        body = protected_resource_metadata(gate.settings, self.app.registry)
         headers = [_JSON, ("access-control-allow-origin", "*"), ("cache-control", "max-age=300")]
         self.http.respond(req.exchange, 200, headers, body, now=now)
 

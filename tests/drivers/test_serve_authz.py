@@ -387,3 +387,26 @@ def test_a_websocket_upgrade_needs_the_token(tiny: TinyAuthServer, driver: str) 
                 assert text(client.call_tool("whoami", {})) == "alice mcp"
         finally:
             stop_process(proc)
+
+
+@pytest.mark.parametrize("target", ["asyncio", "anyio", "trio", "asgi"])
+def test_a_hanging_key_set_never_blocks_the_event_loop(tiny: TinyAuthServer, target: str) -> None:
+    import socket
+    import threading
+
+    hanging = socket.create_server(("127.0.0.1", 0))  # connections wait in its backlog, unanswered
+    try:
+        jwks = f"http://127.0.0.1:{hanging.getsockname()[1]}/jwks"
+        with serving(target, jwks, tiny.url) as served:
+            token = tiny.mint(served.url)
+            verdicts: list[int] = []
+            waiting = threading.Thread(target=lambda: verdicts.append(post(served, INIT, token)[0]))
+            waiting.start()
+            time.sleep(0.3)  # the verification is under way in a worker thread
+            started = time.monotonic()
+            status, _, _ = post(served, INIT)
+            assert status == 401 and time.monotonic() - started < 2.0  # the loop still serves
+            waiting.join(30)
+            assert verdicts == [503]  # the fetch timed out (5 s): unavailable, not a hang
+    finally:
+        hanging.close()
