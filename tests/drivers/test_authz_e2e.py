@@ -28,8 +28,8 @@ import http.cookiejar
 import json
 import os
 import re
-import selectors
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,7 +42,15 @@ from pathlib import Path
 from typing import IO, Final
 
 import pytest
-from peer_servers import free_port, node_binary, peers_dir, running_http_server, sdk_server, stop_process
+from peer_servers import (
+    PeerStartError,
+    free_port,
+    node_binary,
+    peers_dir,
+    running_http_server,
+    sdk_server,
+    stop_process,
+)
 
 import mcp_sansio_sync
 from mcp_sansio import ClientConfig
@@ -79,6 +87,80 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@contextlib.contextmanager
+def running_together(commands: dict[str, tuple[list[str], dict[str, str] | None, int]],
+                     timeout: float = 60.0) -> Iterator[None]:
+    """Start every ``name: (argv, env, port)`` at once (their imports overlap), and wait until
+    each accepts TCP on its port; stop them all afterwards.
+
+    Raises:
+        PeerStartError: one exited, or did not open its port in time (with its output).
+    """
+    with contextlib.ExitStack() as stack:
+        started: dict[str, tuple[subprocess.Popen[bytes], IO[bytes], int]] = {}
+        for name, (argv, env, port) in commands.items():
+            log: IO[bytes] = stack.enter_context(tempfile.TemporaryFile())
+            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT)
+            stack.callback(stop_process, proc)
+            started[name] = (proc, log, port)
+        deadline = time.monotonic() + timeout
+        while started:
+            for name, (proc, log, port) in list(started.items()):
+                if accepts(port):
+                    del started[name]
+                elif proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise PeerStartError(f"{name} ({' '.join(commands[name][0])}) did not start; output:\n"
+                                         f"{log.read().decode(errors='replace')}")
+            time.sleep(0.05)
+        yield
+
+
+def accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def make_opaque(issuer: str, resource: str) -> None:
+    """From now on, the authorization server's tokens for ``resource`` are opaque."""
+    body = json.dumps({"resource": resource}).encode()
+    headers = {"content-type": "application/json"}
+    urllib.request.urlopen(urllib.request.Request(f"{issuer}/test/opaque", data=body, headers=headers),
+                           timeout=10).close()
+
+
+@pytest.fixture(scope="module")
+def servers(issuer: str) -> Iterator[dict[str, str]]:
+    """Our protected server, all at once: ``mcp-sansio serve --auth-*`` on each driver, as ASGI
+    under uvicorn (protected by ``authz_e2e_app.py`` itself), and, as ``"introspection"``,
+    with ``--auth-introspect`` (it asks the authorization server about each token, RFC 7662;
+    the tokens for it are opaque). Their endpoint URLs, by name."""
+    app = str(TESTS / "servers" / "authz_e2e_app.py")
+    commands: dict[str, tuple[list[str], dict[str, str] | None, int]] = {}
+    urls = {}
+    for name in [*SERVERS, "introspection"]:
+        port = free_port()
+        urls[name] = resource = f"http://127.0.0.1:{port}/mcp"
+        serve = [sys.executable, "-m", "mcp_sansio_cli", "serve", app, "--http", str(port),
+                 "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
+        if name == "asgi":
+            app_argv = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer)
+            commands[name] = ([app_argv[0], *app_argv[1]], None, port)
+        elif name == "introspection":
+            make_opaque(issuer, resource)
+            env = {**os.environ, "MCP_SANSIO_INTROSPECTION_SECRET": "rs-secret"}
+            commands[name] = ([*serve, "--auth-introspect", f"{issuer}/token/introspection",
+                               "--auth-client-id", "rs-client"], env, port)
+        else:
+            commands[name] = ([*serve, "--driver", name, "--auth-jwks", f"{issuer}/jwks"], None, port)
+    with running_together(commands):
+        yield urls
+
+
 @pytest.fixture(scope="module", params=SERVERS)
 def server_driver(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -92,21 +174,15 @@ def driver(server_driver: str) -> Driver:
 
 
 @pytest.fixture(scope="module")
-def server(server_driver: str, issuer: str) -> Iterator[str]:
-    """Our protected server: ``mcp-sansio serve --auth-*`` on one driver, or as ASGI under
-    uvicorn (protected by ``authz_e2e_app.py`` itself); its endpoint URL."""
-    port = free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
-    if server_driver == "asgi":
-        command, args = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer)
-    else:
-        command, args = sys.executable, [
-            "-m", "mcp_sansio_cli", "serve", str(TESTS / "servers" / "authz_e2e_app.py"),
-            "--driver", server_driver, "--http", str(port), "--auth-jwks", f"{issuer}/jwks",
-            "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
-    with running_http_server(command, args, None, port, "/mcp") as url:
-        assert url == resource
-        yield url
+def server(server_driver: str, servers: dict[str, str]) -> str:
+    """The endpoint URL of our protected server on ``server_driver``."""
+    return servers[server_driver]
+
+
+@pytest.fixture(scope="module")
+def introspected(servers: dict[str, str]) -> str:
+    """The endpoint URL of our server that introspects opaque tokens."""
+    return servers["introspection"]
 
 
 # ---------------------------------------------------------------- the user's browser
@@ -218,7 +294,7 @@ async def test_our_client_with_pkce_steps_up_for_a_tool_needing_more_scope(
 
 async def test_our_client_renews_its_browser_token_with_the_refresh_token(
         driver: Driver, server: str, browser: Browser) -> None:
-    # short-public's access tokens live 2 s. The refresh token comes only because our client
+    # short-public's access tokens live 1 s. The refresh token comes only because our client
     # sends prompt=consent with offline_access (OpenID Connect Core section 11).
     auth = OAuth(open_browser=browser, client=ClientCredentials(client_id="short-public"))
     async with driver.connect_http(server, config=CONFIG, auth=auth) as client:
@@ -248,52 +324,26 @@ async def test_our_client_registers_itself_and_keeps_its_session_across_the_step
 # ---------------------------------------------------------------- the official SDK's client
 
 
-class SdkClient:
-    """The official SDK's client in a process of its own (``sdk_oauth_client.py``), which
-    imports the SDK once and runs its flows against each server URL it is sent."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], stderr: IO[bytes]) -> None:
-        self.proc = proc
-        self._stderr = stderr
-
-    def meet(self, url: str, timeout: float = 60.0) -> dict[str, object]:
-        """What the SDK saw at ``url`` (fails the test after ``timeout`` s)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(url.encode() + b"\n")
-        self.proc.stdin.flush()
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.proc.stdout, selectors.EVENT_READ)
-            if not selector.select(timeout):
-                pytest.fail(f"the SDK client did not answer within {timeout} s")
-        line = self.proc.stdout.readline()
-        if not line:
-            self._stderr.seek(0)
-            pytest.fail(f"the SDK client exited: {self._stderr.read().decode(errors='replace')[-3000:]}")
-        seen: dict[str, object] = json.loads(line)
-        assert "error" not in seen, seen["error"]
-        return seen
-
-
 @pytest.fixture(scope="module")
-def sdk_client() -> Iterator[SdkClient]:
+def sdk_saw(servers: dict[str, str]) -> Iterator[dict[str, dict[str, object]]]:
+    """What the official SDK's client (``sdk_oauth_client.py``, a process of its own) saw at
+    each server (it meets them all at once), by URL."""
     command, args = sdk_server("sdk_oauth_client")
+    urls = [servers[name] for name in SERVERS]
     with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=stderr)
-        try:
-            yield SdkClient(proc, stderr)
-        finally:
-            assert proc.stdin is not None
-            proc.stdin.close()  # its end of input: it exits
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(10)
-            stop_process(proc)
-            assert proc.stdout is not None
-            proc.stdout.close()
+        done = subprocess.run([command, *args], input=" ".join(urls).encode(), stdout=subprocess.PIPE,
+                              stderr=stderr, timeout=90, check=False)
+        stderr.seek(0)
+        problem = stderr.read().decode(errors="replace")[-3000:]
+    assert done.returncode == 0, problem
+    seen: dict[str, dict[str, object]] = json.loads(done.stdout)
+    yield seen
 
 
-def test_the_official_sdk_client_registers_signs_in_and_steps_up(sdk_client: SdkClient, server: str) -> None:
-    seen = sdk_client.meet(server)
+def test_the_official_sdk_client_registers_signs_in_and_steps_up(sdk_saw: dict[str, dict[str, object]],
+                                                                  server: str) -> None:
+    seen = sdk_saw[server]
+    assert "error" not in seen, seen["error"]
     registered, preregistered = seen["registered"], seen["preregistered"]
     assert isinstance(registered, dict) and isinstance(preregistered, dict)
     assert registered["client_id"] not in {None, "public-client"}  # dynamic registration
@@ -601,29 +651,6 @@ def test_the_bearer_scheme_is_case_insensitive(server: str, issuer: str) -> None
 
 
 # ---------------------------------------------------------------- introspection
-
-
-def make_opaque(issuer: str, resource: str) -> None:
-    """From now on, the authorization server's tokens for ``resource`` are opaque."""
-    body = json.dumps({"resource": resource}).encode()
-    headers = {"content-type": "application/json"}
-    urllib.request.urlopen(urllib.request.Request(f"{issuer}/test/opaque", data=body, headers=headers),
-                           timeout=10).close()
-
-
-@pytest.fixture(scope="module")
-def introspected(issuer: str) -> Iterator[str]:
-    """``mcp-sansio serve --auth-introspect``: the server asks the authorization server about
-    each token (RFC 7662), whose tokens for it are opaque."""
-    port = free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
-    make_opaque(issuer, resource)
-    args = ["-m", "mcp_sansio_cli", "serve", str(TESTS / "servers" / "authz_e2e_app.py"), "--http", str(port),
-            "--auth-introspect", f"{issuer}/token/introspection", "--auth-client-id", "rs-client",
-            "--auth-issuer", issuer, "--auth-audience", resource, "--auth-scope", "mcp:tools"]
-    env = {**os.environ, "MCP_SANSIO_INTROSPECTION_SECRET": "rs-secret"}
-    with running_http_server(sys.executable, args, env, port, "/mcp") as url:
-        yield url
 
 
 def text_of_sync(result: object) -> str:

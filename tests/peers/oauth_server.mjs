@@ -10,7 +10,7 @@
 //   cc-post / cc-post-secret       confidential, client_credentials, client_secret_post
 //   short-lived / short-secret     confidential, client_credentials, tokens live 1 s
 //   public-client                  public (PKCE S256), native: http://127.0.0.1:<any port>/callback
-//   short-public                   the same, whose access tokens live 2 s (its refresh tokens an hour)
+//   short-public                   the same, whose access tokens live 1 s (its refresh tokens an hour)
 //   rs-client / rs-secret          a resource server's own client, for token introspection (RFC 7662)
 //
 // The user's part of the authorization code flow is automatic: the interaction route logs in
@@ -88,7 +88,7 @@ const provider = new Provider(issuer, {
   },
   ttl: {
     ClientCredentials: (ctx, token, client) => (client.clientId === "short-lived" ? 1 : 600),
-    AccessToken: (ctx, token, client) => (client.clientId === "short-public" ? 2 : 600),
+    AccessToken: (ctx, token, client) => (client.clientId === "short-public" ? 1 : 600),
     AuthorizationCode: () => 60,
     Grant: () => 3600,
     Interaction: () => 600,

@@ -1,13 +1,13 @@
 """The official SDK's client with its OAuth (``OAuthClientProvider``: discovery, dynamic
 registration, authorization code with PKCE, step-up) against a protected server, for the
-end-to-end authorization tests. ``python sdk_oauth_client.py`` reads server URLs, one a
-line, from stdin (so the SDK is imported once for many servers); for each it connects
-twice and prints one JSON line of what the connections saw (or of the error). First the
-SDK registers itself (dynamic client registration) and calls ``whoami``; then, as the
-pre-registered public client
-``public-client``, it calls ``whoami``, ``admin`` (403 ``insufficient_scope``: a step-up) and
-``whoami`` again. (Registered by itself, the SDK asks for the scope of its first challenge
-only, and oidc-provider, which holds a client to its registered scope, refuses its step-up.)
+end-to-end authorization tests. ``python sdk_oauth_client.py`` reads server URLs from
+stdin (so the SDK is imported once for many servers), meets them all at once, connecting
+twice to each, and prints one JSON object: what the connections saw (or the error), by
+URL. First the SDK registers itself (dynamic client registration) and calls ``whoami``;
+then, as the pre-registered public client ``public-client``, it calls ``whoami``,
+``admin`` (403 ``insufficient_scope``: a step-up) and ``whoami`` again. (Registered by
+itself, the SDK asks for the scope of its first challenge only, and oidc-provider, which
+holds a client to its registered scope, refuses its step-up.)
 
 The user's browser is played by :class:`Browser`: it follows the authorization server's
 redirects (keeping its cookies) and stops at the redirect URI, whose query the callback
@@ -113,16 +113,21 @@ async def run(url: str, client_id: str | None, tools: list[str]) -> dict[str, ob
             "client_id": storage.client.client_id if storage.client else None}
 
 
+async def meet(url: str, seen: dict[str, object]) -> None:
+    try:
+        registered = await run(url, None, ["whoami"])
+        preregistered = await run(url, "public-client", ["whoami", "admin", "whoami"])
+        seen[url] = {"registered": registered, "preregistered": preregistered}
+    except Exception:  # reported to the test, which fails with it
+        seen[url] = {"error": traceback.format_exc()[-3000:]}
+
+
 async def main() -> None:
-    for line in sys.stdin:
-        url = line.strip()
-        try:
-            registered = await run(url, None, ["whoami"])
-            preregistered = await run(url, "public-client", ["whoami", "admin", "whoami"])
-            seen: dict[str, object] = {"registered": registered, "preregistered": preregistered}
-        except Exception:  # reported to the test, which fails with it
-            seen = {"error": traceback.format_exc()[-3000:]}
-        print(json.dumps(seen), flush=True)
+    seen: dict[str, object] = {}
+    async with anyio.create_task_group() as group:
+        for url in sys.stdin.read().split():
+            group.start_soon(meet, url, seen)
+    print(json.dumps(seen))
 
 
 if __name__ == "__main__":
