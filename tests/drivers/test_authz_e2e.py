@@ -87,6 +87,15 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+def test_the_authorization_server_serves_rfc_8414_metadata_too(issuer: str) -> None:
+    # So no alias is needed: our client and the SDK's find it at either well-known path.
+    for path in ("oauth-authorization-server", "openid-configuration"):
+        with urllib.request.urlopen(f"{issuer}/.well-known/{path}", timeout=10) as answer:
+            document = json.load(answer)
+        assert document["issuer"] == issuer
+        assert "S256" in document["code_challenge_methods_supported"]
+
+
 @contextlib.contextmanager
 def running_together(commands: dict[str, tuple[list[str], dict[str, str] | None, int]],
                      timeout: float = 60.0) -> Iterator[None]:
@@ -480,6 +489,8 @@ def test_a_good_token_opens_a_session(server: str, issuer: str) -> None:
     # are refused for what they change, not for being minted.
     status, _, body = post(server, minted(issuer, valid_claims(issuer, server)), INITIALIZE)
     assert status == 200, body
+    several = minted(issuer, {**valid_claims(issuer, server), "aud": ["https://elsewhere.example/", server]})
+    assert post(server, several, INITIALIZE)[0] == 200  # one of its audiences is us
 
 
 def test_a_token_for_another_resource_is_refused(server: str, issuer: str) -> None:
