@@ -272,6 +272,15 @@ async def test_our_client_authenticates_with_client_secret_post(driver: Driver, 
         assert text_of(await client.call_tool("whoami", {})) == "cc-post cc-post mcp:tools"
 
 
+async def test_our_client_encodes_an_odd_client_id_and_secret_for_http_basic(driver: Driver,
+                                                                              server: str) -> None:
+    # RFC 6749 section 2.3.1: both are form-encoded before they are joined by a colon.
+    odd = ClientCredentials(client_id="odd:client id", client_secret="p@ss:w/rd+%= ~")
+    async with driver.connect_http(server, config=CONFIG, auth=OAuth(grant=ClientCredentialsGrant(),
+                                                                      client=odd)) as client:
+        assert text_of(await client.call_tool("whoami", {})) == "odd:client id odd:client id mcp:tools"
+
+
 async def test_our_client_renews_a_client_credentials_token_before_it_expires(driver: Driver,
                                                                               server: str) -> None:
     # The authorization server's tokens for this client live 1 s (and come with no refresh

@@ -9,6 +9,7 @@
 //   cc-client / cc-secret          confidential, client_credentials, client_secret_basic
 //   cc-post / cc-post-secret       confidential, client_credentials, client_secret_post
 //   short-lived / short-secret     confidential, client_credentials, tokens live 1 s
+//   "odd:client id" / "p@ss:w/rd+%= ~"   the same as cc-client, with characters HTTP Basic must encode
 //   public-client                  public (PKCE S256), native: http://127.0.0.1:<any port>/callback
 //   short-public                   the same, whose access tokens live 1 s (its refresh tokens an hour)
 //   rs-client / rs-secret          a resource server's own client, for token introspection (RFC 7662)
@@ -64,6 +65,8 @@ const provider = new Provider(issuer, {
     { client_id: "public-client", application_type: "native", token_endpoint_auth_method: "none",
       grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
       redirect_uris: ["http://127.0.0.1/callback"] },
+    { client_id: "odd:client id", client_secret: "p@ss:w/rd+%= ~", grant_types: ["client_credentials"],
+      response_types: [], redirect_uris: [], token_endpoint_auth_method: "client_secret_basic" },
     { client_id: "rs-client", client_secret: "rs-secret", grant_types: ["client_credentials"],
       response_types: [], redirect_uris: [], token_endpoint_auth_method: "client_secret_basic" },
     { client_id: "short-public", application_type: "native", token_endpoint_auth_method: "none",
