@@ -13,9 +13,10 @@ decisions stay in the core.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -225,9 +226,12 @@ class ServerRunner:
         auth = self.endpoint.app.auth
         verdict: TokenVerdict = VerifierUnavailable(detail="the server has no token verifier")
         if auth is not None:
-            verifier = auth.verifier
+            verify = auth.verifier.verify
             try:
-                verdict = await self._p.run_blocking(lambda: verifier.verify(token))
+                if inspect.iscoroutinefunction(verify):  # an AsyncTokenVerifier: awaited on the loop
+                    verdict = await cast("Awaitable[TokenVerdict]", verify(token))
+                else:
+                    verdict = await self._p.run_blocking(lambda: cast("TokenVerdict", verify(token)))
             except Exception as exc:  # a verifier's failure is no verdict; its text may hold anything
                 log.warning("the token verifier raised %s", type(exc).__name__)
                 verdict = VerifierUnavailable(detail=type(exc).__name__)

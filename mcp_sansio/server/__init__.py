@@ -9,6 +9,7 @@ argument (STYLE.md section 1).
 
 from .app import TASKS_EXTENSION, MCPServer
 from .authz import (
+    AsyncTokenVerifier,
     AuthSettings,
     Principal,
     RejectReason,
@@ -64,6 +65,7 @@ __all__ = [
     "Answered",
     "Ask",
     "AskOutcome",
+    "AsyncTokenVerifier",
     "AuthSettings",
     "CacheScope",
     "CallCancelled",

@@ -20,7 +20,7 @@ import hashlib
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
 
 import msgspec
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROTECTED_RESOURCE_PATH",
     "Allowed",
+    "AsyncTokenVerifier",
     "AuthGate",
     "AuthSettings",
     "Principal",
@@ -144,6 +145,16 @@ class TokenVerifier(Protocol):
         ...
 
 
+class AsyncTokenVerifier(Protocol):
+    """A verifier whose ``verify`` is a coroutine function (``async def``): the async drivers
+    await it on their loop (it must not block); the blocking driver cannot run it and
+    answers 503."""
+
+    def verify(self, token: str) -> Awaitable[TokenVerdict]:
+        """The verdict on ``token``, awaited."""
+        ...
+
+
 class AuthSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How a server is protected (``MCPServer(..., auth=AuthSettings(...))``).
 
@@ -153,7 +164,8 @@ class AuthSettings(msgspec.Struct, frozen=True, kw_only=True):
             ``resource``, and what the verifiers expect as the token's audience.
         authorization_servers: the issuers clients may get tokens from (at least one).
         verifier: what checks a token (``JwtVerifier``, ``IntrospectionVerifier`` of
-            ``mcp_sansio_authz``, or any :class:`TokenVerifier`); the core only holds it.
+            ``mcp_sansio_authz``, or any :class:`TokenVerifier` or
+            :class:`AsyncTokenVerifier`); the core only holds it.
         required_scopes: scopes every request needs.
         scopes_supported: the metadata's ``scopes_supported`` (default: the required
             scopes and every tool's).
@@ -167,7 +179,7 @@ class AuthSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     resource: str
     authorization_servers: tuple[str, ...]
-    verifier: TokenVerifier
+    verifier: TokenVerifier | AsyncTokenVerifier
     required_scopes: tuple[str, ...] = ()
     scopes_supported: tuple[str, ...] | None = None
     resource_name: str | None = None

@@ -62,6 +62,10 @@ class SessionHost(Protocol):
         """A fresh unguessable id (a session's, a task's)."""
         ...
 
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline (a question to the client, a task)."""
+        ...
+
     def emit(self, event: Event) -> None:
         """Queue ``event``."""
         ...
@@ -107,6 +111,10 @@ class SubHost:
         """An unguessable id from the server."""
         return self._server.new_id(kind)
 
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline: the server watches it."""
+        self._server.timed(session)
+
     def emit(self, event: Event) -> None:
         """Queue ``event`` on the server."""
         self._server.emit(event)
@@ -142,6 +150,7 @@ class Endpoint(abc.ABC):
         self.secret = secret
         self._entropy = entropy
         self._next_id = 0
+        self._timed: set[ServerSession] = set()  # sessions that armed a deadline since the last timeout
         self.wall_offset = wall_offset
         self._events: deque[Event] = deque()
         self._calls: dict[int, ServerSession] = {}
@@ -172,6 +181,11 @@ class Endpoint(abc.ABC):
         """A fresh ticket for a question to the client."""
         self._next_ticket += 1
         return self._next_ticket
+
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline: only such sessions are asked for theirs, so the
+        cost of a deadline query follows the sessions that wait, not all there are."""
+        self._timed.add(session)
 
     def new_id(self, kind: str) -> str:
         """A fresh id for a ``kind`` of thing (``session``, ``task``): 192 bits of
@@ -333,16 +347,18 @@ class Endpoint(abc.ABC):
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of any session; changes nothing."""
-        deadlines = [d for s in self.sessions() if (d := s.next_deadline()) is not None]
+        deadlines = [d for s in self._timed if (d := s.next_deadline()) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
-        """Fire every session deadline due at ``now``.
+        """Fire every session deadline due at ``now``; forget sessions with none left.
 
         Events: ``AnswerFailed`` (timeout) for questions the client left unanswered.
         """
-        for session in list(self.sessions()):
+        for session in list(self._timed):
             session.handle_timeout(now)
+            if session.next_deadline() is None:
+                self._timed.discard(session)
 
     def _owner(self, call: int) -> ServerSession | None:
         session = self._calls.get(call)

@@ -775,6 +775,7 @@ class HttpServer(Endpoint):
 
     def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
         del self._legacy[legacy.id]
+        self._timed.discard(legacy.session)
         self._peer_sessions[legacy.peer] -= 1
         if not self._peer_sessions[legacy.peer]:
             del self._peer_sessions[legacy.peer]

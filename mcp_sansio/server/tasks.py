@@ -135,6 +135,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     task.status_message = message
     task.owner = None if rec.info.principal is None else rec.info.principal.identity
     session.tasks[task_id] = task
+    session.host.timed(session)
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")

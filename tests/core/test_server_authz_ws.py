@@ -130,3 +130,11 @@ def test_a_token_without_expiry_keeps_the_connection_and_its_messages_are_served
     (answer,) = _events(server, conn, client)
     assert isinstance(answer, ws.TextMessage) and json.loads(answer.data) == {"jsonrpc": "2.0", "id": 1,
                                                                               "result": {}}
+
+
+def test_without_auth_an_upgrade_needs_no_token() -> None:
+    config = WebSocketConfig.loopback()
+    server = WebSocketServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY, config=config)
+    conn, client = _upgrade(server, [])
+    (accepted,) = _events(server, conn, client)
+    assert isinstance(accepted, ws.AcceptConnection) and server.next_event() is None

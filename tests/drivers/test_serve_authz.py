@@ -410,3 +410,22 @@ def test_a_hanging_key_set_never_blocks_the_event_loop(tiny: TinyAuthServer, tar
             assert verdicts == [503]  # the fetch timed out (5 s): unavailable, not a hang
     finally:
         hanging.close()
+
+
+@pytest.mark.parametrize(("driver", "status"), [("asyncio", 200), ("sync", 503)])
+def test_an_async_verifier_is_awaited_on_the_loop(driver: str, status: int) -> None:
+    import asyncio
+
+    from mcp_sansio.server import AuthSettings, MCPServer, Principal
+
+    class AsyncVerifier:
+        async def verify(self, token: str) -> Principal:
+            await asyncio.sleep(0.01)  # an async HTTP client, say
+            return Principal(subject="alice", scopes=("mcp",))
+
+    app = MCPServer("async-verified")
+    app.auth = AuthSettings(resource="http://127.0.0.1:1/mcp", authorization_servers=("http://127.0.0.1:2",),
+                            verifier=AsyncVerifier(), required_scopes=("mcp",))
+    with in_process(driver, app) as served:
+        # the blocking driver has no loop to await it on: the verifier's failure is a 503
+        assert post(served, INIT, "YXN5bmM")[0] == status
