@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import http.client
@@ -47,7 +48,6 @@ from peer_servers import (
     free_port,
     node_binary,
     peers_dir,
-    running_http_server,
     sdk_server,
     stop_process,
 )
@@ -72,19 +72,6 @@ CC_CLIENT: Final = ClientCredentials(client_id="cc-client", client_secret="cc-se
 
 
 # ---------------------------------------------------------------- peers
-
-
-@pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """oidc-provider on a port of its own; its issuer URL. It has no default resource: a
-    client that names none gets ``invalid_target``."""
-    home = tmp_path_factory.mktemp("oauth-server")
-    (home / "node_modules").symlink_to(peers_dir() / "node_modules")
-    shutil.copy(TESTS / "peers" / "oauth_server.mjs", home)
-    port = free_port()
-    with running_http_server(node_binary(), [str(home / "oauth_server.mjs"), str(port), "urn:no-default"],
-                             None, port, "") as url:
-        yield url
 
 
 def test_the_authorization_server_serves_rfc_8414_metadata_too(issuer: str) -> None:
@@ -142,14 +129,35 @@ def make_opaque(issuer: str, resource: str) -> None:
                            timeout=10).close()
 
 
+@dataclasses.dataclass(frozen=True)
+class Peers:
+    """The authorization server, our servers and the SDK's client, all started at once."""
+
+    issuer: str
+    urls: dict[str, str]
+    sdk: subprocess.Popen[bytes]
+    sdk_stderr: IO[bytes]
+
+
 @pytest.fixture(scope="module")
-def servers(issuer: str) -> Iterator[dict[str, str]]:
-    """Our protected server, all at once: ``mcp-sansio serve --auth-*`` on each driver, as ASGI
-    under uvicorn (protected by ``authz_e2e_app.py`` itself), and, as ``"introspection"``,
-    with ``--auth-introspect`` (it asks the authorization server about each token, RFC 7662;
-    the tokens for it are opaque). Their endpoint URLs, by name."""
+def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peers]:
+    """oidc-provider (it has no default resource: a client that names none gets
+    ``invalid_target``); our protected server: ``mcp-sansio serve --auth-*`` on each driver,
+    as ASGI under uvicorn (protected by ``authz_e2e_app.py`` itself), and, as
+    ``"introspection"``, with ``--auth-introspect`` (it asks the authorization server about
+    each token, RFC 7662; the tokens for it are opaque); and the official SDK's client
+    (``sdk_oauth_client.py``), which waits for their URLs. Started together, their imports
+    overlap."""
+    home = tmp_path_factory.mktemp("oauth-server")
+    (home / "node_modules").symlink_to(peers_dir() / "node_modules")
+    shutil.copy(TESTS / "peers" / "oauth_server.mjs", home)
+    as_port = free_port()
+    issuer = f"http://127.0.0.1:{as_port}"
+    commands: dict[str, tuple[list[str], dict[str, str] | None, int]] = {
+        "oidc-provider": ([node_binary(), str(home / "oauth_server.mjs"), str(as_port), "urn:no-default"],
+                          None, as_port),
+    }
     app = str(TESTS / "servers" / "authz_e2e_app.py")
-    commands: dict[str, tuple[list[str], dict[str, str] | None, int]] = {}
     urls = {}
     for name in [*SERVERS, "introspection"]:
         port = free_port()
@@ -160,14 +168,35 @@ def servers(issuer: str) -> Iterator[dict[str, str]]:
             app_argv = sdk_server("authz_e2e_app", "--port", str(port), "--issuer", issuer)
             commands[name] = ([app_argv[0], *app_argv[1]], None, port)
         elif name == "introspection":
-            make_opaque(issuer, resource)
             env = {**os.environ, "MCP_SANSIO_INTROSPECTION_SECRET": "rs-secret"}
             commands[name] = ([*serve, "--auth-introspect", f"{issuer}/token/introspection",
                                "--auth-client-id", "rs-client"], env, port)
         else:
             commands[name] = ([*serve, "--driver", name, "--auth-jwks", f"{issuer}/jwks"], None, port)
-    with running_together(commands):
-        yield urls
+    command, args = sdk_server("sdk_oauth_client")
+    with tempfile.TemporaryFile() as sdk_stderr:
+        sdk = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=sdk_stderr)
+        try:
+            with running_together(commands):
+                make_opaque(issuer, urls["introspection"])
+                yield Peers(issuer, urls, sdk, sdk_stderr)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sdk.communicate(timeout=10)  # no URLs (the SDK test did not run): it exits
+            stop_process(sdk)
+
+
+@pytest.fixture(scope="module")
+def issuer(peers: Peers) -> str:
+    """The authorization server's issuer URL."""
+    return peers.issuer
+
+
+@pytest.fixture(scope="module")
+def servers(peers: Peers) -> dict[str, str]:
+    """Our servers' endpoint URLs, by driver (and ``"introspection"``)."""
+    return peers.urls
 
 
 @pytest.fixture(scope="module", params=SERVERS)
@@ -343,19 +372,17 @@ async def test_our_client_registers_itself_and_keeps_its_session_across_the_step
 
 
 @pytest.fixture(scope="module")
-def sdk_saw(servers: dict[str, str]) -> Iterator[dict[str, dict[str, object]]]:
-    """What the official SDK's client (``sdk_oauth_client.py``, a process of its own) saw at
-    each server (it meets them all at once), by URL."""
-    command, args = sdk_server("sdk_oauth_client")
-    urls = [servers[name] for name in SERVERS]
-    with tempfile.TemporaryFile() as stderr:
-        done = subprocess.run([command, *args], input=" ".join(urls).encode(), stdout=subprocess.PIPE,
-                              stderr=stderr, timeout=90, check=False)
-        stderr.seek(0)
-        problem = stderr.read().decode(errors="replace")[-3000:]
-    assert done.returncode == 0, problem
-    seen: dict[str, dict[str, object]] = json.loads(done.stdout)
-    yield seen
+def sdk_saw(peers: Peers) -> dict[str, dict[str, object]]:
+    """What the official SDK's client saw at each server (it meets them all at once), by URL."""
+    urls = [peers.urls[name] for name in SERVERS]
+    try:
+        out, _ = peers.sdk.communicate(input=" ".join(urls).encode(), timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the SDK client did not finish within 90 s")
+    peers.sdk_stderr.seek(0)
+    assert peers.sdk.returncode == 0, peers.sdk_stderr.read().decode(errors="replace")[-3000:]
+    seen: dict[str, dict[str, object]] = json.loads(out)
+    return seen
 
 
 def test_the_official_sdk_client_registers_signs_in_and_steps_up(sdk_saw: dict[str, dict[str, object]],
