@@ -85,7 +85,7 @@ def test_the_authorization_server_serves_rfc_8414_metadata_too(issuer: str) -> N
 
 @contextlib.contextmanager
 def running_together(commands: dict[str, tuple[list[str], dict[str, str] | None, int]],
-                     timeout: float = 60.0) -> Iterator[None]:
+                     timeout: float = 120.0) -> Iterator[None]:
     """Start every ``name: (argv, env, port)`` at once (their imports overlap), and wait until
     each accepts TCP on its port; stop them all afterwards.
 
@@ -726,3 +726,4 @@ def test_introspection_refuses_foreign_inactive_and_structured_tokens(introspect
     theirs = str(token_for(issuer, other)["access_token"])  # active, for the other resource
     assert theirs.count(".") == 0
     assert "another resource" in refused(introspected, theirs)["error_description"]
+
