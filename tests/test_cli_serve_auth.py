@@ -76,3 +76,23 @@ def test_stdio_cannot_be_protected_and_the_cli_says_so(tmp_path: Path) -> None:
                           capture_output=True, timeout=30, check=False)
     assert done.returncode == 2
     assert b"stdio is never protected" in done.stderr
+
+
+def test_the_cli_says_at_startup_that_tokens_are_required(tmp_path: Path) -> None:
+    from peer_servers import free_port, stop_process
+
+    app = tmp_path / "app.py"
+    app.write_text("from mcp_sansio import MCPServer\napp = MCPServer('a')\n")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_sansio_cli", "serve", str(app), "--http", str(port),
+                             *JWKS, "--auth-audience", f"http://127.0.0.1:{port}/mcp"],
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+    finally:
+        stop_process(proc)
+    assert line.strip() == ("mcp-sansio serve: bearer tokens required "
+                            f"(resource http://127.0.0.1:{port}/mcp, "
+                            "authorization servers https://as.example.com; metadata at "
+                            f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp)")

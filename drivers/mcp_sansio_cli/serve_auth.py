@@ -18,8 +18,10 @@ from typing import Final
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import AuthSettings, TokenVerifier
+from mcp_sansio.server.authz import resource_metadata_url
 
-__all__ = ["INTROSPECTION_SECRET_ENV", "AuthOptionError", "add_auth_arguments", "auth_settings"]
+__all__ = ["INTROSPECTION_SECRET_ENV", "AuthOptionError", "add_auth_arguments", "auth_settings",
+           "resource_metadata_url"]
 
 INTROSPECTION_SECRET_ENV: Final = "MCP_SANSIO_INTROSPECTION_SECRET"
 

@@ -27,7 +27,7 @@ from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
 from mcp_sansio.server.websocket import WebSocketConfig
 from mcp_sansio_base.serving import is_loopback
 
-from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings
+from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
@@ -154,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         return _EXIT_USAGE
     if auth is not None:
         app.auth = auth
+        print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
+              f"{', '.join(auth.authorization_servers)}; metadata at {resource_metadata_url(auth)})",
+              file=sys.stderr, flush=True)
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")

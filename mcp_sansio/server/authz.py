@@ -10,7 +10,9 @@ a signature nor fetches anything: :class:`AuthGate` holds a request whose token 
 emits :class:`TokenVerificationRequired`, and the driver runs the settings' verifier and
 answers with the transport's ``token_verified(ticket, verdict, now=...)``. Verdicts are
 cached per token (by its SHA-256, bounded, never past the token's expiry), so a known
-token costs one dict lookup. No token text is kept in a repr, a log record or an error.
+token costs one dict lookup (a refusal for an unknown signing key excepted: after a key
+rotation the same token may pass a moment later). No token text is kept in a repr, a log
+record or an error.
 """
 
 from __future__ import annotations
@@ -434,14 +436,17 @@ class AuthGate(Generic[T]):
             log.debug("token verification unavailable (ticket %d)", ticket)
             return [(item, unavailable()) for item in waiting.items]
         until = now + self.settings.cache_ttl
-        if isinstance(verdict, Principal) and verdict.expires_at is not None:
-            until = min(until, verdict.expires_at - self._wall_offset)
+        if isinstance(verdict, Principal):
+            if verdict.expires_at is not None:
+                until = min(until, verdict.expires_at - self._wall_offset)
         else:
-            log.debug("token refused (ticket %d): %s", ticket,
-                      verdict.reason.name if isinstance(verdict, TokenRejected) else "principal")
-        self._cache[waiting.key] = _Cached(verdict, until)
-        if len(self._cache) > self.settings.cache_size:
-            self._cache.popitem(last=False)
+            log.debug("token refused (ticket %d): %s", ticket, verdict.reason.name)
+        # A key unknown now may be published in a moment (a rotation the verifier has not
+        # refetched yet): that refusal is not remembered. The verifier rate-limits its refetches.
+        if not isinstance(verdict, TokenRejected) or verdict.reason is not RejectReason.UNKNOWN_KEY:
+            self._cache[waiting.key] = _Cached(verdict, until)
+            if len(self._cache) > self.settings.cache_size:
+                self._cache.popitem(last=False)
         return [(item, self._judge(verdict, now)) for item in waiting.items]
 
     def discard(self, gone: Callable[[T], bool]) -> None:

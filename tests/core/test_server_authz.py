@@ -566,3 +566,13 @@ def test_with_auth_sessions_count_against_the_principal_not_the_address() -> Non
     assert alive(TOKEN, alice_first) and alive(OTHER, bob)
     alice_second = initialize(TOKEN, "10.0.0.2")
     assert [alive(TOKEN, alice_first), alive(OTHER, bob), alive(TOKEN, alice_second)] == [False, True, True]
+
+
+def test_a_refusal_for_an_unknown_key_is_not_remembered_since_a_rotation_may_publish_it() -> None:
+    server = protected()
+    conn = RawHttp(server)
+    conn.request(body=INIT, headers=bearer())
+    assert verified(server, conn, TokenRejected(reason=RejectReason.UNKNOWN_KEY)).status == 401
+    again = RawHttp(server)
+    assert again.request(body=INIT, headers=bearer(), now=1.0) is None  # asked again
+    assert verified(server, again, ALICE, now=1.0).status == 200  # the new key was fetched meanwhile
