@@ -399,6 +399,11 @@ def test_the_official_sdk_client_registers_signs_in_and_steps_up(sdk_saw: dict[s
     assert preregistered["texts"] == ["test-user public-client mcp:tools", "admin",
                                       "test-user public-client mcp:admin mcp:tools"]
     assert preregistered["asked"] == ["mcp:tools offline_access", "mcp:tools offline_access mcp:admin"]
+    assert preregistered["version"] == "2026-07-28"
+    legacy = seen["legacy"]  # the handshake era, with a session
+    assert isinstance(legacy, dict)
+    assert (legacy["version"], legacy["errors"]) == ("2025-11-25", [False, False, False])
+    assert legacy["texts"] == preregistered["texts"]
 
 
 # ---------------------------------------------------------------- refusals

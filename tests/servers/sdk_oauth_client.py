@@ -5,7 +5,8 @@ stdin (so the SDK is imported once for many servers), meets them all at once, co
 twice to each, and prints one JSON object: what the connections saw (or the error), by
 URL. First the SDK registers itself (dynamic client registration) and calls ``whoami``;
 then, as the pre-registered public client ``public-client``, it calls ``whoami``,
-``admin`` (403 ``insufficient_scope``: a step-up) and ``whoami`` again. (Registered by
+``admin`` (403 ``insufficient_scope``: a step-up) and ``whoami`` again, in the current
+protocol era and again in the handshake era (with a session). (Registered by
 itself, the SDK asks for the scope of its first challenge only, and oidc-provider, which
 holds a client to its registered scope, refuses its step-up.)
 
@@ -93,7 +94,8 @@ class Browser:
         return AuthorizationCodeResult(code=one["code"], state=one.get("state"), iss=one.get("iss"))
 
 
-async def run(url: str, client_id: str | None, tools: list[str]) -> dict[str, object]:
+async def run(url: str, client_id: str | None, tools: list[str], *,
+              legacy: bool = False) -> dict[str, object]:
     browser = Browser()
     storage = MemoryStorage()
     metadata = OAuthClientMetadata(client_name="sdk-e2e", redirect_uris=[REDIRECT_URI],  # type: ignore[list-item]
@@ -105,19 +107,22 @@ async def run(url: str, client_id: str | None, tools: list[str]) -> dict[str, ob
     provider = OAuthClientProvider(url, metadata, storage, redirect_handler=browser.redirect,
                                    callback_handler=browser.callback)
     async with httpx2.AsyncClient(auth=provider, timeout=30.0) as http_client, \
-            Client(streamable_http_client(url, http_client=http_client)) as client:
+            Client(streamable_http_client(url, http_client=http_client),
+                   mode="legacy" if legacy else "auto") as client:
         results = [await client.call_tool(tool, {}) for tool in tools]
+        version = client.protocol_version
     scopes = [urllib.parse.parse_qs(urllib.parse.urlsplit(v).query)["scope"][0] for v in browser.visits]
     return {"texts": [getattr(r.content[0], "text", None) for r in results],
             "errors": [r.is_error for r in results], "asked": scopes,
-            "client_id": storage.client.client_id if storage.client else None}
+            "client_id": storage.client.client_id if storage.client else None, "version": version}
 
 
 async def meet(url: str, seen: dict[str, object]) -> None:
     try:
         registered = await run(url, None, ["whoami"])
         preregistered = await run(url, "public-client", ["whoami", "admin", "whoami"])
-        seen[url] = {"registered": registered, "preregistered": preregistered}
+        legacy = await run(url, "public-client", ["whoami", "admin", "whoami"], legacy=True)
+        seen[url] = {"registered": registered, "preregistered": preregistered, "legacy": legacy}
     except Exception:  # reported to the test, which fails with it
         seen[url] = {"error": traceback.format_exc()[-3000:]}
 
