@@ -10,13 +10,14 @@ post; authorization code with PKCE through the real loopback redirect; dynamic r
 step-up on 403 ``insufficient_scope``; renewal by refresh token and by repeating the grant),
 each server driver by one client driver so that every driver of both sides takes part; by
 the official SDK's client (``OAuthClientProvider``: discovery, dynamic registration, PKCE,
-step-up); and by raw requests carrying bad tokens, which must each get the right status
+step-up, in both protocol eras); and by raw requests carrying bad tokens, which must each get the right status
 and ``WWW-Authenticate``.
 
 The user's browser is :class:`Browser`: it follows every redirect with a cookie jar, as a
 browser does, from the authorization URL through oidc-provider's (automatic) login and
 consent to the client's loopback redirect URI.
 """
+
 from __future__ import annotations
 
 import base64
@@ -72,15 +73,6 @@ CC_CLIENT: Final = ClientCredentials(client_id="cc-client", client_secret="cc-se
 
 
 # ---------------------------------------------------------------- peers
-
-
-def test_the_authorization_server_serves_rfc_8414_metadata_too(issuer: str) -> None:
-    # So no alias is needed: our client and the SDK's find it at either well-known path.
-    for path in ("oauth-authorization-server", "openid-configuration"):
-        with urllib.request.urlopen(f"{issuer}/.well-known/{path}", timeout=10) as answer:
-            document = json.load(answer)
-        assert document["issuer"] == issuer
-        assert "S256" in document["code_challenge_methods_supported"]
 
 
 @contextlib.contextmanager
@@ -197,6 +189,15 @@ def issuer(peers: Peers) -> str:
 def servers(peers: Peers) -> dict[str, str]:
     """Our servers' endpoint URLs, by driver (and ``"introspection"``)."""
     return peers.urls
+
+
+def test_the_authorization_server_serves_rfc_8414_metadata_too(issuer: str) -> None:
+    # So no alias is needed: our client and the SDK's find it at either well-known path.
+    for path in ("oauth-authorization-server", "openid-configuration"):
+        with urllib.request.urlopen(f"{issuer}/.well-known/{path}", timeout=10) as answer:
+            document = json.load(answer)
+        assert document["issuer"] == issuer
+        assert "S256" in document["code_challenge_methods_supported"]
 
 
 @pytest.fixture(scope="module", params=SERVERS)
