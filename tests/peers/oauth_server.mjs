@@ -2,7 +2,8 @@
 // (npm), which nobody here wrote. `node oauth_server.mjs PORT RESOURCE` listens on
 // 127.0.0.1:PORT with issuer http://127.0.0.1:PORT and issues JWT access tokens (RFC 9068,
 // signed with a key made for this run and published at /jwks) whose audience is the resource
-// indicator asked for (RFC 8707; RESOURCE, the MCP server's URI, when none is), with the scopes
+// indicator asked for (RFC 8707; RESOURCE when none is: the tests give "urn:no-default", no
+// http(s) URI, so a client that names no resource gets invalid_target), with the scopes
 // mcp:tools and mcp:admin.
 //
 // Clients, besides dynamic registration (open, no initial access token):
@@ -26,7 +27,8 @@
 // token for the refusal tests: with the provider's own key (an expired token) or with a key
 // that is in no key set (an unknown kid); GET /test/jwks-fetches says how often the key set was
 // fetched (a resource server must not fetch it for every unknown kid). The line "listening" on
-// stdout means ready.
+// stdout means ready. (The /test routes exist for the tests only.)
+//
 // oidc-provider serves its metadata at both /.well-known/openid-configuration and RFC 8414's
 // /.well-known/oauth-authorization-server.
 import http from "node:http";
@@ -48,8 +50,8 @@ async function signingKey(kid) {
   return { ...(await exportJWK(privateKey)), kid, alg: "RS256", use: "sig" };
 }
 const providerJwk = await signingKey("as-key-1");
-const opaque = new Set();
 const foreignJwk = await signingKey("not-in-any-jwks");
+const opaque = new Set(); // resources whose tokens are opaque
 
 const provider = new Provider(issuer, {
   jwks: { keys: [providerJwk] },
