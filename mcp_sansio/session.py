@@ -208,6 +208,7 @@ class ClientSession(Calls):
         self._inbound: set[RequestId] = set()  # server requests awaiting our answer
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
         self._init_id: int | None = None  # the handshake request out (discover or initialize)
+        self._late_probe: int | None = None  # a blind probe that timed out: its late answer may decide
         self._negotiation = Negotiation(config)  # the handshake's sub-states and decisions
         self._result: InitializeResult | None = None
         self._allowed: set[str] = set()  # methods whose capability check passed
@@ -730,8 +731,10 @@ class ClientSession(Calls):
         """
         negotiation = self._negotiation
         if negotiation.deadline is not None and negotiation.deadline <= now:
+            probe = self._init_id
             step = negotiation.timed_out()  # a blind probe falls back: a legacy server may ignore it
             if step is not None:
+                self._late_probe = probe
                 self._take_step(step, now)
             else:
                 stall = self._link.stall
@@ -804,6 +807,11 @@ class ClientSession(Calls):
         if rid == self._init_id and rid is not None:
             self._init_id = None
             self._take_step(self._negotiation.answered(env), now)
+            return
+        if rid == self._late_probe and rid is not None:
+            self._late_probe = None
+            if self._init_id is not None:
+                self._negotiation.late_answer(env)
             return
         pending = self._pending.get(rid) if isinstance(rid, int) else None
         if pending is None:
