@@ -20,6 +20,7 @@ import anyio.abc
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
@@ -38,17 +39,19 @@ _READ: Final = 65536
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, anyio.current_time())
+    endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
         primitives = AnyioPrimitives(group, out.write)
         runner = ServerRunner(endpoint, primitives, on_event)
+        out.taken = runner.wake
         try:
             os.set_blocking(fd_in, False)
             while True:
@@ -75,12 +78,14 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
 
 
 class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop."""
+    """Writes a transport's output to a file descriptor without blocking the loop, taking
+    it from the core only when the last piece is written (what waits stays counted there)."""
 
     def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
         self._fd = fd
         self._source = source
         self._group = group
+        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
         self._pending = bytearray()
         self._idle = anyio.Event()
         self._idle.set()
@@ -89,11 +94,10 @@ class _FdWriter:
             os.set_blocking(fd, False)
 
     def write(self) -> None:
+        if self._pending:
+            return  # the core keeps the rest until the descriptor can take it
         data = self._source()
         if not data or self._closed:
-            return
-        if self._pending:
-            self._pending += data
             return
         written = self._send(data)
         if written < len(data) and not self._closed:
@@ -115,6 +119,9 @@ class _FdWriter:
             while self._pending and not self._closed:
                 await anyio.wait_writable(self._fd)
                 del self._pending[:self._send(self._pending)]
+                if not self._pending and not self._closed:
+                    self._pending += self._source()
+                    self.taken()
         finally:
             self._pending.clear()
             self._idle.set()
@@ -167,10 +174,10 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
     def write() -> None:
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
-                conn.wake.set()
+            if conn is not None:
+                conn.wake.set()  # its writer takes the bytes when the socket took the last ones
+            else:
+                endpoint.data_to_send(cid)  # nobody to write them to
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)
             if conn is not None:
@@ -206,17 +213,24 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.wake.set()
 
     async def writer(conn: _Conn, done: anyio.CancelScope) -> None:
-        """Send what the core queued for ``conn`` (awaiting the socket: a client that does
-        not read holds only its own writer); once it is closing, end our side and read what
+        """Send what the core queued for ``conn``, taking it only once the socket took the
+        last (a client that does not read holds only its own writer, and what waits stays
+        counted by the core's backpressure); once it is closing, end our side and read what
         the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        # OSError: trio's send_eof on a socket the client reset (ENOTCONN) is no error of ours.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
                 await conn.wake.wait()
                 conn.wake = anyio.Event()
-                while conn.out:
+                while True:
                     data = bytes(conn.out)
                     conn.out.clear()
+                    if not conn.closing:
+                        data += endpoint.data_to_send(conn.id)
+                    if not data:
+                        break
                     await conn.stream.send(data)
+                    runner.wake()
                 if conn.closing:
                     break
             await conn.stream.send_eof()

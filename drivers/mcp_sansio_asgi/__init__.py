@@ -67,6 +67,7 @@ class AsgiApp:
         self._runner: ServerRunner | None = None
         self._waiters: dict[int, anyio.Event] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
+        self._reading: dict[int, anyio.CancelScope] = {}  # exchanges whose body is being read
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -99,6 +100,9 @@ class AsgiApp:
         """The runner's ``write``: wake the responses that have parts waiting."""
         exchanges = self._exchanges
         for exchange in exchanges.exchanges_with_output():
+            reading = self._reading.get(exchange)
+            if reading is not None and not exchanges.reading(exchange):
+                reading.cancel()  # answered before its body was in (408): read no more of it
             if exchanges.dropped(exchange):
                 scope = self._scopes.get(exchange)
                 if scope is not None:
@@ -119,15 +123,19 @@ class AsgiApp:
         exchanges = self._exchanges
         query = scope.get("query_string", b"")
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")))
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
+                                   now=anyio.current_time())
         self._waiters[exchange] = anyio.Event()
         try:
-            while (message := await receive())["type"] == "http.request":
-                more = bool(message.get("more_body", False))
-                if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
-                    break
-            else:  # http.disconnect before the body was in
-                return
+            runner.pump()  # arms the body's deadline
+            with anyio.CancelScope() as self._reading[exchange]:
+                while (message := await receive())["type"] == "http.request":
+                    more = bool(message.get("more_body", False))
+                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
+                        break
+                else:  # http.disconnect before the body was in
+                    return
+            del self._reading[exchange]
             server.exchanges_changed(anyio.current_time())
             runner.pump()
             with anyio.CancelScope() as cancel:
@@ -137,6 +145,7 @@ class AsgiApp:
                     await self._respond(exchange, send)
                     group.cancel_scope.cancel()
         finally:
+            self._reading.pop(exchange, None)
             self._waiters.pop(exchange, None)
             self._scopes.pop(exchange, None)
             exchanges.disconnect(exchange)  # a no-op once the response ended
@@ -145,10 +154,12 @@ class AsgiApp:
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
-        exchanges = self._exchanges
+        exchanges, runner = self._exchanges, self._runner
+        assert runner is not None  # the lifespan made it before any request
         while True:
             waiter = self._waiters[exchange] = anyio.Event()
-            while (part := exchanges.next_part(exchange)) is not None:
+            while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
+                # parts not yet taken are what the core's backpressure counts
                 if isinstance(part, ResponseStart):
                     start = {"type": "http.response.start", "status": part.status, "headers": part.headers}
                     await send(start)
@@ -156,6 +167,7 @@ class AsgiApp:
                     await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
                     if not part.more:
                         return
+                    runner.wake()
                 else:
                     assert isinstance(part, ResponseAborted)
                     return  # the host closes a response left unfinished

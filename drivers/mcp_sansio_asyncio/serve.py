@@ -18,6 +18,7 @@ import msgspec
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
@@ -68,16 +69,18 @@ class _Primitives:
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     loop = asyncio.get_running_loop()
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, loop.time())
+    endpoint = stdio_endpoint(app, secret, loop.time(), flow)
     out = _FdWriter(loop, fd_out, endpoint.data_to_send)
     primitives = _Primitives(loop, out.write)
     runner = ServerRunner(endpoint, primitives, on_event)
+    out.taken = runner.wake
     done: asyncio.Future[None] = loop.create_future()
 
     def readable() -> None:
@@ -122,12 +125,14 @@ async def _read_file(fd: int, readable: Callable[[], None], done: asyncio.Future
 
 
 class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop."""
+    """Writes a transport's output to a file descriptor without blocking the loop, taking
+    it from the core only when the last piece is written (what waits stays counted there)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, source: Callable[[], bytes]) -> None:
         self._loop = loop
         self._fd = fd
         self._source = source
+        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
         self._pending = bytearray()
         self._watching = False
         self._closed = False
@@ -138,11 +143,10 @@ class _FdWriter:
         self._idle.set()
 
     def write(self) -> None:
+        if self._pending:
+            return  # the core keeps the rest until the descriptor can take it
         data = self._source()
         if not data or self._closed:
-            return
-        if self._pending:
-            self._pending += data
             return
         try:
             written = os.write(self._fd, data)
@@ -176,6 +180,9 @@ class _FdWriter:
             written = len(self._pending)
             self._closed = True
         del self._pending[:written]
+        if not self._pending and not self._closed:
+            self._pending += self._source()
+            self.taken()
         if not self._pending:
             self._loop.remove_writer(self._fd)
             self._watching = False

@@ -3,7 +3,10 @@
 :class:`ServerRunner` drains a server transport's events, runs each handler (a plain
 ``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
 the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation. It asks the driver for six primitives only
+response, and honours cancellation and backpressure (a handler awaiting what
+``ctx.report_progress``/``ctx.log`` return waits while the core says its stream is
+congested, until the driver has taken its backlog down: drivers call :meth:`ServerRunner.wake`
+after taking output). It asks the driver for six primitives only
 (:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, write
 what the transport has to send, and run a blocking function off the loop. When the
 transport asks for a bearer token's verdict (``TokenVerificationRequired``), the runner
@@ -15,8 +18,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -47,6 +50,13 @@ log = logging.getLogger("mcp_sansio.server")
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class _Drained(msgspec.Struct, frozen=True):
+    """What a drain future resolves with."""
+
+
+_DRAINED: Final = _Drained()
 
 
 class Cancellable(Protocol):
@@ -122,6 +132,7 @@ class ServerRunner:
         self._on_event = on_event
         self._tasks: dict[int, Cancellable] = {}
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
+        self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
         self.terminated = False
@@ -153,7 +164,22 @@ class ServerRunner:
             elif self._on_event is not None:
                 self._on_event(event)
         self._p.write()
+        self.wake()
         self._rearm()
+
+    def wake(self) -> None:
+        """The driver took output (or a stream ended): handlers waiting for their stream
+        to drain go on once the core no longer calls it congested."""
+        if not self._draining:
+            return
+        waiting, self._draining = self._draining, []
+        for call, future in waiting:
+            if future.done():
+                continue  # its handler was cancelled
+            if self.endpoint.congested(call):
+                self._draining.append((call, future))
+            else:
+                future.set_result(_DRAINED)
 
     def cancel_all(self) -> None:
         """Cancel every running handler (shutting down)."""
@@ -175,8 +201,26 @@ class ServerRunner:
         return self._ask_one(call, ask)
 
     def flush(self) -> None:
-        """A handler queued messages: write them now."""
+        """A handler queued messages, or a socket can take more: write now (and let the
+        handlers waiting for a drain go on, see :meth:`wake`)."""
         self._p.write()
+        self.wake()
+
+    def drained(self, call: int) -> Awaitable[None]:
+        """What waits, when awaited, until ``call``'s stream is not congested."""
+        return _Drain(self, call)
+
+    async def _wait_drained(self, call: int) -> None:
+        if self.endpoint.is_cancelled(call):
+            # Its stream is gone (so never congested) and its task is (or is about to be)
+            # cancelled: a future nobody resolves makes this await where that lands, rather
+            # than let the handler run on to its end without a suspension.
+            await self._p.future()
+        while self.endpoint.congested(call):
+            future = self._p.future()
+            self._draining.append((call, future))
+            self._rearm()  # the stall deadline of the stream it waits for
+            await future
 
     def now(self) -> float:
         """The loop's clock."""
@@ -299,3 +343,16 @@ class ServerRunner:
         self.endpoint.handle_timeout(max(now, deadline or now))
         self.pump()
 
+
+class _Drain:
+    """The awaitable ``ctx.report_progress``/``ctx.log`` return: nothing runs unless it is
+    awaited (a coroutine would warn when a plain handler ignores it)."""
+
+    __slots__ = ("_call", "_runner")
+
+    def __init__(self, runner: ServerRunner, call: int) -> None:
+        self._runner = runner
+        self._call = call
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._runner._wait_drained(self._call).__await__()

@@ -8,6 +8,8 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
 - ``secret``: the key sealing ``requestState`` and naming sessions (default: 32 random
   bytes, this process only; give every worker of one deployment the same).
 - ``stdin`` / ``stdout`` (stdio): the file descriptors (default: the process's).
+- ``flow`` (stdio): the bounds of output a client that does not read may cost
+  (``mcp_sansio.server.flow.FlowLimits``; HTTP and WebSocket take theirs in ``config``).
 - ``host`` / ``port`` (HTTP, WebSocket): where to listen (loopback by default; port 0: any
   free one, which ``ready`` is told).
 - ``config``: ``HttpConfig`` / ``WebSocketConfig`` (default: DNS-rebinding protection on a
@@ -26,6 +28,7 @@ import time
 from typing import Final
 
 from mcp_sansio.server import MCPServer, StdioServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
@@ -77,10 +80,11 @@ def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioServer:
+def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float,
+                   flow: FlowLimits | None = None) -> StdioServer:
     """The stdio transport for ``app``; ``now`` is the driver's clock (for the wall offset)."""
     return StdioServer(app, secret=server_secret(secret), entropy=server_entropy(),
-                       wall_offset=time.time() - now)
+                       wall_offset=time.time() - now, flow=flow)
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,

@@ -21,6 +21,7 @@ from typing import Final, Protocol
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import ServerRunner
@@ -48,27 +49,31 @@ class Stop(Protocol):
 
 
 def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                flow: FlowLimits | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
     fd_in = sys.stdin.fileno() if stdin is None else stdin
     fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, time.monotonic())
+    endpoint = stdio_endpoint(app, secret, time.monotonic(), flow)
 
-    def write() -> None:
-        data = endpoint.data_to_send()
-        with contextlib.suppress(OSError):  # the client is gone: the read side will see EOF
-            while data:
-                data = data[os.write(fd_out, data):]
-
-    loop = StepLoop(time.monotonic, write)
+    out = _FdWriter(fd_out, endpoint.data_to_send)
+    loop = StepLoop(time.monotonic, out.write)
     runner = ServerRunner(endpoint, loop, on_event)
     with selectors.DefaultSelector() as selector:
+        watched = False
         with contextlib.suppress(OSError, ValueError):  # a regular file (never blocks) is not watched
-            selector.register(fd_in, selectors.EVENT_READ)
+            selector.register(fd_in, selectors.EVENT_READ, _IN)
+            watched = True
+        out.selector = selector
         try:
             while True:
-                _wait(selector, loop, None)
+                events = _wait(selector, loop, None, None if watched else time.monotonic())
+                if any(key is _OUT for key, _ in events):
+                    out.writable()
+                    runner.flush()  # more may be taken; handlers waiting for a drain go on
+                if watched and not any(key is _IN for key, _ in events):
+                    continue
                 try:
                     data = os.read(fd_in, _READ)
                 except BlockingIOError:
@@ -83,6 +88,72 @@ def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | Non
         finally:
             runner.cancel_all()
             loop.run_ready()
+            out.finish()
+
+
+_IN: Final = "stdin"
+_OUT: Final = "stdout"
+
+
+class _FdWriter:
+    """Writes stdio output without blocking the loop, taking it from the core only when the
+    last piece is written (what waits stays counted there, see ``mcp_sansio.server.flow``)."""
+
+    def __init__(self, fd: int, source: Callable[[], bytes]) -> None:
+        self._fd = fd
+        self._source = source
+        self._pending = bytearray()
+        self._closed = False
+        self._blocking = os.get_blocking(fd)
+        self.selector: selectors.BaseSelector | None = None
+        self._watching = False
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, False)
+
+    def write(self) -> None:
+        if not self._pending:
+            self._pending += self._source()
+        self._push()
+
+    def writable(self) -> None:
+        self._push()
+        if not self._pending:
+            self.write()
+
+    def _push(self) -> None:
+        while self._pending and not self._closed:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                break
+            except OSError:  # the client is gone: the read side will see EOF
+                self._closed = True
+                self._pending.clear()
+                break
+            del self._pending[:written]
+        self._watch(bool(self._pending))
+
+    def _watch(self, on: bool) -> None:
+        if on == self._watching or self.selector is None:
+            return
+        try:
+            if on:
+                self.selector.register(self._fd, selectors.EVENT_WRITE, _OUT)
+            else:
+                self.selector.unregister(self._fd)
+            self._watching = on
+        except (OSError, ValueError, KeyError):  # a regular file: just block
+            os.set_blocking(self._fd, True)
+            self._push()
+
+    def finish(self) -> None:
+        """Write what is left (blocking), and give the descriptor its mode back."""
+        self._watch(False)
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._fd, True)
+            self._pending += self._source()
+            self._push()
+            os.set_blocking(self._fd, self._blocking)
 
 
 def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000, secret: bytes | None = None,
@@ -165,9 +236,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     def write() -> None:
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
+            if conn is None:
+                endpoint.data_to_send(cid)  # nobody to write them to
+            elif not conn.out:  # taken only once the socket took the last (backpressure)
+                conn.out += endpoint.data_to_send(cid)
                 flush(conn)
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)

@@ -1,7 +1,10 @@
 """What a handler sees of its request: :class:`Context`, and the questions it may ask the client.
 
 A handler that declares a parameter annotated ``Context`` gets one per request. Progress
-and log messages go out at once (synchronous calls: plain ``def`` handlers can use them).
+and log messages are queued at once (synchronous calls: plain ``def`` handlers can use
+them); what they return may be awaited, and waits while the client is slow to read the
+stream they went to (backpressure, ``flow.py``): a handler producing many of them should
+``await`` each, or its stream is dropped once ``max_buffer_bytes`` wait unread.
 Asking the client (sampling, elicitation, roots) returns an awaitable: in the handshake era
 the server sends a request and the awaitable resolves with the client's answer; in the
 stateless 2026-07-28 era the answer comes with a retry of the client's request (multi
@@ -177,6 +180,11 @@ class HandlerRuntime(Protocol):
         """Messages were queued (progress, logs): write them soon."""
         ...
 
+    def drained(self, call: int) -> Awaitable[None]:
+        """What awaits, if awaited, until ``call``'s stream is no longer congested
+        (``Endpoint.congested``); nothing happens if it is never awaited."""
+        ...
+
     def now(self) -> float:
         """The driver's clock."""
         ...
@@ -235,31 +243,42 @@ class Context:
         return self._endpoint.is_cancelled(self.call)
 
     def report_progress(self, progress: float, total: float | None = None,
-                        message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress (else nothing)."""
+                        message: str | None = None) -> Awaitable[None]:
+        """Send ``notifications/progress`` if the client asked for progress (else nothing).
+
+        Returns:
+            An awaitable that waits while the client is slow to read this request's
+            stream (backpressure); ignoring it is allowed (plain ``def`` handlers must).
+        """
         self._endpoint.send_progress(self.call, progress, total, message)
         self._runtime.flush()
+        return self._runtime.drained(self.call)
 
-    def log(self, level: LoggingLevel, data: object, *, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if the client's log level lets it through."""
+    def log(self, level: LoggingLevel, data: object, *, logger: str | None = None) -> Awaitable[None]:
+        """Send ``notifications/message`` if the client's log level lets it through.
+
+        Returns:
+            As :meth:`report_progress`: await it to wait for a slow reader.
+        """
         self._endpoint.send_log(self.call, level, data, logger)
         self._runtime.flush()
+        return self._runtime.drained(self.call)
 
-    def debug(self, data: object, *, logger: str | None = None) -> None:
+    def debug(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``debug``."""
-        self.log("debug", data, logger=logger)
+        return self.log("debug", data, logger=logger)
 
-    def info(self, data: object, *, logger: str | None = None) -> None:
+    def info(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``info``."""
-        self.log("info", data, logger=logger)
+        return self.log("info", data, logger=logger)
 
-    def warning(self, data: object, *, logger: str | None = None) -> None:
+    def warning(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``warning``."""
-        self.log("warning", data, logger=logger)
+        return self.log("warning", data, logger=logger)
 
-    def error(self, data: object, *, logger: str | None = None) -> None:
+    def error(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``error``."""
-        self.log("error", data, logger=logger)
+        return self.log("error", data, logger=logger)
 
     def start_task(self, message: str | None = None) -> str | None:
         """Go on in the background as a task (tasks extension, 2026-07-28): the client gets

@@ -331,6 +331,13 @@ class Endpoint(abc.ABC):
         if owner is not None:
             owner.send_log(call, level, data, logger)
 
+    def congested(self, call: int) -> bool:
+        """Whether the stream ``call`` writes to holds more than its high-water mark of
+        bytes the client has not read (``flow.py``): its handler should wait before it
+        produces more (the runner parks an awaited ``ctx.report_progress``/``ctx.log``
+        until this is ``False``); changes nothing."""
+        return False
+
     def is_cancelled(self, call: int) -> bool:
         """The client gave up on ``call``."""
         return call in self._tombstones

@@ -50,7 +50,7 @@ from .http_headers import (
 )
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
-from .session import ServerSession
+from .session import ServerSession, invalid_utf8
 from .stores import EventStore, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore
 
 if TYPE_CHECKING:
@@ -347,7 +347,23 @@ class HttpServer(Endpoint):
         self._pump(now)
         return True
 
+    def congested(self, call: int) -> bool:
+        """Whether the response stream ``call`` writes to is congested (see ``flow.py``)."""
+        session = self._calls.get(call)
+        record = None if session is None else session.calls.get(call)
+        if session is None or record is None:
+            return False
+        if isinstance(session.host, LegacyHost):
+            return session.host.congested(record.channel)
+        return record.channel is not None and self.http.congested(record.channel)
+
     # ------------------------------------------------------------ legacy session host
+
+    def legacy_congested(self, legacy: Legacy, channel: int | None) -> bool:
+        """Whether the exchange now carrying ``channel``'s stream of ``legacy`` is congested."""
+        stream = 0 if channel is None else legacy.stream_of.get(channel)
+        exchange = channel if stream is None else legacy.live.get(stream)
+        return exchange is not None and self.http.congested(exchange)
 
     def legacy_send(self, legacy: Legacy, channel: int | None, data: bytes, final: bool, status: int,
                     now: float | None) -> None:
@@ -441,6 +457,10 @@ class HttpServer(Endpoint):
         content_type = (req.header("content-type") or "").partition(";")[0].strip().lower()
         if content_type != "application/json":
             self._plain(req, 415, "Unsupported Media Type: send application/json", now)
+            return
+        problem = invalid_utf8(req.body)
+        if problem is not None:
+            self._error(req, 400, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now)
             return
         try:
             peek = _peek(req.body)

@@ -139,6 +139,13 @@ class ServerSession:
         """
         if self.phase is Phase.CLOSED:
             raise LocalProtocolError("the session is closed")
+        problem = invalid_utf8(data)
+        if problem is not None:  # JSON text is UTF-8 (RFC 8259 section 8.1); the envelope's
+            # decoder leaves params unread (Raw), so the whole message is checked here
+            self.error(channel, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now=now)
+            discarded = MessageDiscarded(reason=DiscardReason.NOT_JSON, detail=problem, excerpt=data[:200])
+            self.host.emit(discarded)
+            return
         try:
             decoded = jsonrpc.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -636,3 +643,12 @@ class ServerSession:
             principal=request.principal,
         )
 
+
+
+def invalid_utf8(data: bytes) -> str | None:
+    """Why ``data`` is not UTF-8, or ``None`` when it is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}"
+    return None
