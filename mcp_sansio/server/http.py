@@ -617,6 +617,7 @@ class HttpServer(Endpoint):
         legacy = Legacy(session_id, now + self.config.session_idle_timeout, peer)
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
+        legacy.session.session_id = session_id
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
         return legacy
@@ -663,6 +664,7 @@ class HttpServer(Endpoint):
         legacy.used = True
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host)
+        session.session_id = session_id
         session.phase = Phase.READY
         session.protocol_version = record.protocol_version
         session.rules = VERSIONS.get(record.protocol_version)

@@ -65,6 +65,17 @@ class RequestMeta(msgspec.Struct, kw_only=True):
     client_capabilities: ClientCapabilities | None = msgspec.field(default=None, name=CLIENT_CAPABILITIES_KEY)
     client_info: Implementation | None = msgspec.field(default=None, name=CLIENT_INFO_KEY)
     log_level: LoggingLevel | None = msgspec.field(default=None, name=LOG_LEVEL_KEY)
+    # W3C trace context and baggage, where the OpenTelemetry MCP conventions carry them.
+    traceparent: str | None = None
+    tracestate: str | None = None
+    baggage: str | None = None
+
+    def trace_context(self) -> dict[str, str] | None:
+        """``traceparent``, ``tracestate`` and ``baggage`` as sent (``None`` when none is)."""
+        if self.traceparent is None and self.baggage is None:
+            return None
+        found = {"traceparent": self.traceparent, "tracestate": self.tracestate, "baggage": self.baggage}
+        return {key: value for key, value in found.items() if value is not None}
 
 
 class Params(msgspec.Struct, kw_only=True):
