@@ -23,6 +23,8 @@ from mcp_sansio.server import (
     AnswerReceived,
     Ask,
     CallCancelled,
+    CallOutcome,
+    ClientInitialized,
     Context,
     Deferred,
     Endpoint,
@@ -30,6 +32,8 @@ from mcp_sansio.server import (
     InputRequired,
     Pending,
 )
+
+from .telemetry import server_telemetry
 
 __all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
 
@@ -109,6 +113,8 @@ class ServerRunner:
         self._timer_at: float | None = None
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
+        self.telemetry = server_telemetry(endpoint)
+        """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
 
     @property
     def running(self) -> int:
@@ -125,14 +131,21 @@ class ServerRunner:
                 task = self._tasks.pop(event.call, None)
                 if task is not None:
                     task.cancel()
+                if self.telemetry is not None:
+                    self.telemetry.end(event.call, None, cancelled=True)
             elif isinstance(event, AnswerReceived | AnswerFailed):
                 self._answer(event)
             elif isinstance(event, ConnectionTerminated):
                 self.terminated = True
+                if self.telemetry is not None:
+                    self.telemetry.session_ended(event.session_id)
                 if self._on_event is not None:
                     self._on_event(event)
-            elif self._on_event is not None:
-                self._on_event(event)
+            else:
+                if self.telemetry is not None and isinstance(event, ClientInitialized):
+                    self.telemetry.session_started(event.session_id, event.protocol_version)
+                if self._on_event is not None:
+                    self._on_event(event)
         self._p.write()
         self._rearm()
 
@@ -173,48 +186,68 @@ class ServerRunner:
             ctx = Context(self.endpoint, event.call, event.request, self)
             kwargs = {**kwargs, handler.context_param: ctx}
         call = event.call
+        telemetry = self.telemetry
         if not handler.is_async:
+            token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
                 value = handler.fn(**kwargs)
             except InputRequired:
                 self._input_required(call, ctx)
             except Exception as exc:  # the handler's failure becomes the response
-                self.endpoint.fail(call, exc, now=self._p.clock())
+                self._fail(call, exc)
             else:
                 self._respond(call, value)
+            finally:
+                if token is not None:
+                    telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
             return
-        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx))
+        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
+                                                    None if telemetry is None else event))
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
-                   ctx: Context | None) -> None:
+                   ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:
         # The handler's coroutine is made here: a call cancelled before its task first
         # runs then leaves no coroutine that was never awaited.
+        telemetry = self.telemetry
+        token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
         try:
             coro: Coroutine[Any, Any, object] = fn(**kwargs)  # type: ignore[assignment]  # is_async
             value = await coro
         except InputRequired:
             self._input_required(call, ctx)
         except Exception as exc:  # the handler's failure becomes the response
-            self.endpoint.fail(call, exc, now=self._p.clock())
+            self._fail(call, exc)
         else:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
+            if token is not None:
+                telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
         self.pump()
 
     def _respond(self, call: int, value: object) -> None:
         now = self._p.clock()
         try:
-            self.endpoint.respond(call, value, now=now)
+            outcome = self.endpoint.respond(call, value, now=now)
         except LocalProtocolError as exc:  # a value the method cannot send
-            self.endpoint.fail(call, exc, now=now)
+            outcome = self.endpoint.fail(call, exc, now=now)
+        self._ended(call, outcome)
+
+    def _fail(self, call: int, exc: BaseException) -> None:
+        self._ended(call, self.endpoint.fail(call, exc, now=self._p.clock()))
+
+    def _ended(self, call: int, outcome: CallOutcome | None) -> None:
+        if self.telemetry is not None:
+            self.telemetry.end(call, outcome)
 
     def _input_required(self, call: int, ctx: Context | None) -> None:
         now = self._p.clock()
         try:
             self.endpoint.input_required(call, {} if ctx is None else ctx.state, now=now)
         except LocalProtocolError as exc:  # no retry can bring answers (handshake era), or bad state
-            self.endpoint.fail(call, exc, now=now)
+            self._fail(call, exc)
+            return
+        self._ended(call, None)
 
     async def _ask(self, call: int, asks: Sequence[Ask]) -> list[msgspec.Struct]:
         outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
