@@ -1,0 +1,96 @@
+"""What the core gives telemetry (the OpenTelemetry MCP conventions): the trace context
+joins ``params._meta`` of the requests a client sends, in both eras, beside the keys the
+session puts there; the server hands the incoming context, the session id and how each
+call was answered to its driver."""
+
+from __future__ import annotations
+
+from helpers import ready_client as handshake_client
+from helpers import take_messages
+from modern_helpers import modern_client
+from server_helpers import handshake, modern_request, request, send, server_for, take, take_events
+
+from mcp_sansio.server import CallOutcome, HandlerCallReceived, MCPServer
+
+TRACE = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+         "tracestate": "rojo=00f067aa0ba902b7", "baggage": "userId=alice"}
+
+
+def test_outgoing_meta_joins_a_handshake_era_request() -> None:
+    client = handshake_client()
+    client.outgoing_meta = TRACE
+    rid = client.call_tool("add", {"a": 1}, now=1.0)
+    client.outgoing_meta = None
+    client.list_tools(now=1.0)
+    first, second = take_messages(client)
+    assert first["params"]["_meta"] == {**TRACE, "progressToken": rid}
+    assert second["params"]["_meta"] == {"progressToken": second["id"]}
+
+
+def test_outgoing_meta_keeps_the_stateless_eras_keys() -> None:
+    client = modern_client()
+    client.outgoing_meta = {**TRACE, "progressToken": "not-ours"}
+    rid = client.call_tool("add", {"a": 1}, now=1.0)
+    (message,) = take_messages(client)
+    meta = message["params"]["_meta"]
+    assert {key: meta[key] for key in TRACE} == TRACE
+    assert meta["progressToken"] == rid  # the session's own keys win a clash
+    assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert "io.modelcontextprotocol/clientCapabilities" in meta
+
+
+def _adder() -> MCPServer:
+    app = MCPServer("t")
+
+    @app.tool()
+    def add(a: int) -> int:
+        return a
+
+    @app.tool()
+    def boom() -> int:
+        raise ValueError("no")
+
+    return app
+
+
+def test_the_server_sees_the_trace_context_of_a_request_in_both_eras() -> None:
+    server = server_for(_adder())
+    handshake(server)
+    send(server, request(1, "tools/call", {"name": "add", "arguments": {"a": 1}, "_meta": TRACE}))
+    (event,) = take_events(server)
+    assert isinstance(event, HandlerCallReceived)
+    assert event.request.trace_context == TRACE
+    assert event.request.session_id is None  # stdio has no session id
+
+    modern = server_for(_adder())
+    send(modern, modern_request(1, "tools/call", {"name": "add", "arguments": {"a": 1}},
+                                traceparent=TRACE["traceparent"]))
+    (event,) = take_events(modern)
+    assert isinstance(event, HandlerCallReceived)
+    assert event.request.trace_context == {"traceparent": TRACE["traceparent"]}
+
+
+def test_a_request_without_trace_context_has_none() -> None:
+    server = server_for(_adder())
+    handshake(server)
+    send(server, request(1, "tools/call", {"name": "add", "arguments": {"a": 1}}))
+    (event,) = take_events(server)
+    assert isinstance(event, HandlerCallReceived)
+    assert event.request.trace_context is None
+
+
+def test_respond_and_fail_say_how_the_call_was_answered() -> None:
+    server = server_for(_adder())
+    handshake(server)
+    send(server, request(1, "tools/call", {"name": "add", "arguments": {"a": 1}}),
+         request(2, "tools/call", {"name": "boom", "arguments": {}}),
+         request(3, "tools/call", {"name": "add", "arguments": {"a": 1}}))
+    first, second, third = take_events(server)
+    assert isinstance(first, HandlerCallReceived) and isinstance(second, HandlerCallReceived)
+    assert isinstance(third, HandlerCallReceived)
+    assert server.respond(first.call, 1, now=0.0) == CallOutcome()
+    assert server.fail(second.call, ValueError("no"), now=0.0) == CallOutcome(message="no", tool_error=True)
+    assert server.respond_error(third.call, -32000, "nope", now=0.0) == CallOutcome(error_code=-32000,
+                                                                                   message="nope")
+    assert [m.get("error", {}).get("code") for m in take(server)] == [None, None, -32000]
+
