@@ -142,7 +142,7 @@ class Client:
 
     def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination."""
-        rid = self._send("tools/list", lambda now: self._core.list_tools(now=now, timeout=timeout))
+        rid = self._issue("tools/list", lambda now: self._core.list_tools(now=now, timeout=timeout))
         return typed(self._wait(rid), ListToolsResult, "tools/list").tools
 
     def call_tool(
@@ -150,36 +150,36 @@ class Client:
         timeout: float | None = None, on_progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
-        rid = self._send("tools/call",
-                         lambda now: self._core.call_tool(name, arguments, now=now, timeout=timeout), name)
+        rid = self._issue("tools/call",
+                          lambda now: self._core.call_tool(name, arguments, now=now, timeout=timeout), name)
         return typed(self._wait(rid, on_progress), CallToolResult, "tools/call")
 
     def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
-        rid = self._send("resources/list", lambda now: self._core.list_resources(now=now, timeout=timeout))
+        rid = self._issue("resources/list", lambda now: self._core.list_resources(now=now, timeout=timeout))
         return typed(self._wait(rid), ListResourcesResult, "resources/list").resources
 
     def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
-        rid = self._send("resources/templates/list",
-                         lambda now: self._core.list_resource_templates(now=now, timeout=timeout))
+        rid = self._issue("resources/templates/list",
+                          lambda now: self._core.list_resource_templates(now=now, timeout=timeout))
         result = typed(self._wait(rid), ListResourceTemplatesResult, "resources/templates/list")
         return result.resource_templates
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """The contents of one resource."""
-        rid = self._send("resources/read",
-                         lambda now: self._core.read_resource(uri, now=now, timeout=timeout), uri=uri)
+        rid = self._issue("resources/read",
+                          lambda now: self._core.read_resource(uri, now=now, timeout=timeout), uri=uri)
         return typed(self._wait(rid), ReadResourceResult, "resources/read")
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill the server lists (Skills extension), following pagination; no file is read."""
-        rid = self._send("skills/list", lambda now: self._core.list_skills(now=now, timeout=timeout))
+        rid = self._issue("skills/list", lambda now: self._core.list_skills(now=now, timeout=timeout))
         return typed(self._wait(rid), ListSkillsResult, "skills/list").skills
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
-        rid = self._send("skills/get", lambda now: self._core.get_skill(uri, now=now, timeout=timeout))
+        rid = self._issue("skills/get", lambda now: self._core.get_skill(uri, now=now, timeout=timeout))
         return typed(self._wait(rid), GetSkillResult, "skills/get").skill
 
     def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
@@ -209,27 +209,27 @@ class Client:
 
     def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri``."""
-        self._wait(self._send("resources/subscribe",
-                                    lambda now: self._core.subscribe_resource(uri, now=now, timeout=timeout),
-                                    uri=uri))
+        rid = self._issue("resources/subscribe",
+                          lambda now: self._core.subscribe_resource(uri, now=now, timeout=timeout), uri=uri)
+        self._wait(rid)
 
     def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Stop the updates about ``uri``."""
-        rid = self._send("resources/unsubscribe",
-                         lambda now: self._core.unsubscribe_resource(uri, now=now, timeout=timeout), uri=uri)
+        rid = self._issue("resources/unsubscribe",
+                          lambda now: self._core.unsubscribe_resource(uri, now=now, timeout=timeout), uri=uri)
         self._wait(rid)
 
     def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
         """Every prompt, following pagination."""
-        rid = self._send("prompts/list", lambda now: self._core.list_prompts(now=now, timeout=timeout))
+        rid = self._issue("prompts/list", lambda now: self._core.list_prompts(now=now, timeout=timeout))
         return typed(self._wait(rid), ListPromptsResult, "prompts/list").prompts
 
     def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
         """A prompt rendered with ``arguments``."""
-        rid = self._send("prompts/get",
-                         lambda now: self._core.get_prompt(name, arguments, now=now, timeout=timeout), name)
+        rid = self._issue("prompts/get",
+                          lambda now: self._core.get_prompt(name, arguments, now=now, timeout=timeout), name)
         return typed(self._wait(rid), GetPromptResult, "prompts/get")
 
     def complete(
@@ -238,19 +238,19 @@ class Client:
         timeout: float | None = None,
     ) -> CompleteResult:
         """Completion candidates for one argument of a prompt or resource template."""
-        rid = self._send("completion/complete", lambda now: self._core.complete(
+        rid = self._issue("completion/complete", lambda now: self._core.complete(
             ref, argument_name, value, now=now, context_arguments=context_arguments, timeout=timeout))
         return typed(self._wait(rid), CompleteResult, "completion/complete")
 
     def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
-        rid = self._send("logging/setLevel",
-                         lambda now: self._core.set_logging_level(level, now=now, timeout=timeout))
+        rid = self._issue("logging/setLevel",
+                          lambda now: self._core.set_logging_level(level, now=now, timeout=timeout))
         self._wait(rid)
 
     def ping(self, *, timeout: float | None = None) -> None:
         """Round-trip a ``ping``."""
-        self._wait(self._send("ping", lambda now: self._core.ping(now=now, timeout=timeout)))
+        self._wait(self._issue("ping", lambda now: self._core.ping(now=now, timeout=timeout)))
 
     def request(
         self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
@@ -260,9 +260,9 @@ class Client:
         (``EmptyResult`` with only ``_meta`` when it is not). ``all_pages`` follows a list's
         pages into one result (with merged caching hints)."""
         target = params.get("name") if isinstance(params, Mapping) else getattr(params, "name", None)
-        rid = self._send(method, lambda now: self._core.request(method, params, now=now, timeout=timeout,
-                                                                 all_pages=all_pages),
-                         target if isinstance(target, str) else None)
+        rid = self._issue(method, lambda now: self._core.request(method, params, now=now, timeout=timeout,
+                                                                  all_pages=all_pages),
+                          target if isinstance(target, str) else None)
         return self._wait(rid)
 
     def set_roots(self, roots: RootsArg) -> None:
@@ -272,8 +272,8 @@ class Client:
         self._core.notify("notifications/roots/list_changed", now=self._now())
         self._flush()
 
-    def _send(self, method: str, send: Callable[[float], RequestId], target: str | None = None, *,
-              uri: str | None = None) -> RequestId:
+    def _issue(self, method: str, send: Callable[[float], RequestId], target: str | None = None, *,
+               uri: str | None = None) -> RequestId:
         """Send one request with ``send(now)``: with telemetry on, in its client span, the
         span's context carried in the request's ``_meta``."""
         telemetry = self._telemetry
