@@ -332,3 +332,27 @@ def print_targets(goals: Sequence[Target]) -> None:
 def targets_json(goals: Sequence[Target]) -> list[dict[str, object]]:
     """The goals with their verdicts, for ``--json``."""
     return [{**t._asdict(), "verdict": t.verdict} for t in goals]
+
+
+OTEL_ENV: Final = "MCP_SANSIO_BENCH_OTEL"
+"""Set to ``sdk`` in a worker's environment: the worker configures OpenTelemetry's SDK
+(global tracer provider with an in-memory exporter behind a simple span processor, meter
+provider with an in-memory reader) before it connects, so the drivers emit every span and
+metric; unset, nothing is configured (the drivers' telemetry is off)."""
+
+
+def configure_otel_from_env() -> None:
+    """Configure the OpenTelemetry SDK when :data:`OTEL_ENV` asks for it (see there)."""
+    if os.environ.get(OTEL_ENV) != "sdk":
+        return
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))

@@ -44,11 +44,14 @@ if TYPE_CHECKING:
     from mcp_sansio.front import SessionFront
     from mcp_sansio.server import CallOutcome, Endpoint, HandlerCallReceived
 
-__all__ = ["BUCKETS", "ClientTelemetry", "ServerTelemetry", "client_telemetry", "instrument",
+__all__ = ["BUCKETS", "SERVER_NAME", "ClientTelemetry", "ServerTelemetry", "client_telemetry", "instrument",
            "server_telemetry", "uninstrument"]
 
 BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 """The explicit bucket boundaries the conventions give every MCP duration histogram."""
+
+SERVER_NAME: Final = "mcp_sansio.server.name"
+"""The attribute naming the server as the host configured it (not in the conventions)."""
 
 _SCOPE: Final = "mcp-sansio"
 _TOOL_CALL: Final = "tools/call"
@@ -181,16 +184,13 @@ class _Side:
     def __init__(self, otel: _Otel, base: dict[str, Any]) -> None:
         self.otel = otel
         self.base = base
-        self.extra: dict[str, Any] = {}
-        """Attributes for every span of this connection only (the host's server name)."""
 
     def _start_span(self, name: str, kind: Any, attrs: dict[str, Any], span_attrs: Mapping[str, Any],
                     context: Any = None) -> Any:
         tracer = self.otel.tracer
         if tracer is None:
             return None
-        return tracer.start_span(name, context=context, kind=kind,
-                                 attributes={**attrs, **span_attrs, **self.extra})
+        return tracer.start_span(name, context=context, kind=kind, attributes={**attrs, **span_attrs})
 
     def enter(self, op: _Op) -> object | None:
         """Make ``op``'s span current (its handler runs in it): the token for :meth:`leave`."""
@@ -232,6 +232,10 @@ class ClientTelemetry(_Side):
         self._ops: dict[RequestId, _Op] = {}
         self._session_start: float | None = None
         self._protocol: str | None = None
+
+    def name_server(self, name: str) -> None:
+        """The host layer's name of the server: on every span and metric from now on."""
+        self.base = {**self.base, SERVER_NAME: name}
 
     def send(self, core: SessionFront, method: str, target: str | None, uri: str | None,
              send: Callable[[float], RequestId], now: float) -> RequestId:

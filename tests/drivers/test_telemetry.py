@@ -37,7 +37,10 @@ import mcp_sansio_asyncio.serve
 import mcp_sansio_sync
 from mcp_sansio import ClientConfig, MCPServer
 from mcp_sansio.errors import RequestError
+from mcp_sansio_asyncio.manager import ServerManager
 from mcp_sansio_base import telemetry
+
+from .manager_helpers import DEMO, QUICK, entry
 
 SERVERS = Path(__file__).parent.parent / "servers"
 SERVE = [sys.executable, "-m", "mcp_sansio_cli", "serve"]
@@ -358,3 +361,16 @@ def _listening(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def test_the_host_layer_names_the_server_on_its_spans_and_metrics(otel: Otel) -> None:
+    async def main() -> None:
+        async with ServerManager([entry("calc", DEMO)], client_config=QUICK) as manager:
+            await manager.tools()
+            await manager.call_tool("mcp__calc__add", {"a": 1, "b": 2})
+
+    anyio.run(main)
+    span = otel.finished("tools/call add", SpanKind.CLIENT)
+    assert dict(span.attributes or {})[telemetry.SERVER_NAME] == "calc"
+    points = otel.metrics()["mcp.client.operation.duration"]
+    assert {p.attributes.get(telemetry.SERVER_NAME) for p in points} == {"calc"}

@@ -272,6 +272,12 @@ class Client:
         self._core.notify("notifications/roots/list_changed", now=self._now())
         self._flush()
 
+    def name_for_telemetry(self, name: str) -> None:
+        """Label this connection's spans and metrics with the server's configured name
+        (``mcp_sansio.server.name``: the host layer names its servers)."""
+        if self._telemetry is not None:
+            self._telemetry.name_server(name)
+
     def _issue(self, method: str, send: Callable[[float], RequestId], target: str | None = None, *,
                uri: str | None = None) -> RequestId:
         """Send one request with ``send(now)``: with telemetry on, in its client span, the
