@@ -93,6 +93,11 @@ class SessionFront(Calls):
     def outgoing_meta(self, meta: Mapping[str, str] | None) -> None:
         self._session.outgoing_meta = meta
 
+    @property
+    def next_request_id(self) -> int:
+        """The id the next request sent will carry: :attr:`ClientSession.next_request_id`."""
+        return self._session.next_request_id
+
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timeout` is due (a transport adds its own timers)."""
         return self._session.next_deadline()

@@ -282,6 +282,11 @@ class ClientSession(Calls):
         """The oldest queued event, or ``None``."""
         return self._events.popleft() if self._events else None
 
+    @property
+    def next_request_id(self) -> int:
+        """The id the next request sent will carry (telemetry names its span before sending)."""
+        return self._next_id + 1
+
     def next_deadline(self) -> float | None:
         """The earliest armed deadline (it may be one that no longer matters: waking
         early is harmless, :meth:`handle_timeout` then does nothing)."""

@@ -230,22 +230,30 @@ class ClientTelemetry(_Side):
     def __init__(self, otel: _Otel, base: dict[str, Any]) -> None:
         super().__init__(otel, base)
         self._ops: dict[RequestId, _Op] = {}
+        self._attrs: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
         self._session_start: float | None = None
         self._protocol: str | None = None
 
     def name_server(self, name: str) -> None:
         """The host layer's name of the server: on every span and metric from now on."""
         self.base = {**self.base, SERVER_NAME: name}
+        self._attrs.clear()
 
     def send(self, core: SessionFront, method: str, target: str | None, uri: str | None,
              send: Callable[[float], RequestId], now: float) -> RequestId:
         """Open the client span of ``method``, have the core carry its context in the
         request's ``_meta``, and send it with ``send(now)``."""
         otel = self.otel
-        protocol = core.protocol_version
-        base = self.base if protocol is None else {**self.base, "mcp.protocol.version": protocol}
-        attrs = _operation_attrs(method, target, base)
-        span_attrs: dict[str, Any] = {}
+        key = (method, target, core.protocol_version)
+        attrs = self._attrs.get(key)
+        if attrs is None:  # the metric's attributes: one dict per kind of call, reused
+            if len(self._attrs) >= 1024:  # bounded, whatever names the caller uses
+                self._attrs.clear()
+            protocol = key[2]
+            base = self.base if protocol is None else {**self.base, "mcp.protocol.version": protocol}
+            attrs = self._attrs[key] = _operation_attrs(method, target, base)
+        predicted = str(core.next_request_id)
+        span_attrs: dict[str, Any] = {"jsonrpc.request.id": predicted}
         if uri is not None and method in _URI_METHODS:
             span_attrs["mcp.resource.uri"] = uri
         session_id = getattr(core, "session_id", None)
@@ -253,9 +261,10 @@ class ClientTelemetry(_Side):
             span_attrs["mcp.session.id"] = session_id
         span = self._start_span(_span_name(method, target), otel.trace.SpanKind.CLIENT, attrs, span_attrs)
         op = _Op(span, time.perf_counter(), attrs)
-        carrier: dict[str, str] = {}
-        otel.inject(carrier, context=otel.trace.set_span_in_context(span) if span is not None else None)
-        core.outgoing_meta = carrier or None
+        if span is not None:
+            carrier: dict[str, str] = {}
+            otel.inject(carrier, context=otel.trace.set_span_in_context(span))
+            core.outgoing_meta = carrier or None
         try:
             rid = send(now)
         except BaseException as exc:
@@ -263,7 +272,7 @@ class ClientTelemetry(_Side):
             raise
         finally:
             core.outgoing_meta = None
-        if span is not None:
+        if span is not None and str(rid) != predicted:  # a call that sent another request first
             span.set_attribute("jsonrpc.request.id", str(rid))
         self._ops[rid] = op
         return rid
