@@ -94,3 +94,11 @@ def test_respond_and_fail_say_how_the_call_was_answered() -> None:
                                                                                    message="nope")
     assert [m.get("error", {}).get("code") for m in take(server)] == [None, None, -32000]
 
+
+
+def test_next_request_id_names_the_id_of_the_next_request_without_changing_anything() -> None:
+    client = handshake_client()
+    predicted = client.next_request_id
+    assert client.next_request_id == predicted  # a query
+    assert client.call_tool("add", {"a": 1}, now=1.0) == predicted
+    assert client.next_request_id == predicted + 1
