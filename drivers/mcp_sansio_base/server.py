@@ -115,6 +115,7 @@ class ServerRunner:
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
         self.telemetry = server_telemetry(endpoint)
         """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
+        self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
 
     @property
     def running(self) -> int:
@@ -250,7 +251,22 @@ class ServerRunner:
         self._ended(call, None)
 
     async def _ask(self, call: int, asks: Sequence[Ask]) -> list[msgspec.Struct]:
-        outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        telemetry = self.telemetry
+        if telemetry is None:
+            outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        else:  # a CLIENT span per question, its context in the question's _meta
+            asks, ops = telemetry.asking(asks)
+            try:
+                outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+            except BaseException as exc:
+                for op in ops:
+                    telemetry.asked(op, exc)
+                raise
+            for op, outcome in zip(ops, outcomes, strict=True):
+                if isinstance(outcome, Pending):
+                    self._asked[outcome.ticket] = op
+                else:  # answered at once, or carried in input_required (stateless era)
+                    telemetry.asked(op, None)
         if any(isinstance(o, Deferred) for o in outcomes):
             raise InputRequired
         waiting: list[FutureLike[msgspec.Struct] | msgspec.Struct] = []
@@ -269,6 +285,10 @@ class ServerRunner:
         return answer
 
     def _answer(self, event: AnswerReceived | AnswerFailed) -> None:
+        if self._asked:
+            op = self._asked.pop(event.ticket, None)
+            if op is not None and self.telemetry is not None:
+                self.telemetry.asked(op, event.to_exception() if isinstance(event, AnswerFailed) else None)
         future = self._answers.pop(event.ticket, None)
         if future is None or future.done():
             return  # the handler that asked is gone

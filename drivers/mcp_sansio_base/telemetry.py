@@ -27,9 +27,11 @@ those given to :func:`instrument`); without the API or a provider its telemetry 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
+
+import msgspec
 
 from mcp_sansio.events import (
     ConnectionTerminated,
@@ -42,7 +44,7 @@ from mcp_sansio.events import (
 
 if TYPE_CHECKING:
     from mcp_sansio.front import SessionFront
-    from mcp_sansio.server import CallOutcome, Endpoint, HandlerCallReceived
+    from mcp_sansio.server import Ask, CallOutcome, Endpoint, HandlerCallReceived
 
 __all__ = ["BUCKETS", "SERVER_NAME", "ClientTelemetry", "ServerTelemetry", "client_telemetry", "instrument",
            "server_telemetry", "uninstrument"]
@@ -416,6 +418,40 @@ class ServerTelemetry(_Side):
             return
         histogram.record(time.perf_counter() - started[0],
                          {**self.base, "mcp.protocol.version": started[1]})
+
+
+    def asking(self, asks: Sequence[Ask]) -> tuple[list[Ask], list[_Op]]:
+        """A handler asks the client (sampling, elicitation, roots): a CLIENT span per
+        question, the child of the handler's span, its context added to the question's
+        ``_meta``; the questions to send and their operations for :meth:`asked`."""
+        otel = self.otel
+        sent: list[Ask] = []
+        ops: list[_Op] = []
+        for ask in asks:
+            attrs = {"mcp.method.name": ask.method, **self.base}
+            span = self._start_span(ask.method, otel.trace.SpanKind.CLIENT, attrs, {})
+            ops.append(_Op(span, time.perf_counter(), attrs))
+            params = ask.params
+            if span is not None and hasattr(params, "meta"):
+                carrier: dict[str, str] = {}
+                otel.inject(carrier, context=otel.trace.set_span_in_context(span))
+                meta = params.meta if isinstance(params.meta, dict) else {}
+                traced = msgspec.structs.replace(params, meta={**meta, **carrier})
+                sent.append(msgspec.structs.replace(ask, params=traced))
+            else:
+                sent.append(ask)
+        return sent, ops
+
+    def asked(self, op: object, error: BaseException | None) -> None:
+        """The client answered a question (``error``: it failed)."""
+        if not isinstance(op, _Op):
+            return
+        if error is None:
+            self._end(op, self.otel.client_op)
+            return
+        code = getattr(error, "code", None)
+        error_type = str(code) if isinstance(code, int) else type(error).__qualname__
+        self._end(op, self.otel.client_op, error_type, code if isinstance(code, int) else None, str(error))
 
 
 def server_telemetry(endpoint: Endpoint) -> ServerTelemetry | None:

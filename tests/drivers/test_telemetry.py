@@ -238,7 +238,7 @@ def test_a_host_span_is_the_parent_of_the_client_span(otel: Otel) -> None:
     assert client.parent.span_id == agent.context.span_id
 
 
-def test_the_server_asking_the_client_gets_a_server_span_on_the_client(otel: Otel) -> None:
+def test_the_server_asking_the_client_is_a_client_span_there_and_a_server_span_here(otel: Otel) -> None:
     async def body(client: Any) -> None:
         assert (await client.call_tool("ask", {})).content[0].text == "hello Ada"
 
@@ -247,9 +247,15 @@ def test_the_server_asking_the_client_gets_a_server_span_on_the_client(otel: Ote
         return ElicitResult(action="accept", content={"name": "Ada"})
 
     anyio.run(partial(call_in_process, "asyncio", "websocket", HANDSHAKE, body, on_elicitation=name_ada))
-    assert_one_trace(otel, "tools/call ask")
-    asked = otel.finished("elicitation/create", SpanKind.SERVER)
-    assert dict(asked.attributes or {})["mcp.method.name"] == "elicitation/create"
+    _, handler = assert_one_trace(otel, "tools/call ask")
+    asking = otel.finished("elicitation/create", SpanKind.CLIENT)  # on the server
+    answering = otel.finished("elicitation/create", SpanKind.SERVER)  # on the client
+    assert dict(answering.attributes or {})["mcp.method.name"] == "elicitation/create"
+    assert handler.context is not None and asking.context is not None
+    assert asking.parent is not None and answering.parent is not None
+    assert asking.parent.span_id == handler.context.span_id
+    assert answering.parent.span_id == asking.context.span_id
+    assert answering.context is not None and answering.context.trace_id == handler.context.trace_id
 
 
 def test_no_provider_means_no_telemetry() -> None:
