@@ -277,13 +277,15 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.parametrize("server_driver", ["asyncio", "anyio", "trio", "sync"])
 @pytest.mark.parametrize("config", [HANDSHAKE, ClientConfig()], ids=["2025-11-25", "2026-07-28"])
-def test_a_tool_call_across_a_stdio_pipe_is_one_trace(otel: Otel, config: ClientConfig) -> None:
+def test_a_tool_call_across_a_stdio_pipe_is_one_trace(otel: Otel, config: ClientConfig,
+                                                      server_driver: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "server-telemetry.jsonl"
         env = {"MCP_TEST_TELEMETRY_FILE": str(out)}
-        with mcp_sansio_sync.connect_stdio(SERVE[0], [*SERVE[1:], str(SERVERS / "traced_app.py")],
-                                           config=config, env=env) as client:
+        command = [*SERVE[1:], str(SERVERS / "traced_app.py"), "--driver", server_driver]
+        with mcp_sansio_sync.connect_stdio(SERVE[0], command, config=config, env=env) as client:
             assert client.call_tool("add", {"a": 20, "b": 22}).content[0].text == "42"  # type: ignore[union-attr]
             version = client.protocol_version
         # the server flushed its metrics at exit, after its spans
