@@ -155,6 +155,8 @@ class ServerRunner:
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
+        if self.telemetry is not None:
+            self.telemetry.abandon()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = self._timer_at = None

@@ -404,6 +404,11 @@ class ServerTelemetry(_Side):
         else:
             self._end(op, histogram, str(outcome.error_code), outcome.error_code, outcome.message)
 
+    def abandon(self) -> None:
+        """The server is shutting down: every call still open ends as cancelled."""
+        for call in list(self._ops):
+            self.end(call, None, cancelled=True)
+
     def session_started(self, session_id: str | None, protocol_version: str) -> None:
         """A handshake-era session completed its handshake."""
         self._sessions[session_id] = (time.perf_counter(), protocol_version)

@@ -102,3 +102,16 @@ def test_next_request_id_names_the_id_of_the_next_request_without_changing_anyth
     assert client.next_request_id == predicted  # a query
     assert client.call_tool("add", {"a": 1}, now=1.0) == predicted
     assert client.next_request_id == predicted + 1
+
+
+def test_a_trace_context_that_is_not_text_is_ignored_and_the_request_served() -> None:
+    server = server_for(_adder())
+    handshake(server)
+    send(server, request(1, "tools/call", {"name": "add", "arguments": {"a": 1},
+                                           "_meta": {"traceparent": 5, "tracestate": ["x"], "baggage": {}}}),
+         request(2, "tools/call", {"name": "add", "arguments": {"a": 1},
+                                   "_meta": {"traceparent": 5, "baggage": "k=v", "tracestate": 1}}))
+    first, second = take_events(server)
+    assert isinstance(first, HandlerCallReceived) and isinstance(second, HandlerCallReceived)
+    assert first.request.trace_context is None
+    assert second.request.trace_context == {"baggage": "k=v"}
