@@ -98,6 +98,12 @@ def served_app() -> MCPServer:
         """Always raises (a tool error)."""
         raise ValueError("it broke")
 
+    @app.tool()
+    async def slow() -> int:
+        """Takes longer than any test waits."""
+        await anyio.sleep(60)
+        return 0
+
     return app
 
 
@@ -382,3 +388,18 @@ def test_the_host_layer_names_the_server_on_its_spans_and_metrics(otel: Otel) ->
     assert dict(span.attributes or {})[telemetry.SERVER_NAME] == "calc"
     points = otel.metrics()["mcp.client.operation.duration"]
     assert {p.attributes.get(telemetry.SERVER_NAME) for p in points} == {"calc"}
+
+
+def test_a_timed_out_call_is_timeout_here_and_cancelled_there(otel: Otel) -> None:
+    async def body(client: Any) -> None:
+        with pytest.raises(TimeoutError):
+            await client.call_tool("slow", {}, timeout=0.3)
+
+    def settled() -> bool:  # the server saw notifications/cancelled
+        return any(s.name == "tools/call slow" and s.kind is SpanKind.SERVER
+                   for s in otel.spans.get_finished_spans())
+
+    anyio.run(call_in_process, "asyncio", "http", HANDSHAKE, body, settled)
+    client, server = assert_one_trace(otel, "tools/call slow")
+    assert dict(client.attributes or {})["error.type"] == "timeout"
+    assert dict(server.attributes or {})["error.type"] == "cancelled"
