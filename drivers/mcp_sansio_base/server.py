@@ -31,6 +31,7 @@ from mcp_sansio.server import (
     HandlerCallReceived,
     InputRequired,
     Pending,
+    RequestAnswered,
 )
 
 from .telemetry import server_telemetry
@@ -116,6 +117,8 @@ class ServerRunner:
         self.telemetry = server_telemetry(endpoint)
         """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
         self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
+        if self.telemetry is not None:  # the requests the core answers itself get spans too
+            endpoint.app.report_answers = True
 
     @property
     def running(self) -> int:
@@ -142,6 +145,9 @@ class ServerRunner:
                     self.telemetry.session_ended(event.session_id)
                 if self._on_event is not None:
                     self._on_event(event)
+            elif isinstance(event, RequestAnswered):
+                if self.telemetry is not None:
+                    self.telemetry.answered_by_core(event)
             else:
                 if self.telemetry is not None and isinstance(event, ClientInitialized):
                     self.telemetry.session_started(event.session_id, event.protocol_version)

@@ -44,7 +44,7 @@ from mcp_sansio.events import (
 
 if TYPE_CHECKING:
     from mcp_sansio.front import SessionFront
-    from mcp_sansio.server import Ask, CallOutcome, Endpoint, HandlerCallReceived
+    from mcp_sansio.server import Ask, CallOutcome, Endpoint, HandlerCallReceived, RequestAnswered
 
 __all__ = ["BUCKETS", "SERVER_NAME", "ClientTelemetry", "ServerTelemetry", "client_telemetry", "instrument",
            "server_telemetry", "uninstrument"]
@@ -403,6 +403,25 @@ class ServerTelemetry(_Side):
             self._end(op, histogram, "tool_error", message=outcome.message)
         else:
             self._end(op, histogram, str(outcome.error_code), outcome.error_code, outcome.message)
+
+    def answered_by_core(self, event: RequestAnswered) -> None:
+        """The core answered a request itself as it arrived: its SERVER span, parented on
+        the context its ``_meta`` carried, and its duration (the time to answer it here)."""
+        otel = self.otel
+        base = self.base if event.protocol_version is None else {
+            **self.base, "mcp.protocol.version": event.protocol_version}
+        attrs = {"mcp.method.name": event.method, **base}
+        span_attrs: dict[str, Any] = {"jsonrpc.request.id": str(event.request_id)}
+        if event.session_id is not None:
+            span_attrs["mcp.session.id"] = event.session_id
+        carrier = event.trace_context
+        parent = otel.extract(carrier) if carrier else None
+        span = self._start_span(event.method, otel.trace.SpanKind.SERVER, attrs, span_attrs, parent)
+        op = _Op(span, time.perf_counter(), attrs, parent)
+        if event.error_code is None:
+            self._end(op, otel.server_op)
+        else:
+            self._end(op, otel.server_op, str(event.error_code), event.error_code, event.message)
 
     def abandon(self) -> None:
         """The server is shutting down: every call still open ends as cancelled."""

@@ -37,6 +37,7 @@ __all__ = [
     "CompletionReceived",
     "HandlerCallReceived",
     "PromptGetReceived",
+    "RequestAnswered",
     "RequestInfo",
     "ResourceReadReceived",
     "ResourceSubscribed",
@@ -98,6 +99,29 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 ANSWERED: Final = CallOutcome()
 """The outcome of a call answered with a result."""
+
+
+class RequestAnswered(Event, frozen=True, kw_only=True):
+    """The core answered a request itself, no handler ran (``initialize``, the lists,
+    ``ping``, an error): queued only while ``MCPServer.report_answers`` is set (telemetry).
+
+    Attributes:
+        method: the request's method.
+        request_id: its JSON-RPC id.
+        protocol_version: the revision it spoke, if known.
+        session_id: its session (handshake-era HTTP), if any.
+        trace_context: the W3C trace context its ``_meta`` carried, if any.
+        error_code: the JSON-RPC error code it was answered with, if an error.
+        message: that error's message.
+    """
+
+    method: str
+    request_id: RequestId
+    protocol_version: str | None = None
+    session_id: str | None = None
+    trace_context: Mapping[str, str] | None = None
+    error_code: int | None = None
+    message: str | None = None
 
 
 class HandlerCallReceived(Event, frozen=True, kw_only=True):

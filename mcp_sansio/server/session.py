@@ -37,7 +37,15 @@ from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .calls import Call, CallKind
 from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
-from .events import ANSWERED, AnswerFailed, AnswerReceived, CallCancelled, CallOutcome, RequestInfo
+from .events import (
+    ANSWERED,
+    AnswerFailed,
+    AnswerReceived,
+    CallCancelled,
+    CallOutcome,
+    RequestAnswered,
+    RequestInfo,
+)
 from .phases import TRANSITIONS, Phase, Trigger
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
 from .wire import CancelParams, Params, RequestMeta
@@ -594,6 +602,8 @@ class ServerSession:
         """Answer ``request`` with a JSON-RPC error."""
         self.error(request.channel, request.request_id, code, message, data, now=request.now,
                    modern=request.modern)
+        if self.app.report_answers:
+            self._answered(request, code, message)
 
     def answer(self, request: methods.Request, result: msgspec.Struct, *,
                cache: tuple[int, str] | None = None) -> None:
@@ -601,6 +611,17 @@ class ServerSession:
         data = self.encode_result(request.request_id, result, request.rules if request.modern else None,
                                   cache=cache)
         self.host.finish(request.channel, data, 200, request.now)
+        if self.app.report_answers:
+            self._answered(request, None, None)
+
+    def _answered(self, request: methods.Request, code: int | None, message: str | None) -> None:
+        """Tell telemetry the core answered ``request`` itself (``RequestAnswered``)."""
+        meta = getattr(request.params, "meta", None)
+        version = request.rules.version if request.modern else self.protocol_version
+        self.host.emit(RequestAnswered(
+            method=request.method, request_id=request.request_id, protocol_version=version,
+            session_id=self.session_id, error_code=code, message=message,
+            trace_context=meta.trace_context() if isinstance(meta, RequestMeta) else None))
 
     def encode_result(self, rid: RequestId, result: msgspec.Struct | dict[str, object],
                       rules: VersionRules | None, *, cache: tuple[int, str] | None = None,

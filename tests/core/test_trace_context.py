@@ -10,7 +10,7 @@ from helpers import take_messages
 from modern_helpers import modern_client
 from server_helpers import handshake, modern_request, request, send, server_for, take, take_events
 
-from mcp_sansio.server import CallOutcome, HandlerCallReceived, MCPServer
+from mcp_sansio.server import CallOutcome, HandlerCallReceived, MCPServer, RequestAnswered
 
 TRACE = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
          "tracestate": "rojo=00f067aa0ba902b7", "baggage": "userId=alice"}
@@ -115,3 +115,26 @@ def test_a_trace_context_that_is_not_text_is_ignored_and_the_request_served() ->
     assert isinstance(first, HandlerCallReceived) and isinstance(second, HandlerCallReceived)
     assert first.request.trace_context is None
     assert second.request.trace_context == {"baggage": "k=v"}
+
+
+def test_requests_the_core_answers_itself_are_reported_only_when_asked() -> None:
+    quiet = server_for(_adder())
+    handshake(quiet)
+    send(quiet, request(1, "tools/list"))
+    assert take_events(quiet) == []
+
+    app = _adder()
+    app.report_answers = True
+    server = server_for(app)
+    handshake(server)
+    send(server, request(1, "tools/list", {"_meta": TRACE}), request(2, "prompts/list"))
+    listed, unknown = take_events(server)
+    assert listed == RequestAnswered(method="tools/list", request_id=1, protocol_version="2025-11-25",
+                                     trace_context=TRACE)
+    assert isinstance(unknown, RequestAnswered) and unknown.error_code == -32601
+    assert unknown.trace_context is None
+
+    modern = server_for(app)
+    send(modern, modern_request(7, "tools/list"))
+    (event,) = take_events(modern)
+    assert event == RequestAnswered(method="tools/list", request_id=7, protocol_version="2026-07-28")

@@ -179,6 +179,7 @@ def test_a_tool_call_in_one_process_is_one_trace(otel: Otel, backend: str, trans
     async def body(client: Any) -> None:
         result = await client.call_tool("add", {"a": 2, "b": 3})
         assert result.content[0].text == "5"
+        await client.list_tools()  # answered by the core itself, no handler
         versions.append(client.protocol_version)
 
     def settled() -> bool:  # the server saw the session end (the stateless era has none)
@@ -195,6 +196,9 @@ def test_a_tool_call_in_one_process_is_one_trace(otel: Otel, backend: str, trans
     assert client_attrs["server.address"] == "127.0.0.1" and isinstance(client_attrs["server.port"], int)
     if transport == "http" and version != "2026-07-28":
         assert client_attrs["mcp.session.id"] == server_attrs["mcp.session.id"]
+    listed, served = assert_one_trace(otel, "tools/list")
+    request_id = dict(listed.attributes or {})["jsonrpc.request.id"]
+    assert dict(served.attributes or {})["jsonrpc.request.id"] == request_id
     metrics = otel.metrics()
     assert set(metrics) >= OPERATION
     (point,) = [p for p in metrics["mcp.client.operation.duration"]
