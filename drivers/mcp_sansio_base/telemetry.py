@@ -58,6 +58,8 @@ SERVER_NAME: Final = "mcp_sansio.server.name"
 _SCOPE: Final = "mcp-sansio"
 _TOOL_CALL: Final = "tools/call"
 _NAMED: Final = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
+_HTTP: Final = {"network.transport": "tcp", "network.protocol.name": "http",
+                "network.protocol.version": "1.1"}  # h11 on both sides
 _URI_METHODS: Final = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 
 
@@ -350,8 +352,7 @@ def client_telemetry(core: SessionFront) -> ClientTelemetry | None:
             base["server.address"] = parts.hostname
             base["server.port"] = parts.port or (443 if parts.scheme == "wss" else 80)
     else:  # Streamable HTTP: a parsed Url
-        base = {"network.transport": "tcp", "network.protocol.name": "http",
-                "server.address": url.host, "server.port": url.port}
+        base = {**_HTTP, "server.address": url.host, "server.port": url.port}
     return ClientTelemetry(otel, base)
 
 
@@ -488,7 +489,8 @@ def server_telemetry(endpoint: Endpoint) -> ServerTelemetry | None:
 
     if isinstance(endpoint, StdioServer):
         base: dict[str, Any] = {"network.transport": "pipe"}
+    elif isinstance(endpoint, WebSocketServer):
+        base = {"network.transport": "tcp", "network.protocol.name": "websocket"}
     else:
-        name = "websocket" if isinstance(endpoint, WebSocketServer) else "http"
-        base = {"network.transport": "tcp", "network.protocol.name": name}
+        base = dict(_HTTP)
     return ServerTelemetry(otel, base)

@@ -166,6 +166,8 @@ def assert_operation_attributes(span: ReadableSpan, transport: str, version: str
     assert attrs["network.transport"] == ("pipe" if transport == "stdio" else "tcp")
     if transport != "stdio":
         assert attrs["network.protocol.name"] == transport
+    if transport == "http":
+        assert attrs["network.protocol.version"] == "1.1"
     assert "error.type" not in attrs
 
 
