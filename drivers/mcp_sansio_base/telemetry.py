@@ -26,6 +26,7 @@ those given to :func:`instrument`); without the API or a provider its telemetry 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -125,6 +126,8 @@ def _current() -> _Otel | None:
         return None
     if state.explicit is not None:
         tracer_provider, meter_provider = state.explicit
+    elif "opentelemetry.trace" not in sys.modules and "opentelemetry.metrics" not in sys.modules:
+        return None  # nobody imported the API, so nobody configured a provider: no import here
     else:
         try:
             from opentelemetry import metrics, trace

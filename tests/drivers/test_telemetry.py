@@ -279,10 +279,21 @@ def test_no_provider_means_no_telemetry() -> None:
 
 
 def test_without_the_api_installed_there_is_no_telemetry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import fails as if not installed
+    for name in ("opentelemetry", "opentelemetry.trace", "opentelemetry.metrics"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
     monkeypatch.setattr(telemetry._state, "api_missing", False)
     assert telemetry._current() is None
     assert telemetry._state.api_missing  # looked once: later connections ask nothing
+
+
+def test_a_process_that_never_imported_the_api_does_not_import_it() -> None:
+    script = ("import sys, mcp_sansio_sync\n"
+              "from mcp_sansio_base import telemetry\n"
+              "assert telemetry._current() is None\n"
+              "print(any(m.startswith('opentelemetry') for m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout.strip() == "False"
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
