@@ -335,7 +335,7 @@ class ClientTelemetry(_Side):
 
     def served(self, op: _Op, error: BaseException | None) -> None:
         """Our answer to the server's request went out."""
-        self._end(op, None, None if error is None else type(error).__qualname__,
+        self._end(op, self.otel.server_op, None if error is None else type(error).__qualname__,
                   message=None if error is None else str(error))
 
 
