@@ -19,6 +19,7 @@ TRACE = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
 def test_outgoing_meta_joins_a_handshake_era_request() -> None:
     client = handshake_client()
     client.outgoing_meta = TRACE
+    assert client.outgoing_meta == TRACE
     rid = client.call_tool("add", {"a": 1}, now=1.0)
     client.outgoing_meta = None
     client.list_tools(now=1.0)
