@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from peer_servers import free_port
+from peer_servers import free_port, running_http_server, sdk_server
 
 import mcp_sansio_anyio
 import mcp_sansio_anyio.serve
@@ -420,3 +420,21 @@ def test_a_timed_out_call_is_timeout_here_and_cancelled_there(otel: Otel) -> Non
     client, server = assert_one_trace(otel, "tools/call slow")
     assert dict(client.attributes or {})["error.type"] == "timeout"
     assert dict(server.attributes or {})["error.type"] == "cancelled"
+
+
+def test_the_asgi_app_under_uvicorn_joins_the_trace(otel: Otel) -> None:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "asgi-telemetry.jsonl"
+        env = {**os.environ, "MCP_TEST_TELEMETRY_FILE": str(out)}
+        with running_http_server(*sdk_server("traced_app", "--port", str(port)), env, port, "/mcp") as url, \
+                mcp_sansio_sync.connect_http(url, config=HANDSHAKE) as client:
+            assert client.call_tool("add", {"a": 1, "b": 1}).content[0].text == "2"  # type: ignore[union-attr]
+        wait_for(lambda: out.exists() and any(r.get("name") == "tools/call add" for r in read_lines(out)),
+                 "the server's span")
+        (server_span,) = [r for r in read_lines(out) if r["type"] == "span" and r["name"] == "tools/call add"]
+    client_span = otel.finished("tools/call add", SpanKind.CLIENT)
+    assert client_span.context is not None
+    assert server_span["kind"] == "SERVER"
+    assert server_span["parent_id"] == f"{client_span.context.span_id:016x}"
+    assert server_span["attributes"]["mcp.session.id"] == dict(client_span.attributes or {})["mcp.session.id"]

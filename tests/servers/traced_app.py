@@ -1,9 +1,11 @@
 """The served app with OpenTelemetry configured from the environment, for the telemetry
-tests across a stdio pipe: its spans and metrics go to the JSON-lines file
-``MCP_TEST_TELEMETRY_FILE`` when the process exits (the SDK flushes at exit)."""
+tests across a stdio pipe and under uvicorn (``traced_app.py --port P`` serves ``app.asgi()``):
+its spans go to the JSON-lines file ``MCP_TEST_TELEMETRY_FILE`` as they end, its metrics when
+the process exits (the SDK flushes at exit)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections.abc import Sequence
@@ -69,3 +71,20 @@ app = MCPServer("traced", version="1.0.0")
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+asgi = app.asgi()
+
+
+def main() -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    options = parser.parse_args()
+    uvicorn.run("traced_app:asgi", host="127.0.0.1", port=options.port, log_level="warning",
+                app_dir=os.path.dirname(__file__))
+
+
+if __name__ == "__main__":
+    main()
