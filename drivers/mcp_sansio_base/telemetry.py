@@ -304,7 +304,10 @@ class ClientTelemetry(_Side):
         self._end(op, self.otel.client_op, _error_type(event.reason, code, event.status), code, event.message)
 
     def session_started(self, protocol_version: str | None) -> None:
-        """The handshake completed: the session's clock starts."""
+        """The handshake completed: the session's clock starts (a session the server
+        forgot, replaced by this one, ends here)."""
+        if self._session_start is not None:
+            self.session_ended()
         self._session_start = time.perf_counter()
         self._protocol = protocol_version
 
