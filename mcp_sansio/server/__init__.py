@@ -8,6 +8,17 @@ argument (STYLE.md section 1).
 """
 
 from .app import TASKS_EXTENSION, MCPServer
+from .authz import (
+    AsyncTokenVerifier,
+    AuthSettings,
+    Principal,
+    RejectReason,
+    TokenRejected,
+    TokenVerdict,
+    TokenVerificationRequired,
+    TokenVerifier,
+    VerifierUnavailable,
+)
 from .config import CacheScope, ServerConfig
 from .context import (
     Answered,
@@ -56,6 +67,8 @@ __all__ = [
     "Answered",
     "Ask",
     "AskOutcome",
+    "AsyncTokenVerifier",
+    "AuthSettings",
     "CacheScope",
     "CallCancelled",
     "CallOutcome",
@@ -73,12 +86,14 @@ __all__ = [
     "MCPServer",
     "Pending",
     "Phase",
+    "Principal",
     "PromptGetReceived",
     "RegisteredCompletion",
     "RegisteredPrompt",
     "RegisteredResource",
     "RegisteredTemplate",
     "RegisteredTool",
+    "RejectReason",
     "RequestAnswered",
     "RequestInfo",
     "ResourceReadReceived",
@@ -88,5 +103,10 @@ __all__ = [
     "ServerSession",
     "StdioServer",
     "TaskSupport",
+    "TokenRejected",
+    "TokenVerdict",
+    "TokenVerificationRequired",
+    "TokenVerifier",
     "ToolCallReceived",
+    "VerifierUnavailable",
 ]

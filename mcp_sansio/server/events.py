@@ -18,6 +18,7 @@ import msgspec
 from ..errors import ConnectionClosed, McpSansioError, RemoteProtocolError, RequestError, RequestTimeout
 from ..events import ErrorData, Event, FailureReason, RequestId
 from ..types import ClientCapabilities, Implementation, LoggingLevel
+from .authz import Principal
 from .registry import (
     RegisteredCompletion,
     RegisteredPrompt,
@@ -67,6 +68,8 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
             session), if any.
         trace_context: the W3C trace context its ``_meta`` carried (``traceparent``,
             ``tracestate``, ``baggage``), if any: the parent of the server's span.
+        principal: who the request's access token speaks for, when the server has
+            ``auth`` (``None`` without it, and on stdio).
     """
 
     request_id: RequestId
@@ -81,6 +84,7 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     task_id: str | None = None
     session_id: str | None = None
     trace_context: Mapping[str, str] | None = None
+    principal: Principal | None = None
 
 
 class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
