@@ -31,6 +31,8 @@ from mcp_sansio.server import (
     AnswerReceived,
     Ask,
     CallCancelled,
+    CallOutcome,
+    ClientInitialized,
     Context,
     Deferred,
     Endpoint,
@@ -38,11 +40,14 @@ from mcp_sansio.server import (
     InputRequired,
     Pending,
     Principal,
+    RequestAnswered,
     TokenRejected,
     TokenVerdict,
     TokenVerificationRequired,
     VerifierUnavailable,
 )
+
+from .telemetry import server_telemetry
 
 __all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
 
@@ -137,6 +142,11 @@ class ServerRunner:
         self._timer_at: float | None = None
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
+        self.telemetry = server_telemetry(endpoint)
+        """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
+        self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
+        if self.telemetry is not None:  # the requests the core answers itself get spans too
+            endpoint.app.report_answers = True
 
     @property
     def running(self) -> int:
@@ -153,16 +163,26 @@ class ServerRunner:
                 task = self._tasks.pop(event.call, None)
                 if task is not None:
                     task.cancel()
+                if self.telemetry is not None:
+                    self.telemetry.end(event.call, None, cancelled=True)
             elif isinstance(event, AnswerReceived | AnswerFailed):
                 self._answer(event)
             elif isinstance(event, TokenVerificationRequired):
                 self._p.spawn(self._verify(event.ticket, event.token))
             elif isinstance(event, ConnectionTerminated):
                 self.terminated = True
+                if self.telemetry is not None:
+                    self.telemetry.session_ended(event.session_id)
                 if self._on_event is not None:
                     self._on_event(event)
-            elif self._on_event is not None:
-                self._on_event(event)
+            elif isinstance(event, RequestAnswered):
+                if self.telemetry is not None:
+                    self.telemetry.answered_by_core(event)
+            else:
+                if self.telemetry is not None and isinstance(event, ClientInitialized):
+                    self.telemetry.session_started(event.session_id, event.protocol_version)
+                if self._on_event is not None:
+                    self._on_event(event)
         self._p.write()
         self.wake()
         self._rearm()
@@ -186,6 +206,8 @@ class ServerRunner:
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
+        if self.telemetry is not None:
+            self.telemetry.abandon()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = self._timer_at = None
@@ -236,33 +258,43 @@ class ServerRunner:
             ctx = Context(self.endpoint, event.call, event.request, self)
             kwargs = {**kwargs, handler.context_param: ctx}
         call = event.call
+        telemetry = self.telemetry
         if not handler.is_async:
+            token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
                 value = handler.fn(**kwargs)
             except InputRequired:
                 self._input_required(call, ctx)
             except Exception as exc:  # the handler's failure becomes the response
-                self.endpoint.fail(call, exc, now=self._p.clock())
+                self._fail(call, exc)
             else:
                 self._respond(call, value)
+            finally:
+                if token is not None:
+                    telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
             return
-        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx))
+        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
+                                                    None if telemetry is None else event))
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
-                   ctx: Context | None) -> None:
+                   ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:
         # The handler's coroutine is made here: a call cancelled before its task first
         # runs then leaves no coroutine that was never awaited.
+        telemetry = self.telemetry
+        token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
         try:
             coro: Coroutine[Any, Any, object] = fn(**kwargs)  # type: ignore[assignment]  # is_async
             value = await coro
         except InputRequired:
             self._input_required(call, ctx)
         except Exception as exc:  # the handler's failure becomes the response
-            self.endpoint.fail(call, exc, now=self._p.clock())
+            self._fail(call, exc)
         else:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
+            if token is not None:
+                telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
         self.pump()
 
     async def _verify(self, ticket: int, token: str) -> None:
@@ -288,19 +320,44 @@ class ServerRunner:
     def _respond(self, call: int, value: object) -> None:
         now = self._p.clock()
         try:
-            self.endpoint.respond(call, value, now=now)
+            outcome = self.endpoint.respond(call, value, now=now)
         except LocalProtocolError as exc:  # a value the method cannot send
-            self.endpoint.fail(call, exc, now=now)
+            outcome = self.endpoint.fail(call, exc, now=now)
+        self._ended(call, outcome)
+
+    def _fail(self, call: int, exc: BaseException) -> None:
+        self._ended(call, self.endpoint.fail(call, exc, now=self._p.clock()))
+
+    def _ended(self, call: int, outcome: CallOutcome | None) -> None:
+        if self.telemetry is not None:
+            self.telemetry.end(call, outcome)
 
     def _input_required(self, call: int, ctx: Context | None) -> None:
         now = self._p.clock()
         try:
             self.endpoint.input_required(call, {} if ctx is None else ctx.state, now=now)
         except LocalProtocolError as exc:  # no retry can bring answers (handshake era), or bad state
-            self.endpoint.fail(call, exc, now=now)
+            self._fail(call, exc)
+            return
+        self._ended(call, None)
 
     async def _ask(self, call: int, asks: Sequence[Ask]) -> list[msgspec.Struct]:
-        outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        telemetry = self.telemetry
+        if telemetry is None:
+            outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        else:  # a CLIENT span per question, its context in the question's _meta
+            asks, ops = telemetry.asking(asks)
+            try:
+                outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+            except BaseException as exc:
+                for op in ops:
+                    telemetry.asked(op, exc)
+                raise
+            for op, outcome in zip(ops, outcomes, strict=True):
+                if isinstance(outcome, Pending):
+                    self._asked[outcome.ticket] = op
+                else:  # answered at once, or carried in input_required (stateless era)
+                    telemetry.asked(op, None)
         if any(isinstance(o, Deferred) for o in outcomes):
             raise InputRequired
         waiting: list[FutureLike[msgspec.Struct] | msgspec.Struct] = []
@@ -319,6 +376,10 @@ class ServerRunner:
         return answer
 
     def _answer(self, event: AnswerReceived | AnswerFailed) -> None:
+        if self._asked:
+            op = self._asked.pop(event.ticket, None)
+            if op is not None and self.telemetry is not None:
+                self.telemetry.asked(op, event.to_exception() if isinstance(event, AnswerFailed) else None)
         future = self._answers.pop(event.ticket, None)
         if future is None or future.done():
             return  # the handler that asked is gone

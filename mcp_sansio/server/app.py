@@ -98,6 +98,9 @@ class MCPServer:
         self.registry = Registry()
         self.extensions: dict[str, dict[str, object]] = {}
         """Extensions the server declares (``capabilities.extensions``), by identifier."""
+        self.report_answers = False
+        """Queue ``RequestAnswered`` for every request the core answers itself (no handler
+        runs: ``initialize``, the lists, ``ping``, errors): telemetry turns it on."""
 
     # ------------------------------------------------------------------ tools
 

@@ -22,6 +22,7 @@ from ..errors import LocalProtocolError
 from ..events import Event
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
+from .events import CallOutcome
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -231,7 +232,7 @@ class Endpoint(abc.ABC):
         events = self._events
         return events.popleft() if events else None
 
-    def respond(self, call: int, value: object, *, now: float) -> None:
+    def respond(self, call: int, value: object, *, now: float) -> CallOutcome | None:
         """Answer ``call`` with what its handler returned (see ``server.results``).
 
         Raises:
@@ -239,10 +240,9 @@ class Endpoint(abc.ABC):
                 or ``value`` cannot be made into the method's result; nothing was sent.
         """
         session = self._owner(call)
-        if session is not None:
-            session.respond(call, value, now=now)
+        return None if session is None else session.respond(call, value, now=now)
 
-    def fail(self, call: int, error: BaseException, *, now: float) -> None:
+    def fail(self, call: int, error: BaseException, *, now: float) -> CallOutcome | None:
         """Answer ``call`` for a handler that raised ``error``: a ``RequestError`` is sent as
         that JSON-RPC error; for a tool anything else is a tool error (``isError``); for the
         other methods an internal error.
@@ -251,18 +251,17 @@ class Endpoint(abc.ABC):
             LocalProtocolError: no such call (a cancelled one is silently not answered).
         """
         session = self._owner(call)
-        if session is not None:
-            session.fail(call, error, now=now)
+        return None if session is None else session.fail(call, error, now=now)
 
-    def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:
+    def respond_error(self, call: int, code: int, message: str, data: object = None, *,
+                      now: float) -> CallOutcome | None:
         """Answer ``call`` with a JSON-RPC error.
 
         Raises:
             LocalProtocolError: no such call, or ``data`` is not JSON.
         """
         session = self._owner(call)
-        if session is not None:
-            session.respond_error(call, code, message, data, now=now)
+        return None if session is None else session.respond_error(call, code, message, data, now=now)
 
     def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
         """End this round of ``call`` (its handler raised ``InputRequired``): answer

@@ -719,6 +719,7 @@ class HttpServer(Endpoint):
         legacy.owner = None if principal is None else principal.identity
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
+        legacy.session.session_id = session_id
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
         return legacy
@@ -769,6 +770,7 @@ class HttpServer(Endpoint):
         legacy.owner = owner
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host)
+        session.session_id = session_id
         session.phase = Phase.READY
         session.protocol_version = record.protocol_version
         session.rules = VERSIONS.get(record.protocol_version)

@@ -142,7 +142,8 @@ def initialized(session: ServerSession) -> None:
     assert session.protocol_version is not None and session.client_info is not None  # set by initialize
     session.host.emit(ClientInitialized(protocol_version=session.protocol_version,
                                         client_info=session.client_info,
-                                        capabilities=session.client_capabilities))
+                                        capabilities=session.client_capabilities,
+                                        session_id=session.session_id))
 
 
 def _ping(session: ServerSession, req: Request, now: float) -> None:
