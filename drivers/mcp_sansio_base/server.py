@@ -1,21 +1,28 @@
 """Running a server's handlers, loop-neutral: the one pump every server driver uses.
 
-:class:`ServerRunner` drains a server transport's events, runs each handler (a plain
-``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
-the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation. It asks the driver for five primitives only
-(:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, and write
-what the transport has to send. The protocol decisions stay in the core.
+:class:`ServerRunner` drains a server transport's events, runs each handler (an ``async
+def`` as a task of its own; a plain ``def`` in a worker thread when the driver has a pool,
+``Primitives.threads``, else inline), gives it a ``Context``, waits for the client's
+answers to its questions, turns its return value or exception into the response, and
+honours cancellation. It asks the driver for a few primitives only (:class:`Primitives`):
+spawn a task, make a future, read the clock, arm a timer, write what the transport has to
+send, run a function in a worker thread, and call back into the loop from another thread.
+The protocol decisions stay in the core; the core is touched on the loop's thread only (a
+``Context`` used from a worker thread hands its calls to the loop and waits for them).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
+import logging
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 
-from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.errors import LocalProtocolError, RequestError
 from mcp_sansio.events import ConnectionTerminated, Event
 from mcp_sansio.server import (
     Answered,
@@ -29,9 +36,17 @@ from mcp_sansio.server import (
     HandlerCallReceived,
     InputRequired,
     Pending,
+    ToolError,
 )
 
-__all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+__all__ = ["DEFAULT_HANDLER_THREADS", "Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+
+DEFAULT_HANDLER_THREADS: Final = 40
+"""How many plain ``def`` handlers the event-loop drivers (asyncio, anyio, ASGI) run at once
+in worker threads (anyio's own default); more wait for a free thread. The blocking driver
+runs them inline unless given ``handler_threads``."""
+
+_log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -88,6 +103,19 @@ class Primitives(Protocol):
         """Write what the transport has to send (``data_to_send`` or its connections')."""
         ...
 
+    @property
+    def threads(self) -> int:
+        """How many worker threads run plain ``def`` handlers (0: they run inline)."""
+        ...
+
+    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
+        """Run ``fn`` in a worker thread (at most ``threads`` at once); its value."""
+        ...
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the loop's thread soon (from any thread)."""
+        ...
+
 
 class ServerRunner:
     """Runs the handlers of one server transport on a driver's loop.
@@ -107,8 +135,10 @@ class ServerRunner:
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
+        self._thread = threading.get_ident()  # the loop's: the core is touched there only
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
+        endpoint.app.add_listener(self._from_app)
 
     @property
     def running(self) -> int:
@@ -137,7 +167,9 @@ class ServerRunner:
         self._rearm()
 
     def cancel_all(self) -> None:
-        """Cancel every running handler (shutting down)."""
+        """Cancel every running handler (shutting down); the app's notifications no longer
+        reach this transport."""
+        self.endpoint.app.remove_listener(self._from_app)
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
@@ -163,6 +195,36 @@ class ServerRunner:
         """The loop's clock."""
         return self._p.clock()
 
+    def on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (it touches the core) on the loop's thread, write what it queued, and
+        return its value; from a worker thread this waits for the loop."""
+        if threading.get_ident() == self._thread:
+            value = fn()
+            self._p.write()
+            return value
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the waiting thread
+                done.set_exception(exc)
+            self._p.write()
+
+        self._p.call_soon_threadsafe(run)
+        return done.result()
+
+    def _from_app(self, apply: Callable[[Endpoint], None]) -> None:
+        """The app announced a change (``app.notify_list_changed``, from any thread)."""
+        def run() -> None:
+            apply(self.endpoint)
+            self._p.write()
+
+        if threading.get_ident() == self._thread:
+            run()
+        else:
+            self._p.call_soon_threadsafe(run)
+
     # ------------------------------------------------------------ internals
 
     def _start(self, event: HandlerCallReceived) -> None:
@@ -173,13 +235,17 @@ class ServerRunner:
             ctx = Context(self.endpoint, event.call, event.request, self)
             kwargs = {**kwargs, handler.context_param: ctx}
         call = event.call
+        if not handler.is_async and self._p.threads:
+            work = functools.partial(handler.fn, **kwargs)
+            self._tasks[call] = self._p.spawn(self._run(call, lambda: self._p.to_thread(work), {}, ctx))
+            return
         if not handler.is_async:
             try:
                 value = handler.fn(**kwargs)
             except InputRequired:
                 self._input_required(call, ctx)
             except Exception as exc:  # the handler's failure becomes the response
-                self.endpoint.fail(call, exc, now=self._p.clock())
+                self._fail(call, exc)
             else:
                 self._respond(call, value)
             return
@@ -195,12 +261,21 @@ class ServerRunner:
         except InputRequired:
             self._input_required(call, ctx)
         except Exception as exc:  # the handler's failure becomes the response
-            self.endpoint.fail(call, exc, now=self._p.clock())
+            self._fail(call, exc)
         else:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
         self.pump()
+
+    def _fail(self, call: int, error: Exception) -> None:
+        """Answer ``call`` for its handler's ``error``; when the app masks error details the
+        client gets a generic message, so the traceback is logged here."""
+        if self.endpoint.app.mask_error_details and not isinstance(error, ToolError | RequestError):
+            _log.error("handler of call %s failed", call, exc_info=error)
+        else:
+            _log.debug("handler of call %s failed", call, exc_info=error)
+        self.endpoint.fail(call, error, now=self._p.clock())
 
     def _respond(self, call: int, value: object) -> None:
         now = self._p.clock()

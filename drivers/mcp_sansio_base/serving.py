@@ -16,20 +16,31 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
   ``ResourceSubscribed``, ...).
 - ``ready``: called with the bound port once the server listens.
 - ``stop`` (blocking driver): asked at least every 0.1 s; once set, the server returns.
+- ``handler_threads``: how many plain ``def`` handlers run at once, each in a worker thread
+  so that one that blocks stalls no other client (default: ``DEFAULT_HANDLER_THREADS``, 40,
+  on asyncio, anyio and ASGI; 0 on the blocking driver, which then runs them inline on its
+  one thread). ``async def`` handlers always run on the loop.
+
+``serve_stdio`` on the process's own stdout keeps that file descriptor for the protocol
+alone: while it serves, ``sys.stdout`` and file descriptor 1 go to stderr, so a handler's
+``print()`` (or a library's, or a child process's) cannot corrupt the stream.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
+from collections.abc import Iterator
 from typing import Final
 
 from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
-__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "server_secret", "stdio_endpoint",
-           "websocket_endpoint"]
+__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "protocol_stdout", "server_secret",
+           "stdio_endpoint", "websocket_endpoint"]
 
 LINGER_SECONDS: Final = 2.0
 """How long a driver keeps reading (and discarding) from a connection the core closed after
@@ -68,3 +79,32 @@ def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: 
     if config is None:
         config = WebSocketConfig.loopback() if is_loopback(host) else WebSocketConfig()
     return WebSocketServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+
+
+@contextlib.contextmanager
+def protocol_stdout(stdout: int | None) -> Iterator[int]:
+    """The file descriptor a stdio server writes the protocol to: ``stdout`` when given;
+    else a duplicate of the process's stdout, while ``sys.stdout`` and the stdout file
+    descriptor itself are pointed at stderr until the block ends (then restored)."""
+    if stdout is not None:
+        yield stdout
+        return
+    try:
+        fd = sys.stdout.fileno()
+        err = sys.stderr.fileno()
+        sys.stdout.flush()
+        real = os.dup(fd)
+    except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed): use it as is
+        yield sys.stdout.fileno()
+        return
+    saved = sys.stdout
+    try:
+        os.dup2(err, fd)
+        sys.stdout = sys.stderr
+        yield real
+    finally:
+        sys.stdout = saved
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+            os.dup2(real, fd)
+        os.close(real)

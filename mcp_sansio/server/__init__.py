@@ -19,6 +19,7 @@ from .context import (
     HandlerRuntime,
     InputRequired,
     Pending,
+    ToolError,
 )
 from .endpoint import Endpoint, ListKind
 from .events import (
@@ -85,4 +86,5 @@ __all__ = [
     "StdioServer",
     "TaskSupport",
     "ToolCallReceived",
+    "ToolError",
 ]

@@ -36,7 +36,7 @@ from ..types import NOTIFICATION_PARAMS, RESULT_TYPES, ClientCapabilities, Imple
 from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .calls import Call, CallKind
-from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
+from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending, ToolError
 from .events import AnswerFailed, AnswerReceived, CallCancelled, RequestInfo
 from .phases import TRANSITIONS, Phase, Trigger
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
@@ -219,7 +219,7 @@ class ServerSession:
         kind = rec.kind
         if kind is CallKind.TOOL:
             assert rec.tool is not None  # set for every TOOL call
-            result: msgspec.Struct = tool_result(rec.tool, value)
+            result: msgspec.Struct = tool_result(rec.tool, value, rec.rules)
         elif kind is CallKind.PROMPT:
             assert rec.prompt is not None  # set for every PROMPT call
             result = prompt_result(rec.prompt, value)
@@ -240,18 +240,27 @@ class ServerSession:
         rec = self._call(call)
         if isinstance(error, RequestError):
             self.respond_error(call, error.code, error.message, error.data, now=now)
-        elif isinstance(error, ClientCapabilityMissing) and rec.info.modern:
+            return
+        if isinstance(error, ClientCapabilityMissing) and rec.info.modern:
             required = {"requiredCapabilities": error.required}
             self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
+            return
+        if isinstance(error, ToolError):  # meant for the client
+            message = str(error) or type(error).__name__
+        elif self.app.mask_error_details:
+            message = f"Error calling tool {rec.tool.name!r}" if rec.tool is not None else "Internal error"
         elif rec.kind is CallKind.TOOL:
-            result = error_tool_result(str(error) or type(error).__name__)
+            message = str(error) or type(error).__name__
+        else:
+            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        if rec.kind is CallKind.TOOL:
+            result = error_tool_result(message)
             self.finish_call(rec)
             if rec.task is not None:
                 tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
                 return
             self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
         else:
-            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
 
     def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:

@@ -179,6 +179,30 @@ def test_a_plain_tool_is_called(protocol: str) -> None:
     assert _text(_tool(_pair(protocol), "add", {"a": 2, "b": 3})) == "5"
 
 
+@pytest.mark.parametrize("protocol", ALL_ERAS)
+def test_our_client_accepts_a_plain_int_result_in_every_era(protocol: str) -> None:
+    result = _tool(_pair(protocol), "add", {"a": 2, "b": 3})
+    assert result.structured_content == (5 if protocol == "2026-07-28" else {"result": 5})
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_change_announced_by_the_app_outside_a_request_reaches_the_client(protocol: str) -> None:
+    pair = _pair(protocol)
+    pair.client.listen(now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    app = pair.server.app
+    app.remove_tool("add")
+    app.notify_list_changed("tools")
+    pair.settle()
+    methods = [e.method for e in pair.take_client_events() if isinstance(e, NotificationReceived)]
+    assert methods == ["notifications/tools/list_changed"]
+    pair.runner.cancel_all()  # the transport is gone: the app no longer reaches it
+    app.notify_list_changed("tools")
+    pair.settle()
+    assert not pair.take_client_events()
+
+
 @pytest.mark.parametrize("protocol", ERAS)
 def test_a_structured_async_tool_answers_structured_content(protocol: str) -> None:
     result = _tool(_pair(protocol), "weather", {"city": "Oslo"})
