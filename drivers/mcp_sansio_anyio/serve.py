@@ -65,6 +65,8 @@ async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, 
                     continue
                 except OSError:
                     data = b""
+                if not data:
+                    await runner.threads_idle()  # a plain def in flight is answered, as if inline
                 endpoint.receive_data(data, anyio.current_time())
                 runner.pump()
                 if not data:

@@ -99,18 +99,29 @@ async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, 
     primitives = _Primitives(loop, out.write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)
     done: asyncio.Future[None] = loop.create_future()
+    ending: list[asyncio.Task[None]] = []
+
+    async def end() -> None:
+        await runner.threads_idle()  # a plain def in flight is answered, as when it ran inline
+        endpoint.receive_data(b"", loop.time())
+        runner.pump()
+        if not done.done():
+            done.set_result(None)
 
     def readable() -> None:
+        if ending:
+            return
         try:
             data = os.read(fd_in, _READ)
         except BlockingIOError:
             return
         except OSError:
             data = b""
+        if not data:
+            ending.append(loop.create_task(end()))
+            return
         endpoint.receive_data(data, loop.time())
         runner.pump()
-        if not data and not done.done():
-            done.set_result(None)
 
     was_blocking = os.get_blocking(fd_in)
     try:

@@ -38,6 +38,7 @@ from mcp_sansio.server import (
     Pending,
     ToolError,
 )
+from mcp_sansio.types import EmptyResult
 
 __all__ = ["DEFAULT_HANDLER_THREADS", "Cancellable", "FutureLike", "Primitives", "ServerRunner"]
 
@@ -47,6 +48,7 @@ in worker threads (anyio's own default); more wait for a free thread. The blocki
 runs them inline unless given ``handler_threads``."""
 
 _log = logging.getLogger(__name__)
+_IDLE: Final = EmptyResult()  # what a threads_idle() waiter is resolved with
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -136,6 +138,8 @@ class ServerRunner:
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
         self._thread = threading.get_ident()  # the loop's: the core is touched there only
+        self._threaded = 0
+        self._idle_waiters: list[FutureLike[msgspec.Struct]] = []
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
         endpoint.app.add_listener(self._from_app)
@@ -144,6 +148,20 @@ class ServerRunner:
     def running(self) -> int:
         """Handlers running as tasks."""
         return len(self._tasks)
+
+    @property
+    def threaded(self) -> int:
+        """Plain ``def`` handlers running (or waiting) in worker threads."""
+        return self._threaded
+
+    async def threads_idle(self) -> None:
+        """Wait until no plain ``def`` handler runs in a worker thread. A stdio driver waits
+        for it before it tells the core that input ended, so that such a handler in flight
+        is answered as when it ran inline (the end of input cancels what still runs)."""
+        if self._threaded:
+            waiter = self._p.future()
+            self._idle_waiters.append(waiter)
+            await waiter
 
     def pump(self) -> None:
         """Act on every queued event, write what is to be sent, re-arm the timer."""
@@ -237,7 +255,8 @@ class ServerRunner:
         call = event.call
         if not handler.is_async and self._p.threads:
             work = functools.partial(handler.fn, **kwargs)
-            self._tasks[call] = self._p.spawn(self._run(call, lambda: self._p.to_thread(work), {}, ctx))
+            self._threaded += 1
+            self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx))
             return
         if not handler.is_async:
             try:
@@ -250,6 +269,16 @@ class ServerRunner:
                 self._respond(call, value)
             return
         self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx))
+
+    async def _run_threaded(self, call: int, work: Callable[[], object], ctx: Context | None) -> None:
+        try:
+            await self._run(call, lambda: self._p.to_thread(work), {}, ctx)
+        finally:
+            self._threaded -= 1
+            if not self._threaded:
+                waiters, self._idle_waiters = self._idle_waiters, []
+                for waiter in waiters:
+                    waiter.set_result(_IDLE)
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
                    ctx: Context | None) -> None:

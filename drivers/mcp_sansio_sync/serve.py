@@ -86,12 +86,16 @@ def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out
                     continue
                 except OSError:
                     data = b""
+                if not data and runner.threaded:  # a plain def in flight is answered, as if inline
+                    if watched:
+                        selector.unregister(fd_in)
+                    while runner.threaded:
+                        _wait(selector, loop, None, None)
                 endpoint.receive_data(data, time.monotonic())
                 runner.pump()
                 if not data:
                     break
-            while loop.running:  # handlers still running (in threads too) end
-                _wait(selector, loop, None, None)
+            loop.run_ready()  # cancelled handlers end
         finally:
             runner.cancel_all()
             loop.run_ready()

@@ -195,3 +195,13 @@ def test_masked_error_details_reach_the_log_not_the_client(server_driver: str) -
     assert answers[2] == {"content": [{"type": "text", "text": "no such city: X"}], "isError": True}
     assert "unknown field `c`" in answers[3]["content"][0]["text"]  # type: ignore[index]
     assert "ValueError: secret internal detail /etc/passwd" in stderr  # the traceback, for the operator
+
+
+def test_a_def_tool_in_flight_when_input_ends_is_still_answered(server_driver: str) -> None:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    piped = b"".join(json.dumps(m).encode() + b"\n" for m in (init, call(1, "sleepy", {"seconds": 0.5})))
+    done = subprocess.run(serve(server_driver), input=piped, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[1] == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "slept 0.5"}]}}
