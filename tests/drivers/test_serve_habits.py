@@ -204,4 +204,4 @@ def test_a_def_tool_in_flight_when_input_ends_is_still_answered(server_driver: s
     done = subprocess.run(serve(server_driver), input=piped, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert answers[1] == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "slept 0.5"}]}}
+    assert answers[1]["result"] == {"content": [{"type": "text", "text": "slept 0.5"}]}
