@@ -197,7 +197,8 @@ async def test_a_blocking_def_tool_does_not_stall_another_request() -> None:
 
     async with anyio.create_task_group() as group:
         await host.start(group)
-        group.start_soon(call, "block", {"seconds": 2})
+        two_seconds: dict[str, object] = {"seconds": 2}
+        group.start_soon(call, "block", two_seconds)
         assert await anyio.to_thread.run_sync(started.wait, 5)  # it blocks: now the other request
         begin = anyio.current_time()
         await call("add", {"a": 1, "b": 2})
