@@ -164,7 +164,7 @@ def _check_type(kind: str, name: str, param: str, annotation: object) -> None:
         msgspec.json.Decoder(annotation)
         msgspec.json.schema(annotation)
     except (TypeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        reason = ([type(exc).__name__, *str(exc).strip().splitlines()])[-1]  # msgspec's last line says it
         raise LocalProtocolError(
             f"{kind} {name!r}: parameter {param!r} has type {inspect.formatannotation(annotation)}, "
             f"which cannot be a JSON argument ({reason})") from exc

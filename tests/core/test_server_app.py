@@ -137,7 +137,8 @@ def test_a_recursive_return_type_keeps_its_definition() -> None:
     assert "Tree" in schema["$defs"]  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("annotation", [str, None, list[TextContent], list[Any], list])
+@pytest.mark.parametrize("annotation", [str, None, list[TextContent], list[Any], list,
+                                        list[TextContent | str]])
 def test_text_and_content_have_no_output_schema(annotation: Any) -> None:
     app = MCPServer("s")
 
@@ -250,6 +251,7 @@ def test_an_unsupported_prompt_parameter_names_the_prompt() -> None:
     (float, {"type": "number"}),
     (bool, {"type": "boolean"}),
     (list[str], {"type": "array", "items": {"type": "string"}}),
+    (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
 ])
 def test_numbers_booleans_and_arrays_are_structured_and_wrapped_before_2026(
         annotation: Any, schema: dict[str, object]) -> None:

@@ -198,9 +198,22 @@ def test_a_change_announced_by_the_app_outside_a_request_reaches_the_client(prot
     methods = [e.method for e in pair.take_client_events() if isinstance(e, NotificationReceived)]
     assert methods == ["notifications/tools/list_changed"]
     pair.runner.cancel_all()  # the transport is gone: the app no longer reaches it
+    pair.runner.cancel_all()
     app.notify_list_changed("tools")
     pair.settle()
     assert not pair.take_client_events()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_resource_update_announced_by_the_app_reaches_its_subscribers(protocol: str) -> None:
+    pair = _pair(protocol)
+    pair.client.subscribe_resource("test://static", now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    pair.server.app.notify_resource_updated("test://static")
+    pair.settle()
+    updated = [e for e in pair.take_client_events() if isinstance(e, NotificationReceived)]
+    assert [e.method for e in updated] == ["notifications/resources/updated"]
 
 
 @pytest.mark.parametrize("protocol", ERAS)
