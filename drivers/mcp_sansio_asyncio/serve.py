@@ -25,6 +25,7 @@ from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureL
 from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     http_endpoint,
+    peer_host,
     protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
@@ -312,7 +313,8 @@ class _ConnectionProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a stream server's transport
-        self._id = self._endpoint.connection_made(self._loop.time())
+        self._id = self._endpoint.connection_made(self._loop.time(),
+                                                  peer_host(transport.get_extra_info("peername")))
         self._links[self._id] = _Link(transport)
         self._runner.pump()
 

@@ -15,10 +15,8 @@ body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-from collections.abc import Iterable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -35,6 +33,7 @@ from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits
 from .http_headers import (
     LOOPBACK_HOSTS,
     accepts,
+    check_origins,
     host_allowed,
     origin_allowed,
     param_mismatch,
@@ -64,11 +63,25 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         path: the MCP endpoint's path.
         allowed_hosts: host names the ``Host`` header may name (any port); ``None``: any.
-        allowed_origins: hosts an ``Origin`` header may name (any port); ``None``: any.
+        allowed_origins: origins (``https://app.example.com``: scheme, host and port) a
+            browser page calling the server may have; a request without ``Origin`` (not
+            from a browser) always passes, and so does the server's own origin when
+            ``allowed_hosts`` checks the ``Host``. Default: none. ``None``: any (an
+            explicit opt-out of the spec's MUST).
         response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
             ``"json"`` or ``"sse"`` (always).
-        max_connections: connections served at once (more are closed at once).
-        max_sessions: handshake-era sessions at once (more ``initialize`` get 503).
+        max_connections: connections served at once. A connection past it takes the
+            place of the connection idle longest (of the peer holding the most), and is
+            closed at once only when none is idle.
+        max_connections_per_peer: connections one peer (client address) may hold; past
+            it, its own idle connection goes, or the new one.
+        max_sessions: handshake-era sessions at once. Past it, an ``initialize`` ends
+            the least recently active idle session that never served a request (an
+            opened-and-abandoned one); a session in use is never ended for a new one:
+            when none can go, ``initialize`` gets 503.
+        max_sessions_per_peer: sessions one peer may hold; past it, an ``initialize``
+            from it ends its own least recently active idle session (else 429), so one
+            client cannot fill the table.
         session_idle_timeout: seconds without a request after which a session ends.
         sse_retry_ms: the ``retry`` hint of the priming event of resumable streams.
         limits: the HTTP/1.1 bounds.
@@ -76,10 +89,12 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] | None = None
-    allowed_origins: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = ()
     response_mode: Literal["auto", "json", "sse"] = "auto"
     max_connections: int = 1024
-    max_sessions: int = 1024
+    max_connections_per_peer: int = 256
+    max_sessions: int = 4096
+    max_sessions_per_peer: int = 256
     session_idle_timeout: float = 1800.0
     sse_retry_ms: int = 1000
     limits: HttpLimits = HttpLimits()
@@ -87,10 +102,14 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def loopback(cls, **overrides: object) -> HttpConfig:
         """Settings for a server bound to loopback: DNS-rebinding protection on (only
-        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host`` and ``Origin``)."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host``, so only pages of this very
+        server as ``Origin``, unless ``allowed_origins`` names more)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        check_origins(self.allowed_origins)
 
 
 class _PeekMeta(msgspec.Struct):
@@ -127,7 +146,8 @@ class HttpServer(Endpoint):
 
     Args:
         app: what the server offers.
-        secret: see :class:`Endpoint` (it also names sessions: the same on every worker).
+        secret: see :class:`Endpoint`.
+        entropy: see :class:`Endpoint` (session ids come from it).
         wall_offset: see :class:`Endpoint`.
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
@@ -136,10 +156,10 @@ class HttpServer(Endpoint):
             driver then feeds and drains these, and the byte-level methods refuse.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
                  events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
         self.http: HttpConnections | HttpExchanges
@@ -150,24 +170,39 @@ class HttpServer(Endpoint):
         self.modern = ServerSession(app, self, channel_ids=True)
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
-        self._legacy: dict[str, Legacy] = {}
+        self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
+        self._peer_sessions: Counter[str | None] = Counter()
         self._exchanges: dict[int, Exchange] = {}
-        self._open = 0
+        self._peers: dict[int, str | None] = {}  # open connection -> its peer
+        self._peer_connections: Counter[str | None] = Counter()
         self._now = 0.0  # the latest time the server was told: for requests that wait their turn
 
     # ------------------------------------------------------------ driver: connections
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its connection id (closed at once past ``max_connections``).
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its connection id.
 
-        Actions: ``CloseConnection`` when over the limit.
+        Past ``max_connections_per_peer`` the peer's own idle connection is closed, past
+        ``max_connections`` the idle one of the peer holding the most; if none is idle,
+        the new connection is closed at once. A flood of connections thus displaces idle
+        ones, never a request in progress.
+
+        Actions: ``CloseConnection``.
         """
         wire = self._bytes()
-        conn = wire.connection_made(now)
-        self._open += 1
-        if self._open > self.config.max_connections:
-            wire.connection_lost(conn, now)
-            self._pump(now)
+        conn = wire.connection_made(now, peer)
+        self._peers[conn] = peer
+        self._peer_connections[peer] += 1
+        config = self.config
+        if self._peer_connections[peer] > config.max_connections_per_peer:
+            among: list[int] = [c for c, p in self._peers.items() if p == peer and c != conn]
+        elif len(self._peers) > config.max_connections:
+            heaviest = max(self._peer_connections, key=lambda p: self._peer_connections[p])
+            among = [c for c, p in self._peers.items() if p == heaviest and c != conn]
+        else:
+            return conn
+        wire.close(wire.idle_connection(among) or conn)
+        self._pump(now)
         return conn
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -196,20 +231,24 @@ class HttpServer(Endpoint):
     def next_action(self) -> CloseConnection | None:
         """The next connection to close."""
         action = None if self._wire is None else self._wire.next_action()
-        if action is not None:
-            self._open -= 1
+        if action is not None and action.connection in self._peers:
+            peer = self._peers.pop(action.connection)
+            self._peer_connections[peer] -= 1
+            if not self._peer_connections[peer]:
+                del self._peer_connections[peer]
         return action
 
     def next_deadline(self) -> float | None:
         """The earliest deadline: connections, sessions, questions, tasks; changes nothing."""
         deadlines = [d for d in (super().next_deadline(), self.http.next_deadline()) if d is not None]
-        deadlines += [legacy.expires_at for legacy in self._legacy.values()]
+        if self._legacy:  # least recently active first: the first expires first
+            deadlines.append(next(iter(self._legacy.values())).expires_at)
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
         """Fire what is due: slow requests (408), idle sessions, unanswered questions."""
         self.http.handle_timeout(now)
-        for legacy in [s for s in self._legacy.values() if s.expires_at <= now]:
+        while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
             self._end_session(legacy, now, "the session expired")
         super().handle_timeout(now)
         self._pump(now)
@@ -315,9 +354,10 @@ class HttpServer(Endpoint):
         config = self.config
         if req.target.partition("?")[0] != config.path:
             self._plain(req, 404, "Not Found", now)
-        elif not host_allowed(req.header("host"), config.allowed_hosts):
+        elif not host_allowed(host := req.header("host"), config.allowed_hosts):
             self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
-        elif not origin_allowed(req.header("origin"), config.allowed_origins):
+        elif not origin_allowed(req.header("origin"), config.allowed_origins, host=host,
+                                host_checked=config.allowed_hosts is not None):
             self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
         elif req.method == "POST":
             self._post(req, now)
@@ -363,11 +403,11 @@ class HttpServer(Endpoint):
                 return
             self._route(req, legacy, peek, wants_json, wants_sse, now)
         elif peek.method == "initialize" and rid is not None:
-            if len(self._legacy) >= self.config.max_sessions:
-                message = "Service Unavailable: too many sessions"
-                self._error(req, 503, rid, jsonrpc.INTERNAL_ERROR, message, now)
+            refusal = self._make_room(req.peer, now)
+            if refusal is not None:
+                self._error(req, refusal[0], rid, jsonrpc.INTERNAL_ERROR, refusal[1], now)
                 return
-            self._route(req, self._new_session(now), peek, wants_json, wants_sse, now)
+            self._route(req, self._new_session(req.peer, now), peek, wants_json, wants_sse, now)
         elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
             message = "Invalid params: a request of this revision needs _meta with its protocol version"
             self._error(req, 400, rid, jsonrpc.INVALID_PARAMS, message, now)
@@ -415,7 +455,9 @@ class HttpServer(Endpoint):
         if legacy is None:
             self.modern.receive_message(req.body, now, req.exchange)
         else:
-            legacy.expires_at = now + self.config.session_idle_timeout
+            self._touch(legacy, now)
+            if peek.id is not UNSET and isinstance(peek.method, str) and peek.method != "initialize":
+                legacy.used = True
             legacy.session.receive_message(req.body, now, req.exchange)
             self._remember(legacy)
         if ex.mode is Mode.PENDING and (peek.id is UNSET or not isinstance(peek.method, str)):
@@ -434,7 +476,8 @@ class HttpServer(Endpoint):
         if legacy is None:
             self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
             return
-        legacy.expires_at = now + self.config.session_idle_timeout
+        self._touch(legacy, now)
+        legacy.used = True
         last = req.header("last-event-id")
         if last is not None:
             self._resume(req, legacy, last.strip(), now)
@@ -569,14 +612,44 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ sessions
 
-    def _new_session(self, now: float) -> Legacy:
-        digest = hmac.new(self.secret, f"session/{self.new_ticket()}".encode(), hashlib.sha256).digest()
-        session_id = base64.urlsafe_b64encode(digest[:24]).decode()
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+    def _new_session(self, peer: str | None, now: float) -> Legacy:
+        session_id = self.new_id("session")
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, peer)
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
         self._legacy[session_id] = legacy
+        self._peer_sessions[peer] += 1
         return legacy
+
+    def _touch(self, legacy: Legacy, now: float) -> None:
+        """``legacy`` served a request: it expires later and is the most recently active."""
+        legacy.expires_at = now + self.config.session_idle_timeout
+        self._legacy.move_to_end(legacy.id)
+
+    def _make_room(self, peer: str | None, now: float) -> tuple[int, str] | None:
+        """Make room for a new session of ``peer``: end an idle session if the peer's or the
+        server's limit is reached; the status and message to refuse with when none can go."""
+        config = self.config
+        if self._peer_sessions[peer] >= config.max_sessions_per_peer:
+            victim = self._idle_session(lambda s: s.peer == peer and not s.used) or self._idle_session(
+                lambda s: s.peer == peer)
+            if victim is None:
+                return 429, "Too Many Requests: this client holds too many sessions; end some (DELETE)"
+            self._end_session(victim, now, "its client opened too many sessions")
+        elif len(self._legacy) >= config.max_sessions:
+            victim = self._idle_session(lambda s: not s.used)
+            if victim is None:
+                return 503, "Service Unavailable: too many sessions"
+            self._end_session(victim, now, "the server needed room for a new session")
+        return None
+
+    def _idle_session(self, which: Callable[[Legacy], bool]) -> Legacy | None:
+        """The least recently active session ``which`` accepts that is idle (no request
+        running, no stream open), or ``None``."""
+        for legacy in self._legacy.values():
+            if which(legacy) and not legacy.live and legacy.get_exchange is None and not legacy.session.calls:
+                return legacy
+        return None
 
     def _find(self, session_id: str, now: float) -> Legacy | None:
         """The live session ``session_id``, or one rebuilt from the session store."""
@@ -584,9 +657,10 @@ class HttpServer(Endpoint):
         if legacy is not None:
             return legacy
         record = self.session_store.load(session_id)
-        if record is None or len(self._legacy) >= self.config.max_sessions:
+        if record is None or self._make_room(None, now) is not None:
             return None
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, None)
+        legacy.used = True
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host)
         session.phase = Phase.READY
@@ -596,6 +670,7 @@ class HttpServer(Endpoint):
         session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
         legacy.saved = record
         self._legacy[session_id] = legacy
+        self._peer_sessions[None] += 1
         return legacy
 
     def _remember(self, legacy: Legacy) -> None:
@@ -614,6 +689,10 @@ class HttpServer(Endpoint):
 
     def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
         del self._legacy[legacy.id]
+        self._timed.discard(legacy.session)
+        self._peer_sessions[legacy.peer] -= 1
+        if not self._peer_sessions[legacy.peer]:
+            del self._peer_sessions[legacy.peer]
         legacy.session.close(now, reason)
         self.session_store.delete(legacy.id)
         self.event_store.forget(legacy.id)

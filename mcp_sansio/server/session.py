@@ -521,6 +521,7 @@ class ServerSession:
                                                deadline=now + self.config.request_timeout)
         self._tickets[ticket] = rid
         rec.tickets.add(ticket)
+        self.host.timed(self)
         self.host.send(rec.channel, jsonrpc.encode_request(rid, ask.method, params))
         return ticket
 

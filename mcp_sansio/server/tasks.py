@@ -13,11 +13,8 @@ are wall-clock time derived from ``now`` and the endpoint's ``wall_offset``.
 
 from __future__ import annotations
 
-import base64
 import datetime
 import enum
-import hashlib
-import hmac
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -130,12 +127,11 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     if not declares_tasks(rec.info.client_capabilities) or len(session.tasks) >= config.max_tasks:
         return None
     wall = now + session.host.wall_offset
-    ticket = session.host.new_ticket()
-    digest = hmac.new(session.host.secret, f"task/{ticket}".encode(), hashlib.sha256).digest()
-    task_id = base64.urlsafe_b64encode(digest[:18]).decode()
+    task_id = session.host.new_id("task")
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message
     session.tasks[task_id] = task
+    session.host.timed(session)
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")

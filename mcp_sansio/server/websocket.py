@@ -24,7 +24,7 @@ from wsproto.utilities import RemoteProtocolError as WsRemoteError
 from ..errors import LocalProtocolError
 from .endpoint import Endpoint, SubHost
 from .http11 import CloseConnection
-from .http_headers import LOOPBACK_HOSTS, host_allowed, origin_allowed
+from .http_headers import LOOPBACK_HOSTS, check_origins, host_allowed, origin_allowed
 from .session import ServerSession
 
 if TYPE_CHECKING:
@@ -44,30 +44,41 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         path: the path upgrades must name (``None``: any).
         allowed_hosts: host names the ``Host`` header may name; ``None``: any.
-        allowed_origins: hosts an ``Origin`` header may name; ``None``: any.
+        allowed_origins: origins a browser page opening the socket may have, as for
+            ``HttpConfig`` (none by default; the server's own passes when ``Host`` is
+            checked; ``None``: any). Browsers apply no CORS to WebSockets, so this check
+            is the only one.
         max_connections: connections served at once.
+        max_connections_per_peer: connections one peer (address) may hold at once, so
+            that one client cannot take every connection (more are closed at once).
     """
 
     path: str | None = None
     allowed_hosts: tuple[str, ...] | None = None
-    allowed_origins: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = ()
     max_connections: int = 1024
+    max_connections_per_peer: int = 128
 
     @classmethod
     def loopback(cls, **overrides: object) -> WebSocketConfig:
-        """Settings for a loopback bind: only loopback names as ``Host`` and ``Origin``."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        """Settings for a loopback bind: only loopback names as ``Host`` (so only this
+        server's own pages as ``Origin``, unless ``allowed_origins`` names more)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        check_origins(self.allowed_origins)
 
 
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("id", "message", "out", "session", "ws")
+    __slots__ = ("id", "message", "out", "peer", "session", "ws")
 
-    def __init__(self, connection: int) -> None:
+    def __init__(self, connection: int, peer: str | None) -> None:
         self.id = connection
+        self.peer = peer
         self.ws = WSConnection(ConnectionType.SERVER)
         self.session: ServerSession | None = None
         self.message: list[str] = []
@@ -100,9 +111,9 @@ class WebSocketServer(Endpoint):
     bytes, ``CloseConnection`` actions, the :class:`Endpoint` API for handlers).
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: WebSocketConfig | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.config = config or WebSocketConfig()
         self._links: dict[int, _Link] = {}
         self._actions: deque[CloseConnection] = deque()
@@ -111,13 +122,16 @@ class WebSocketServer(Endpoint):
 
     # ------------------------------------------------------------ driver side
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its id (closed at once past ``max_connections``)."""
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its id (closed at
+        once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
         self._next += 1
-        if len(self._links) >= self.config.max_connections:
+        config = self.config
+        mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
+        if len(self._links) >= config.max_connections or mine >= config.max_connections_per_peer:
             self._actions.append(CloseConnection(connection=self._next))
             return self._next
-        self._links[self._next] = _Link(self._next)
+        self._links[self._next] = _Link(self._next, peer)
         return self._next
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -219,7 +233,8 @@ class WebSocketServer(Endpoint):
         path_ok = config.path is None or request.target.partition("?")[0] == config.path
         if (not path_ok or _SUBPROTOCOL not in request.subprotocols
                 or not host_allowed(request.host, config.allowed_hosts)
-                or not origin_allowed(origin, config.allowed_origins)):
+                or not origin_allowed(origin, config.allowed_origins, host=request.host,
+                                      host_checked=config.allowed_hosts is not None)):
             status = 404 if not path_ok else 403 if _SUBPROTOCOL in request.subprotocols else 400
             self._send_ws(link, wsevents.RejectConnection(status_code=status, has_body=False))
             self._drop(link, 0.0, "the upgrade was refused")

@@ -79,7 +79,7 @@ def test_task_ids_are_unguessable_and_distinct() -> None:
     server = server_for(_app())
     _, first = _started(server, rid=1)
     _, second = _started(server, rid=2)
-    assert first != second and len(first) == 24
+    assert first != second and len(first) == 32
 
 
 def test_starting_twice_keeps_the_task() -> None:
