@@ -205,3 +205,10 @@ def test_a_def_tool_in_flight_when_input_ends_is_still_answered(server_driver: s
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert answers[1]["result"] == {"content": [{"type": "text", "text": "slept 0.5"}]}
+
+
+def test_our_cli_prints_a_bare_int_structured_result_of_2026() -> None:
+    server = " ".join(serve("asyncio"))
+    done = subprocess.run([sys.executable, "-m", "mcp_sansio_cli", "call", "add", "--stdio", server,
+                           "--args", '{"a": 2, "b": 3}'], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, b"5\n"), done.stderr
