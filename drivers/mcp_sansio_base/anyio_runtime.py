@@ -6,7 +6,6 @@ task sleeping until its time; every task lives in the task group the server runs
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -71,9 +70,9 @@ class AnyioPrimitives:
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter, abandon_on_cancel=True)
 
     def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` on the loop (from another thread: waits until it ran)."""
-        with contextlib.suppress(anyio.RunFinishedError, RuntimeError):  # the loop is gone
-            anyio.from_thread.run_sync(callback, token=self._token)
+        """Run ``callback`` on the loop (from another thread: waits until it ran; raises
+        ``RuntimeError`` once the loop is gone)."""
+        anyio.from_thread.run_sync(callback, token=self._token)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
         scope = anyio.CancelScope()

@@ -14,6 +14,7 @@ The protocol decisions stay in the core; the core is touched on the loop's threa
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import threading
@@ -198,12 +199,24 @@ class ServerRunner:
     # ------------------------------------------------------------ HandlerRuntime
 
     def ask(self, call: int, asks: Sequence[Ask]) -> Awaitable[list[msgspec.Struct]]:
-        """Ask the client (see ``HandlerRuntime.ask``)."""
+        """Ask the client (see ``HandlerRuntime.ask``).
+
+        Raises:
+            LocalProtocolError: called from a plain ``def`` handler's worker thread, which
+                cannot await the answer.
+        """
+        self._check_loop()
         return self._ask(call, asks)
 
     def ask_one(self, call: int, ask: Ask) -> Awaitable[msgspec.Struct]:
-        """Ask the client one question."""
+        """Ask the client one question (raises as :meth:`ask`)."""
+        self._check_loop()
         return self._ask_one(call, ask)
+
+    def _check_loop(self) -> None:
+        if threading.get_ident() != self._thread:
+            raise LocalProtocolError("asking the client (elicit, sample, list_roots) awaits its answer: "
+                                     "make the handler an async def")
 
     def flush(self) -> None:
         """A handler queued messages: write them now."""
@@ -241,7 +254,8 @@ class ServerRunner:
         if threading.get_ident() == self._thread:
             run()
         else:
-            self._p.call_soon_threadsafe(run)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: so is every client
+                self._p.call_soon_threadsafe(run)
 
     # ------------------------------------------------------------ internals
 

@@ -118,6 +118,13 @@ def test_http_a_blocking_def_tool_does_not_stall_another_client(http_url: str) -
     assert done == ["slept 4.0"]
 
 
+def test_asking_the_client_from_a_def_in_a_worker_thread_says_so(server_driver: str) -> None:
+    got, _ = lines(server_driver, call(1, "ask_from_def", {}), answers=1)
+    [(_, answer)] = got
+    assert answer["result"] == {"isError": True, "content": [{"type": "text", "text": (
+        "asking the client (elicit, sample, list_roots) awaits its answer: make the handler an async def")}]}
+
+
 # ---------------------------------------------------------------- print() (#18 item 5)
 
 

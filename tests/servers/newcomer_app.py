@@ -61,6 +61,13 @@ def refuse(city: str) -> str:
 
 
 @app.tool
+def ask_from_def(ctx: Context) -> str:
+    """Ask the client from a plain def: refused, saying it needs an async def."""
+    ctx.elicit("Who are you?")
+    return "unreachable"
+
+
+@app.tool
 def leak() -> str:
     """Fail with an exception whose text is not meant for the client."""
     raise ValueError("secret internal detail /etc/passwd")
