@@ -176,3 +176,32 @@ def test_an_allow_origin_that_is_no_origin_is_a_usage_error() -> None:
     done = subprocess.run([sys.executable, "-m", "mcp_sansio_cli", "serve", APP, "--http", "0",
                            "--allow-origin", "app.example"], capture_output=True, timeout=60, check=False)
     assert done.returncode == 2 and b"allowed_origins takes origins" in done.stderr
+
+
+def _upgrade_status(port: int, origin: str | None) -> int:
+    """The status a WebSocket upgrade (subprotocol mcp) from a page of ``origin`` gets."""
+    head = (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Protocol: mcp\r\n" + (f"Origin: {origin}\r\n" if origin else "") + "\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(head.encode())
+        reply = b""
+        while b"\r\n" not in reply:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    return int(reply.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+@pytest.mark.parametrize("public", [True, False], ids=["public", "loopback"])
+def test_a_websocket_upgrade_from_a_foreign_page_is_refused(driver: str, public: bool) -> None:
+    port = free_port()
+    args = ["-m", "mcp_sansio_cli", "serve", APP, "--driver", driver, "--websocket", str(port),
+            "--host", "0.0.0.0" if public else "127.0.0.1"]
+    with running_http_server(sys.executable, args, None, port, "/"):
+        assert _upgrade_status(port, "http://evil.example") == 403
+        assert _upgrade_status(port, "https://localhost:1") == 403
+        assert _upgrade_status(port, None) == 101
+        assert _upgrade_status(port, f"http://127.0.0.1:{port}") == (403 if public else 101)
