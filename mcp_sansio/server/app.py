@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -57,6 +57,25 @@ if TYPE_CHECKING:
 __all__ = ["TASKS_EXTENSION", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+class _PromptOptions(TypedDict, total=False):
+    """The keyword options of ``@app.prompt(...)`` (see :meth:`MCPServer.add_prompt`)."""
+
+    title: str | None
+    description: str | None
+    icons: Sequence[Icon] | None
+    meta: Mapping[str, object] | None
+
+
+class _ToolOptions(_PromptOptions, total=False):
+    """The keyword options of ``@app.tool(...)`` (see :meth:`MCPServer.add_tool`)."""
+
+    annotations: ToolAnnotations | None
+    input_schema: Mapping[str, object] | None
+    output_schema: Mapping[str, object] | None
+    structured: bool | None
+    task_support: TaskSupport
+
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 _MODERN_ONLY: Final = frozenset({TASKS_EXTENSION})
@@ -133,11 +152,7 @@ class MCPServer:
     def tool(self, name: F, /) -> F: ...
 
     @overload
-    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-             annotations: ToolAnnotations | None = None, input_schema: Mapping[str, object] | None = None,
-             output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
-             task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
-             meta: Mapping[str, object] | None = None) -> Callable[[F], F]: ...
+    def tool(self, name: str | None = None, **options: Unpack[_ToolOptions]) -> Callable[[F], F]: ...
 
     def tool(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
              annotations: ToolAnnotations | None = None, input_schema: Mapping[str, object] | None = None,
@@ -337,9 +352,7 @@ class MCPServer:
     def prompt(self, name: F, /) -> F: ...
 
     @overload
-    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-               icons: Sequence[Icon] | None = None,
-               meta: Mapping[str, object] | None = None) -> Callable[[F], F]: ...
+    def prompt(self, name: str | None = None, **options: Unpack[_PromptOptions]) -> Callable[[F], F]: ...
 
     def prompt(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
                icons: Sequence[Icon] | None = None,

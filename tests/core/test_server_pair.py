@@ -438,3 +438,25 @@ def test_more_questioning_calls_than_connections_all_finish_over_http() -> None:
         pair.advance(0.1)
     results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
     assert [_text(results[i]) for i in ids] == ["{'answer': 'name'} {'answer': 'color'}"] * 8  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_handler_that_changes_the_tools_tells_the_clients(protocol: str) -> None:
+    pair = _pair(protocol)
+    app = pair.server.app
+
+    def grow(ctx: Context) -> str:
+        app.add_tool(lambda: "new", name="grown")
+        ctx.notify_list_changed("tools")
+        return "grew"
+
+    app.add_tool(grow)
+    pair.client.listen(now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    rid = pair.client.call_tool("grow", {}, now=pair.now)
+    pair.settle()
+    events = pair.take_client_events()
+    methods = [e.method for e in events if isinstance(e, NotificationReceived)]
+    assert "notifications/tools/list_changed" in methods
+    assert any(isinstance(e, ResponseReceived) and e.request_id == rid for e in events)
