@@ -109,8 +109,8 @@ def test_http_a_blocking_def_tool_does_not_stall_another_client(http_url: str) -
     thread = threading.Thread(target=sleeper, daemon=True)
     thread.start()
     assert started.wait(30), "the sleeping tool never reported that it started"
+    begin = time.monotonic()
     with connect_http(http_url) as other:
-        begin = time.monotonic()
         assert text(other.call_tool("add", {"a": 2, "b": 40})) == "42"
         other.list_tools()
         assert time.monotonic() - begin < PROMPT
