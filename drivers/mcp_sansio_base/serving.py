@@ -120,26 +120,38 @@ def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: 
 def protocol_stdout(stdout: int | None) -> Iterator[int]:
     """The file descriptor a stdio server writes the protocol to: ``stdout`` when given;
     else a duplicate of the process's stdout, while ``sys.stdout`` and the stdout file
-    descriptor itself are pointed at stderr until the block ends (then restored)."""
+    descriptor itself are pointed at stderr (at ``os.devnull`` when there is no stderr)
+    until the block ends (then restored)."""
     if stdout is not None:
         yield stdout
         return
     try:
         fd = sys.stdout.fileno()
-        err = sys.stderr.fileno()
         sys.stdout.flush()
-        real = os.dup(fd)
     except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed): use it as is
         yield sys.stdout.fileno()
         return
+    sink = _stderr_fd()
+    real = os.dup(fd)
     saved = sys.stdout
     try:
-        os.dup2(err, fd)
-        sys.stdout = sys.stderr
+        os.dup2(sink, fd)
+        sys.stdout = sys.stderr  # (None without a stderr: then print() writes nothing)
         yield real
     finally:
         sys.stdout = saved
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             sys.stderr.flush()
-            os.dup2(real, fd)
+        os.dup2(real, fd)
         os.close(real)
+
+
+def _stderr_fd() -> int:
+    """Where prints go while stdout carries the protocol: stderr, or ``os.devnull`` when the
+    process has none (a closed file descriptor 2)."""
+    try:
+        err = sys.stderr.fileno()
+        os.fstat(err)
+    except (OSError, ValueError, AttributeError):
+        return os.open(os.devnull, os.O_WRONLY)  # (it then takes the free descriptor 2)
+    return err
