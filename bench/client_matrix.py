@@ -1,9 +1,10 @@
 """Clients nobody here wrote, and ours, through the feature matrix against a FastMCP-style server.
 
-``python bench/client_matrix.py [--driver asyncio|anyio|trio|sync] [--client NAME ...]``
+``python bench/client_matrix.py [--driver asyncio|anyio|trio|sync] [--stdio] [--client NAME ...]``
 
 The server is ``tests/servers/newcomer_app.py`` (bare ``@app.tool``, a plain ``-> int`` tool,
-a blocking ``def``, ``ToolError``) under ``mcp-sansio serve --http``. Each client runs in a
+a blocking ``def``, ``ToolError``) under ``mcp-sansio serve --http`` (or, with ``--stdio``,
+started by each client over stdio). Each client runs in a
 process of its own and reports what it saw per feature; this script judges it and prints a
 client x feature table (``ok``; ``n/a`` where the client has no way to do it; ``FAIL`` with
 what it saw otherwise), and exits 1 if anything failed. The clients:
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,7 +55,12 @@ import json, sys
 import anyio
 from mcp import Client
 
+from mcp import StdioServerParameters
+
 url, mode = sys.argv[1], sys.argv[2]
+if not url.startswith("http"):  # a JSON command line: over stdio
+    command = json.loads(url)
+    url = StdioServerParameters(command=command[0], args=command[1:])
 seen = {}
 
 async def probe(name, body):
@@ -88,7 +95,7 @@ async def main():
             steps = []
             async def note(p, total, message):
                 steps.append(p)
-            await client.call_tool("progress", {"steps": 3}, progress_callback=note)
+            await client.call_tool("report", {"steps": 3}, progress_callback=note)
             return steps
         await probe("progress", progress)
         async def errors():
@@ -107,6 +114,10 @@ import anyio
 from fastmcp import Client
 
 url = sys.argv[1]
+if not url.startswith("http"):  # a JSON command line: over stdio
+    from fastmcp.client.transports import StdioTransport
+    command = json.loads(url)
+    url = StdioTransport(command[0], command[1:])
 seen = {}
 
 async def probe(name, body):
@@ -139,7 +150,7 @@ async def main():
             steps = []
             async def note(p, total, message):
                 steps.append(p)
-            await client.call_tool("progress", {"steps": 3}, progress_handler=note)
+            await client.call_tool("report", {"steps": 3}, progress_handler=note)
             return steps
         await probe("progress", progress)
         async def errors():
@@ -179,7 +190,8 @@ def probe_typescript(url: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
         (Path(home) / "node_modules").symlink_to(peers_dir() / "node_modules")
         script = shutil.copy(ROOT / "tests" / "peers" / "ts_matrix.mjs", home)
-        return dict(_last_json(_run([node_binary(), str(script), "http", url])))
+        where = ["http", url] if url.startswith("http") else ["stdio", *json.loads(url)]
+        return dict(_last_json(_run([node_binary(), str(script), *where])))
 
 
 def probe_inspector(url: str) -> dict[str, Any]:
@@ -187,7 +199,8 @@ def probe_inspector(url: str) -> dict[str, Any]:
     build = peers_dir() / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
 
     def cli(*args: str) -> Any:
-        command = [node_binary(), str(build / "cli.js"), "--cli", "--transport", "http", url, *args]
+        where = ["--transport", "http", url] if url.startswith("http") else json.loads(url)
+        command = [node_binary(), str(build / "cli.js"), "--cli", *where, *args]
         return _last_json(_run(command, cwd=build))
 
     seen: dict[str, Any] = {"protocol": None}
@@ -217,8 +230,10 @@ def probe_ours(url: str) -> dict[str, Any]:
     progress yet: #18 item 8, on another branch)."""
     cli = [sys.executable, "-m", "mcp_sansio_cli"]
 
+    where = ["--url", url] if url.startswith("http") else ["--stdio", shlex.join(json.loads(url))]
+
     def run(*args: str) -> Any:  # (a tool error exits 1, its result printed all the same)
-        return _last_json(_run([*cli, *args, "--url", url, "--json"], ok=(0, 1)))
+        return _last_json(_run([*cli, *args, *where, "--json"], ok=(0, 1)))
 
     seen: dict[str, Any] = {}
     try:
@@ -299,12 +314,16 @@ def judge(seen: dict[str, Any]) -> dict[str, str]:
 
 
 @contextmanager
-def served(driver: str) -> Iterator[str]:
-    """``newcomer_app.py`` under ``mcp-sansio serve --http`` on ``driver``; its URL."""
-    port = free_port()
+def served(driver: str, *, stdio: bool = False) -> Iterator[str]:
+    """``newcomer_app.py`` under ``mcp-sansio serve --http`` on ``driver``: its URL; with
+    ``stdio``, the command line each client starts (JSON), as the clients' target."""
     threads = ["--threads", "4"] if driver == "sync" else []
-    args = ["-m", "mcp_sansio_cli", "serve", APP, "--driver", driver, "--http", str(port), *threads]
-    with running_http_server(sys.executable, args, None, port, "/mcp") as url:
+    args = ["-m", "mcp_sansio_cli", "serve", APP, "--driver", driver, *threads]
+    if stdio:
+        yield json.dumps([sys.executable, *args])
+        return
+    port = free_port()
+    with running_http_server(sys.executable, [*args, "--http", str(port)], None, port, "/mcp") as url:
         yield url
 
 
@@ -335,11 +354,13 @@ def render(table: dict[str, tuple[str | None, dict[str, str]]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--driver", default="asyncio", choices=("asyncio", "anyio", "trio", "sync"))
+    parser.add_argument("--stdio", action="store_true", help="each client starts the server over stdio")
     parser.add_argument("--client", action="append", choices=list(CLIENTS), help="only these (repeatable)")
     args = parser.parse_args()
-    with served(args.driver) as url:
-        table = matrix(url, args.client or list(CLIENTS))
-    print(f"server: tests/servers/newcomer_app.py, mcp-sansio serve --driver {args.driver} --http\n")
+    with served(args.driver, stdio=args.stdio) as target:
+        table = matrix(target, args.client or list(CLIENTS))
+    how = "over stdio" if args.stdio else "--http"
+    print(f"server: tests/servers/newcomer_app.py, mcp-sansio serve --driver {args.driver} {how}\n")
     print(render(table))
     return 1 if any(v.startswith("FAIL") for _, verdicts in table.values() for v in verdicts.values()) else 0
 

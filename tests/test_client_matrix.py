@@ -20,16 +20,20 @@ _SPEC.loader.exec_module(client_matrix)
 pytestmark = pytest.mark.peer
 
 
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with client_matrix.served("asyncio") as served:
+@pytest.fixture(scope="module", params=["http", "stdio"])
+def target(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The server's URL, or (stdio) the command line each client starts."""
+    with client_matrix.served("asyncio", stdio=request.param == "stdio") as served:
         yield served
 
 
 @pytest.mark.parametrize("client", ["sdk-2026", "sdk-2025", "typescript", "fastmcp", "ours"])
-def test_a_client_nobody_here_wrote_passes_the_feature_matrix(url: str, client: str) -> None:
-    protocol, verdicts = client_matrix.matrix(url, [client])[client]
-    assert protocol == {"sdk-2025": "2025-11-25", "typescript": "2025-11-25"}.get(client, "2026-07-28")
+def test_a_client_nobody_here_wrote_passes_the_feature_matrix(target: str, client: str) -> None:
+    protocol, verdicts = client_matrix.matrix(target, [client])[client]
+    if client == "typescript" and not target.startswith("http"):
+        assert protocol is None  # its stdio transport does not say
+    else:
+        assert protocol == {"sdk-2025": "2025-11-25", "typescript": "2025-11-25"}.get(client, "2026-07-28")
     failed = {feature: verdict for feature, verdict in verdicts.items() if verdict.startswith("FAIL")}
     assert not failed
     assert [f for f, v in verdicts.items() if v != "ok"] == {

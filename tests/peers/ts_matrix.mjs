@@ -29,7 +29,7 @@ await probe("resources", async () =>
   (await client.readResource({ uri: "newcomer://readme" })).contents[0].text);
 await probe("progress", async () => {
   const steps = [];
-  await client.callTool({ name: "progress", arguments: { steps: 3 } }, undefined,
+  await client.callTool({ name: "report", arguments: { steps: 3 } }, undefined,
     { onprogress: (p) => steps.push(p.progress) });
   return steps;
 });

@@ -48,9 +48,12 @@ async def progress(ctx: Context, steps: int = 3) -> str:
 
 @app.tool
 def report(ctx: Context, steps: int = 2) -> str:
-    """Report progress from a plain def (its Context hands the calls to the loop)."""
+    """Report progress from a plain def (its Context hands the calls to the loop), a moment
+    apart: the TypeScript SDK runs notification handlers a tick late, so progress that
+    arrives in the same read as the result is dropped there."""
     for step in range(1, steps + 1):
         ctx.report_progress(step, steps)
+        time.sleep(0.05)
     return f"reported {steps} steps"
 
 
