@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -34,6 +34,7 @@ from mcp_sansio_base.serving import (
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ = 65536
+T = TypeVar("T")
 
 
 class _Primitives:
@@ -75,6 +76,9 @@ class _Primitives:
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         return self._loop.call_at(when, callback)
+
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        return self._loop.run_in_executor(None, fn)
 
     async def drain(self) -> None:
         """Wait for the handlers still running (they were cancelled) to end."""

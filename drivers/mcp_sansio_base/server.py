@@ -6,9 +6,12 @@ def`` as a task of its own; a plain ``def`` in a worker thread when the driver h
 answers to its questions, turns its return value or exception into the response, and
 honours cancellation. It asks the driver for a few primitives only (:class:`Primitives`):
 spawn a task, make a future, read the clock, arm a timer, write what the transport has to
-send, run a function in a worker thread, and call back into the loop from another thread.
-The protocol decisions stay in the core; the core is touched on the loop's thread only (a
-``Context`` used from a worker thread hands its calls to the loop and waits for them).
+send, run a blocking function off the loop, run a handler in a bounded worker thread, and
+call back into the loop from another thread. When the transport asks for a bearer token's
+verdict (``TokenVerificationRequired``), the runner runs the app's ``auth.verifier`` off the
+loop and hands the verdict back. The protocol decisions stay in the core; the core is
+touched on the loop's thread only (a ``Context`` used from a worker thread hands its calls
+to the loop and waits for them).
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -37,7 +41,12 @@ from mcp_sansio.server import (
     HandlerCallReceived,
     InputRequired,
     Pending,
+    Principal,
+    TokenRejected,
+    TokenVerdict,
+    TokenVerificationRequired,
     ToolError,
+    VerifierUnavailable,
 )
 from mcp_sansio.types import EmptyResult
 
@@ -48,8 +57,9 @@ DEFAULT_HANDLER_THREADS: Final = 40
 in worker threads (anyio's own default); more wait for a free thread. The blocking driver
 runs them inline unless given ``handler_threads``."""
 
-_log = logging.getLogger(__name__)
 _IDLE: Final = EmptyResult()  # what a threads_idle() waiter is resolved with
+
+log = logging.getLogger("mcp_sansio.server")
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -104,6 +114,11 @@ class Primitives(Protocol):
 
     def write(self) -> None:
         """Write what the transport has to send (``data_to_send`` or its connections')."""
+        ...
+
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        """Run ``fn``, which may block on I/O, without stalling the loop: in a worker
+        thread on an event loop, inline where there is none (the blocking driver)."""
         ...
 
     @property
@@ -176,6 +191,8 @@ class ServerRunner:
                     task.cancel()
             elif isinstance(event, AnswerReceived | AnswerFailed):
                 self._answer(event)
+            elif isinstance(event, TokenVerificationRequired):
+                self._p.spawn(self._verify(event.ticket, event.token))
             elif isinstance(event, ConnectionTerminated):
                 self.terminated = True
                 if self._on_event is not None:
@@ -315,10 +332,30 @@ class ServerRunner:
         """Answer ``call`` for its handler's ``error``; when the app masks error details the
         client gets a generic message, so the traceback is logged here."""
         if self.endpoint.app.mask_error_details and not isinstance(error, ToolError | RequestError):
-            _log.error("handler of call %s failed", call, exc_info=error)
+            log.error("handler of call %s failed", call, exc_info=error)
         else:
-            _log.debug("handler of call %s failed", call, exc_info=error)
+            log.debug("handler of call %s failed", call, exc_info=error)
         self.endpoint.fail(call, error, now=self._p.clock())
+
+    async def _verify(self, ticket: int, token: str) -> None:
+        """Run the app's token verifier off the loop; give the core its verdict."""
+        auth = self.endpoint.app.auth
+        verdict: TokenVerdict = VerifierUnavailable(detail="the server has no token verifier")
+        if auth is not None:
+            verify = auth.verifier.verify
+            try:
+                if inspect.iscoroutinefunction(verify):  # an AsyncTokenVerifier: awaited on the loop
+                    verdict = await cast("Awaitable[TokenVerdict]", verify(token))
+                else:
+                    verdict = await self._p.run_blocking(lambda: cast("TokenVerdict", verify(token)))
+            except Exception as exc:  # a verifier's failure is no verdict; its text may hold anything
+                log.warning("the token verifier raised %s", type(exc).__name__)
+                verdict = VerifierUnavailable(detail=type(exc).__name__)
+            if not isinstance(verdict, Principal | TokenRejected | VerifierUnavailable):
+                log.warning("the token verifier answered a %s, not a verdict", type(verdict).__name__)
+                verdict = VerifierUnavailable(detail="no verdict")
+        self.endpoint.token_verified(ticket, verdict, now=self._p.clock())
+        self.pump()
 
     def _respond(self, call: int, value: object) -> None:
         now = self._p.clock()

@@ -28,6 +28,8 @@ from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
 from mcp_sansio.server.websocket import WebSocketConfig
 from mcp_sansio_base.serving import is_loopback
 
+from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
+
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
 _EXIT_FAILURE: Final = 1
@@ -67,6 +69,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--mask-error-details", action="store_true",
                         help="send clients a generic message for a handler's exception and log its traceback "
                              "(a ToolError's message is still sent)")
+    add_auth_arguments(parser)
     return parser
 
 
@@ -159,12 +162,18 @@ def run(args: argparse.Namespace) -> int:
     1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
         app = load_app(args.target, args.module)
-    except ServeError as exc:
+        auth = auth_settings(args)
+    except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
     if args.mask_error_details:
         app.mask_error_details = True
         logging.basicConfig(stream=sys.stderr, format="mcp-sansio serve: %(levelname)s %(name)s: %(message)s")
+    if auth is not None:
+        app.auth = auth
+        print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
+              f"{', '.join(auth.authorization_servers)}; metadata at {resource_metadata_url(auth)})",
+              file=sys.stderr, flush=True)
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")

@@ -8,6 +8,17 @@ argument (STYLE.md section 1).
 """
 
 from .app import TASKS_EXTENSION, MCPServer
+from .authz import (
+    AsyncTokenVerifier,
+    AuthSettings,
+    Principal,
+    RejectReason,
+    TokenRejected,
+    TokenVerdict,
+    TokenVerificationRequired,
+    TokenVerifier,
+    VerifierUnavailable,
+)
 from .config import CacheScope, ServerConfig
 from .context import (
     Answered,
@@ -55,6 +66,8 @@ __all__ = [
     "Answered",
     "Ask",
     "AskOutcome",
+    "AsyncTokenVerifier",
+    "AuthSettings",
     "CacheScope",
     "CallCancelled",
     "ClientCapabilityMissing",
@@ -71,12 +84,14 @@ __all__ = [
     "MCPServer",
     "Pending",
     "Phase",
+    "Principal",
     "PromptGetReceived",
     "RegisteredCompletion",
     "RegisteredPrompt",
     "RegisteredResource",
     "RegisteredTemplate",
     "RegisteredTool",
+    "RejectReason",
     "RequestInfo",
     "ResourceReadReceived",
     "ResourceSubscribed",
@@ -85,6 +100,11 @@ __all__ = [
     "ServerSession",
     "StdioServer",
     "TaskSupport",
+    "TokenRejected",
+    "TokenVerdict",
+    "TokenVerificationRequired",
+    "TokenVerifier",
     "ToolCallReceived",
     "ToolError",
+    "VerifierUnavailable",
 ]

@@ -25,6 +25,7 @@ from .context import Ask, AskOutcome
 
 if TYPE_CHECKING:
     from .app import MCPServer
+    from .authz import TokenVerdict
     from .session import ServerSession
 
 __all__ = ["Endpoint", "ListKind", "SessionHost"]
@@ -291,6 +292,10 @@ class Endpoint(abc.ABC):
         if session is None:
             raise LocalProtocolError(f"call {call} is not in progress")
         return session.start_task(call, now=now, message=message)
+
+    def token_verified(self, ticket: int, verdict: TokenVerdict, *, now: float) -> None:  # noqa: B027
+        """The verdict on the token of ``TokenVerificationRequired`` ``ticket`` (see
+        ``server.authz``); a transport that checks no tokens (stdio) ignores it."""
 
     def close_sse_stream(self, call: int, *, now: float) -> bool:
         """End the response stream of ``call`` early so the client resumes it later (SSE

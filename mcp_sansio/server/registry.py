@@ -82,6 +82,8 @@ class RegisteredTool(msgspec.Struct, frozen=True, kw_only=True):
     task_support: TaskSupport = "forbidden"
     header_paths: dict[tuple[str, ...], str] = msgspec.field(default_factory=dict)
     """Arguments mirrored into ``Mcp-Param-*`` headers (``x-mcp-header``), by path."""
+    scopes: tuple[str, ...] = ()
+    """OAuth scopes a call needs (besides the server's required ones) when auth is on."""
     wrapped: Tool | None = None
     """The tool as revisions whose ``structuredContent`` is an object list it (its
     ``outputSchema`` wrapped as ``{"result": ...}``); ``None`` when its schema is an object."""
