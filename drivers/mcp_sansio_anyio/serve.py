@@ -29,6 +29,7 @@ from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     http_endpoint,
     peer_host,
+    protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -40,16 +41,22 @@ _READ: Final = 65536
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
                       stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                      flow: FlowLimits | None = None) -> None:
+                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
+    with protocol_stdout(stdout) as fd_out:
+        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
+
+
+async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
+                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
+                       handler_threads: int | None) -> None:
     fd_in = sys.stdin.fileno() if stdin is None else stdin
-    fd_out = sys.stdout.fileno() if stdout is None else stdout
     endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
-        primitives = AnyioPrimitives(group, out.write)
+        primitives = AnyioPrimitives(group, out.write, handler_threads)
         runner = ServerRunner(endpoint, primitives, on_event)
         out.taken = runner.wake
         try:
@@ -62,6 +69,8 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
                     continue
                 except OSError:
                     data = b""
+                if not data:
+                    await runner.threads_idle()  # a plain def in flight is answered, as if inline
                 endpoint.receive_data(data, anyio.current_time())
                 runner.pump()
                 if not data:
@@ -134,21 +143,22 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None) -> None:
+                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = http_endpoint(app, host, secret, config, anyio.current_time())
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                           secret: bytes | None = None, config: WebSocketConfig | None = None,
                           on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None) -> None:
+                          ready: Callable[[int], None] | None = None,
+                          handler_threads: int | None = None) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
     cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = websocket_endpoint(app, host, secret, config, anyio.current_time())
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 class _Conn:
@@ -167,7 +177,7 @@ class _Conn:
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                              on_event: Callable[[Event], None] | None,
-                             ready: Callable[[int], None] | None) -> None:
+                             ready: Callable[[int], None] | None, handler_threads: int | None) -> None:
     """Accept connections for a connection-oriented transport until cancelled."""
     conns: dict[int, _Conn] = {}
 
@@ -239,7 +249,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         done.cancel()
 
     async with anyio.create_task_group() as group:
-        runner = ServerRunner(endpoint, AnyioPrimitives(group, write), on_event)
+        runner = ServerRunner(endpoint, AnyioPrimitives(group, write, handler_threads), on_event)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         if ready is not None:
             ready(listener.extra(anyio.abc.SocketAttribute.local_port))

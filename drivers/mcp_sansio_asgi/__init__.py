@@ -52,17 +52,21 @@ class AsgiApp:
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
         on_event: receives the events the runner does not act on itself.
+        handler_threads: how many plain ``def`` handlers run at once, each in a worker
+            thread (default 40, ``DEFAULT_HANDLER_THREADS``); ``async def`` ones run on
+            the loop.
     """
 
     def __init__(self, app: MCPServer, *, config: HttpConfig | None = None, secret: bytes | None = None,
                  sessions: SessionStore | None = None, events: EventStore | None = None,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, handler_threads: int | None = None) -> None:
         self.app = app
         self.config = config or HttpConfig.loopback()
         self._exchanges = HttpExchanges(self.config.limits)
         self._secret = server_secret(secret)
         self._stores = (sessions, events)
         self._on_event = on_event
+        self._threads = handler_threads
         self._server: HttpServer | None = None
         self._runner: ServerRunner | None = None
         self._waiters: dict[int, anyio.Event] = {}
@@ -87,7 +91,8 @@ class AsgiApp:
                                 config=self.config,
                                 sessions=sessions, events=events, exchanges=self._exchanges)
             self._server = server
-            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake), self._on_event)
+            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake, self._threads),
+                                        self._on_event)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             server.close(anyio.current_time())

@@ -1,29 +1,37 @@
 """Running a server's handlers, loop-neutral: the one pump every server driver uses.
 
-:class:`ServerRunner` drains a server transport's events, runs each handler (a plain
-``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
-the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation and backpressure (a handler awaiting what
-``ctx.report_progress``/``ctx.log`` return waits while the core says its stream is
-congested, until the driver has taken its backlog down: drivers call :meth:`ServerRunner.wake`
-after taking output). It asks the driver for six primitives only
-(:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, write
-what the transport has to send, and run a blocking function off the loop. When the
-transport asks for a bearer token's verdict (``TokenVerificationRequired``), the runner
-runs the app's ``auth.verifier`` that last way and hands the verdict back. The protocol
-decisions stay in the core.
+:class:`ServerRunner` drains a server transport's events, runs each handler (an ``async
+def`` as a task of its own; a plain ``def`` in a worker thread when the driver has a pool,
+``Primitives.threads``, else inline), gives it a ``Context``, waits for the client's
+answers to its questions, turns its return value or exception into the response, and
+honours cancellation and backpressure (a handler awaiting what ``ctx.report_progress``/
+``ctx.log`` return waits while the core says its stream is congested, until the driver has
+taken its backlog down: drivers call :meth:`ServerRunner.wake` after taking output). It
+asks the driver for a few primitives only (:class:`Primitives`): spawn a task, make a
+future, read the clock, arm a timer, write what the transport has to send, run a blocking
+function off the loop, run a handler in a bounded worker thread, and call back into the
+loop from another thread. When the transport asks for a bearer token's verdict
+(``TokenVerificationRequired``), the runner runs the app's ``auth.verifier`` off the loop
+and hands the verdict back. The protocol decisions stay in the core; the core is touched
+on the loop's thread only (a ``Context`` used from a worker thread hands its calls to the
+loop and waits for them). Spans and metrics come from :mod:`.telemetry` when a provider is
+configured.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import functools
 import inspect
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 
-from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.errors import LocalProtocolError, RequestError
 from mcp_sansio.events import ConnectionTerminated, Event
 from mcp_sansio.server import (
     Answered,
@@ -44,12 +52,21 @@ from mcp_sansio.server import (
     TokenRejected,
     TokenVerdict,
     TokenVerificationRequired,
+    ToolError,
     VerifierUnavailable,
 )
+from mcp_sansio.types import EmptyResult
 
 from .telemetry import server_telemetry
 
-__all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+__all__ = ["DEFAULT_HANDLER_THREADS", "Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+
+DEFAULT_HANDLER_THREADS: Final = 40
+"""How many plain ``def`` handlers the event-loop drivers (asyncio, anyio, ASGI) run at once
+in worker threads (anyio's own default); more wait for a free thread. The blocking driver
+runs them inline unless given ``handler_threads``."""
+
+_IDLE: Final = EmptyResult()  # what a threads_idle() waiter is resolved with
 
 log = logging.getLogger("mcp_sansio.server")
 
@@ -120,6 +137,19 @@ class Primitives(Protocol):
         thread on an event loop, inline where there is none (the blocking driver)."""
         ...
 
+    @property
+    def threads(self) -> int:
+        """How many worker threads run plain ``def`` handlers (0: they run inline)."""
+        ...
+
+    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
+        """Run ``fn`` in a worker thread (at most ``threads`` at once); its value."""
+        ...
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the loop's thread soon (from any thread)."""
+        ...
+
 
 class ServerRunner:
     """Runs the handlers of one server transport on a driver's loop.
@@ -140,6 +170,9 @@ class ServerRunner:
         self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
+        self._thread = threading.get_ident()  # the loop's: the core is touched there only
+        self._threaded = 0
+        self._idle_waiters: list[FutureLike[msgspec.Struct]] = []
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
         self.telemetry = server_telemetry(endpoint)
@@ -147,11 +180,26 @@ class ServerRunner:
         self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
         if self.telemetry is not None:  # the requests the core answers itself get spans too
             endpoint.app.report_answers = True
+        endpoint.app.add_listener(self._from_app)
 
     @property
     def running(self) -> int:
         """Handlers running as tasks."""
         return len(self._tasks)
+
+    @property
+    def threaded(self) -> int:
+        """Plain ``def`` handlers running (or waiting) in worker threads."""
+        return self._threaded
+
+    async def threads_idle(self) -> None:
+        """Wait until no plain ``def`` handler runs in a worker thread. A stdio driver waits
+        for it before it tells the core that input ended, so that such a handler in flight
+        is answered as when it ran inline (the end of input cancels what still runs)."""
+        if self._threaded:
+            waiter = self._p.future()
+            self._idle_waiters.append(waiter)
+            await waiter
 
     def pump(self) -> None:
         """Act on every queued event, write what is to be sent, re-arm the timer."""
@@ -202,7 +250,9 @@ class ServerRunner:
                 future.set_result(_DRAINED)
 
     def cancel_all(self) -> None:
-        """Cancel every running handler (shutting down)."""
+        """Cancel every running handler (shutting down); the app's notifications no longer
+        reach this transport."""
+        self.endpoint.app.remove_listener(self._from_app)
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
@@ -215,12 +265,24 @@ class ServerRunner:
     # ------------------------------------------------------------ HandlerRuntime
 
     def ask(self, call: int, asks: Sequence[Ask]) -> Awaitable[list[msgspec.Struct]]:
-        """Ask the client (see ``HandlerRuntime.ask``)."""
+        """Ask the client (see ``HandlerRuntime.ask``).
+
+        Raises:
+            LocalProtocolError: called from a plain ``def`` handler's worker thread, which
+                cannot await the answer.
+        """
+        self._check_loop()
         return self._ask(call, asks)
 
     def ask_one(self, call: int, ask: Ask) -> Awaitable[msgspec.Struct]:
-        """Ask the client one question."""
+        """Ask the client one question (raises as :meth:`ask`)."""
+        self._check_loop()
         return self._ask_one(call, ask)
+
+    def _check_loop(self) -> None:
+        if threading.get_ident() != self._thread:
+            raise LocalProtocolError("asking the client (elicit, sample, list_roots) awaits its answer: "
+                                     "make the handler an async def")
 
     def flush(self) -> None:
         """A handler queued messages, or a socket can take more: write now (and let the
@@ -248,6 +310,37 @@ class ServerRunner:
         """The loop's clock."""
         return self._p.clock()
 
+    def on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (it touches the core) on the loop's thread, write what it queued, and
+        return its value; from a worker thread this waits for the loop."""
+        if threading.get_ident() == self._thread:
+            value = fn()
+            self._p.write()
+            return value
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the waiting thread
+                done.set_exception(exc)
+            self._p.write()
+
+        self._p.call_soon_threadsafe(run)
+        return done.result()
+
+    def _from_app(self, apply: Callable[[Endpoint], None]) -> None:
+        """The app announced a change (``app.notify_list_changed``, from any thread)."""
+        def run() -> None:
+            apply(self.endpoint)
+            self._p.write()
+
+        if threading.get_ident() == self._thread:
+            run()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: so is every client
+                self._p.call_soon_threadsafe(run)
+
     # ------------------------------------------------------------ internals
 
     def _start(self, event: HandlerCallReceived) -> None:
@@ -259,6 +352,12 @@ class ServerRunner:
             kwargs = {**kwargs, handler.context_param: ctx}
         call = event.call
         telemetry = self.telemetry
+        if not handler.is_async and self._p.threads:
+            work = functools.partial(handler.fn, **kwargs)
+            self._threaded += 1
+            self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx,
+                                                                 None if telemetry is None else event))
+            return
         if not handler.is_async:
             token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
@@ -275,6 +374,17 @@ class ServerRunner:
             return
         self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
                                                     None if telemetry is None else event))
+
+    async def _run_threaded(self, call: int, work: Callable[[], object], ctx: Context | None,
+                            traced: HandlerCallReceived | None) -> None:
+        try:
+            await self._run(call, lambda: self._p.to_thread(work), {}, ctx, traced)
+        finally:
+            self._threaded -= 1
+            if not self._threaded:
+                waiters, self._idle_waiters = self._idle_waiters, []
+                for waiter in waiters:
+                    waiter.set_result(_IDLE)
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
                    ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:
@@ -325,8 +435,14 @@ class ServerRunner:
             outcome = self.endpoint.fail(call, exc, now=now)
         self._ended(call, outcome)
 
-    def _fail(self, call: int, exc: BaseException) -> None:
-        self._ended(call, self.endpoint.fail(call, exc, now=self._p.clock()))
+    def _fail(self, call: int, error: BaseException) -> None:
+        """Answer ``call`` for its handler's ``error``; when the app masks error details the
+        client gets a generic message, so the traceback is logged here."""
+        if self.endpoint.app.mask_error_details and not isinstance(error, ToolError | RequestError):
+            log.error("handler of call %s failed", call, exc_info=error)
+        else:
+            log.debug("handler of call %s failed", call, exc_info=error)
+        self._ended(call, self.endpoint.fail(call, error, now=self._p.clock()))
 
     def _ended(self, call: int, outcome: CallOutcome | None) -> None:
         if self.telemetry is not None:

@@ -13,6 +13,7 @@ import asyncio
 import functools
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 from pathlib import Path
@@ -62,8 +63,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                              "on a loopback bind, any name otherwise)")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
+    parser.add_argument("--threads", type=_count, metavar="N", default=None,
+                        help="run at most N plain def handlers at once, each in a worker thread "
+                             "(default: 40; 0 with --driver sync, which then runs them inline)")
+    parser.add_argument("--mask-error-details", action="store_true",
+                        help="send clients a generic message for a handler's exception and log its traceback "
+                             "(a ToolError's message is still sent)")
     add_auth_arguments(parser)
     return parser
+
+
+def _count(text: str) -> int:
+    """A number of threads (0 or more)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of threads (0 or more)")
+    return int(text)
 
 
 def _port(text: str) -> int:
@@ -152,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if args.mask_error_details:
+        app.mask_error_details = True
+        logging.basicConfig(stream=sys.stderr, format="mcp-sansio serve: %(levelname)s %(name)s: %(message)s")
     if auth is not None:
         app.auth = auth
         print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
@@ -165,19 +182,20 @@ def run(args: argparse.Namespace) -> int:
     except LocalProtocolError as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    threads: dict[str, Any] = {} if args.threads is None else {"handler_threads": args.threads}
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
                   flush=True)
         call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
-                                 config=HttpConfig(**options))
+                                 config=HttpConfig(**options), **threads)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws, config=WebSocketConfig(**options))
+                                 ready=listening_ws, config=WebSocketConfig(**options), **threads)
     else:
-        call = functools.partial(serve.serve_stdio, app)
+        call = functools.partial(serve.serve_stdio, app, **threads)
     try:
         if args.driver == "sync":
             call()

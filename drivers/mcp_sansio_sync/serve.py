@@ -1,8 +1,9 @@
 """Serving an ``MCPServer`` from blocking code: ``serve_stdio``, ``serve_http``, ``serve_websocket``.
 
-One thread, one ``selectors`` loop, no event loop: plain handlers run inline, ``async def``
-handlers on :class:`~mcp_sansio_base.steploop.StepLoop` (they may await their
-``Context``'s questions to the client, nothing else). Each function returns when its input
+One thread, one ``selectors`` loop, no event loop: plain handlers run inline (or, with
+``handler_threads=N``, in a pool of N worker threads, so that one that blocks stalls no
+other client), ``async def`` handlers on :class:`~mcp_sansio_base.steploop.StepLoop` (they
+may await their ``Context``'s questions to the client, nothing else). Each function returns when its input
 ends (stdio) or when ``stop`` says so (HTTP, WebSocket), or raises ``KeyboardInterrupt``
 at Ctrl-C; sockets and file descriptors are closed on the way out either way.
 """
@@ -29,6 +30,7 @@ from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     http_endpoint,
     peer_host,
+    protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -50,17 +52,23 @@ class Stop(Protocol):
 
 def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
                 stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                flow: FlowLimits | None = None) -> None:
+                flow: FlowLimits | None = None, handler_threads: int = 0) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
+    with protocol_stdout(stdout) as fd_out:
+        _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
+
+
+def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
+                 on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
+                 handler_threads: int) -> None:
     fd_in = sys.stdin.fileno() if stdin is None else stdin
-    fd_out = sys.stdout.fileno() if stdout is None else stdout
     endpoint = stdio_endpoint(app, secret, time.monotonic(), flow)
 
     out = _FdWriter(fd_out, endpoint.data_to_send)
-    loop = StepLoop(time.monotonic, out.write)
+    loop = StepLoop(time.monotonic, out.write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
-    with selectors.DefaultSelector() as selector:
+    with selectors.DefaultSelector() as selector, _Waker(selector, loop):
         watched = False
         with contextlib.suppress(OSError, ValueError):  # a regular file (never blocks) is not watched
             selector.register(fd_in, selectors.EVENT_READ, _IN)
@@ -73,13 +81,18 @@ def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | Non
                     out.writable()
                     runner.flush()  # more may be taken; handlers waiting for a drain go on
                 if watched and not any(key is _IN for key, _ in events):
-                    continue
+                    continue  # woken by a worker thread, a timer, or a writable stdout
                 try:
                     data = os.read(fd_in, _READ)
                 except BlockingIOError:
                     continue
                 except OSError:
                     data = b""
+                if not data and runner.threaded:  # a plain def in flight is answered, as if inline
+                    if watched:
+                        selector.unregister(fd_in)
+                    while runner.threaded:
+                        _wait(selector, loop, None, None)
                 endpoint.receive_data(data, time.monotonic())
                 runner.pump()
                 if not data:
@@ -89,6 +102,7 @@ def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | Non
             runner.cancel_all()
             loop.run_ready()
             out.finish()
+            loop.close()
 
 
 _IN: Final = "stdin"
@@ -156,23 +170,60 @@ class _FdWriter:
             os.set_blocking(self._fd, self._blocking)
 
 
+class _Waker:
+    """A socket pair in the selector that worker threads write to, to end its wait."""
+
+    def __init__(self, selector: selectors.BaseSelector, loop: StepLoop) -> None:
+        self._selector = selector
+        self._loop = loop
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+
+    def __enter__(self) -> _Waker:
+        if self._loop.threads:
+            self._pair = socket.socketpair()
+            for sock in self._pair:
+                sock.setblocking(False)
+            self._selector.register(self._pair[0], selectors.EVENT_READ, _WAKE)
+            send = self._pair[1]
+
+            def wake() -> None:
+                with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                    send.send(b"\0")
+
+            self._loop.wake = wake
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pair is not None:
+            self._loop.wake = lambda: None
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(self._pair[0])
+            for sock in self._pair:
+                sock.close()
+
+
+_WAKE: Final = "wake"
+
+
 def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000, secret: bytes | None = None,
                config: HttpConfig | None = None, on_event: Callable[[Event], None] | None = None,
-               ready: Callable[[int], None] | None = None, stop: Stop | None = None) -> None:
+               ready: Callable[[int], None] | None = None, stop: Stop | None = None,
+               handler_threads: int = 0) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
     (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = http_endpoint(app, host, secret, config, time.monotonic())
-    _serve_connections(endpoint, host, port, on_event, ready, stop)
+    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
 
 
 def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                     secret: bytes | None = None, config: WebSocketConfig | None = None,
                     on_event: Callable[[Event], None] | None = None,
-                    ready: Callable[[int], None] | None = None, stop: Stop | None = None) -> None:
+                    ready: Callable[[int], None] | None = None, stop: Stop | None = None,
+                    handler_threads: int = 0) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
     ``stop`` is set (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = websocket_endpoint(app, host, secret, config, time.monotonic())
-    _serve_connections(endpoint, host, port, on_event, ready, stop)
+    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
 
 
 def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
@@ -183,7 +234,13 @@ def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
     timeout = None if at is None else max(0.0, at - time.monotonic())
     if stop is not None:
         timeout = _STOP_POLL if timeout is None else min(timeout, _STOP_POLL)
-    events = [(key.data, mask) for key, mask in selector.select(timeout)] if selector.get_map() else []
+    events = []
+    for key, mask in selector.select(timeout) if selector.get_map() else []:
+        if key.data is _WAKE:  # drain the wake-ups; what woke us is in the loop's queue
+            with contextlib.suppress(OSError):
+                key.fileobj.recv(4096)  # type: ignore[union-attr]  # the waker's socket
+        else:
+            events.append((key.data, mask))
     loop.fire_due()
     loop.run_ready()
     return events
@@ -201,7 +258,7 @@ class _Conn:
 
 def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                        on_event: Callable[[Event], None] | None, ready: Callable[[int], None] | None,
-                       stop: Stop | None) -> None:
+                       stop: Stop | None, handler_threads: int) -> None:
     """Accept connections for a connection-oriented transport until ``stop``."""
     conns: dict[int, _Conn] = {}
     lingering: dict[int, _Conn] = {}
@@ -265,8 +322,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             runner.pump()  # the core closes it (its CloseConnection), else:
             close(conn)
 
-    loop = StepLoop(time.monotonic, write)
+    loop = StepLoop(time.monotonic, write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
+    waker = _Waker(selector, loop).__enter__()
     listener = socket.create_server((host, port))
     listener.setblocking(False)
     selector.register(listener, selectors.EVENT_READ, None)
@@ -297,6 +355,8 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         runner.pump()
         runner.cancel_all()
         loop.run_ready()
+        loop.close()
+        waker.__exit__()
         for conn in [*conns.values(), *lingering.values()]:
             conn.sock.close()
         selector.close()

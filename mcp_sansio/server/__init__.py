@@ -30,6 +30,7 @@ from .context import (
     HandlerRuntime,
     InputRequired,
     Pending,
+    ToolError,
 )
 from .endpoint import Endpoint, ListKind
 from .events import (
@@ -108,5 +109,6 @@ __all__ = [
     "TokenVerificationRequired",
     "TokenVerifier",
     "ToolCallReceived",
+    "ToolError",
     "VerifierUnavailable",
 ]

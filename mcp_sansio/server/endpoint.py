@@ -245,7 +245,9 @@ class Endpoint(abc.ABC):
     def fail(self, call: int, error: BaseException, *, now: float) -> CallOutcome | None:
         """Answer ``call`` for a handler that raised ``error``: a ``RequestError`` is sent as
         that JSON-RPC error; for a tool anything else is a tool error (``isError``); for the
-        other methods an internal error.
+        other methods an internal error. A ``ToolError``'s message is sent as it is; another
+        exception's text too, unless the app masks error details (then a generic message:
+        the driver logs the traceback).
 
         Raises:
             LocalProtocolError: no such call (a cancelled one is silently not answered).

@@ -169,7 +169,7 @@ def _list_tools(session: ServerSession, req: Request, now: float) -> None:
     if not tools:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no tools")
         return
-    found = page(session, req, "tools", [entry.tool for entry in tools.values()])
+    found = page(session, req, "tools", [entry.listed(req.rules) for entry in tools.values()])
     if found is not None:
         session.answer(req, ListToolsResult(tools=found[0], next_cursor=found[1]), cache=_list_cache(session))
 

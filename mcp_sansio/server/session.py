@@ -37,7 +37,7 @@ from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .authz import Principal
 from .calls import Call, CallKind
-from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
+from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending, ToolError
 from .events import (
     ANSWERED,
     AnswerFailed,
@@ -240,7 +240,7 @@ class ServerSession:
         kind = rec.kind
         if kind is CallKind.TOOL:
             assert rec.tool is not None  # set for every TOOL call
-            result: msgspec.Struct = tool_result(rec.tool, value)
+            result: msgspec.Struct = tool_result(rec.tool, value, rec.rules)
         elif kind is CallKind.PROMPT:
             assert rec.prompt is not None  # set for every PROMPT call
             result = prompt_result(rec.prompt, value)
@@ -266,17 +266,23 @@ class ServerSession:
         if isinstance(error, ClientCapabilityMissing) and rec.info.modern:
             required = {"requiredCapabilities": error.required}
             return self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
-        if rec.kind is CallKind.TOOL:
-            text = str(error) or type(error).__name__
-            result = error_tool_result(text)
-            self.finish_call(rec)
-            if rec.task is not None:
-                tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
-            else:
-                self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
-            return CallOutcome(message=text, tool_error=True)
-        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        return self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
+        if isinstance(error, ToolError):  # meant for the client
+            message = str(error) or type(error).__name__
+        elif self.app.mask_error_details:
+            message = f"Error calling tool {rec.tool.name!r}" if rec.tool is not None else "Internal error"
+        elif rec.kind is CallKind.TOOL:
+            message = str(error) or type(error).__name__
+        else:
+            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        if rec.kind is not CallKind.TOOL:
+            return self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
+        result = error_tool_result(message)
+        self.finish_call(rec)
+        if rec.task is not None:
+            tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
+        else:
+            self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
+        return CallOutcome(message=message, tool_error=True)
 
     def respond_error(self, call: int, code: int, message: str, data: object = None, *,
                       now: float) -> CallOutcome:
