@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -29,6 +30,7 @@ from mcp_sansio.fuzz.trace import TraceError, load_trace
 from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, load_documents, merge_scopes
 from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
 from mcp_sansio_fuzz.connections import TargetUnavailable
+from mcp_sansio_fuzz.replay import replay_memory
 
 __all__ = ["COMMANDS", "add_parsers", "parse_budget", "resolve_target", "run"]
 
@@ -150,8 +152,37 @@ def run(args: argparse.Namespace) -> int:
             return _replay(args)
         return _fuzz(args)
     except TargetUnavailable as exc:
-        sys.stderr.write(f"mcp-sansio: error: {' '.join(str(exc).split())[:500]}\n")
+        reason = " ".join(str(exc).split())[:500]
+        sys.stderr.write(f"mcp-sansio: error: {reason}\n")
+        if args.command == "fuzz":
+            _unreachable(args, reason)
         return EXIT_UNREACHABLE
+
+
+def _unreachable(args: argparse.Namespace, reason: str) -> None:
+    """On exit 2, CI still gets its artifacts: the report (``--json``), JUnit and SARIF
+    files, each saying why nothing was fuzzed."""
+    target = args.stdio or args.url or getattr(args, "server", None) or "-"
+    report = Report(
+        target=str(target),
+        transport="http" if args.url else "stdio",
+        version=None,
+        seed=args.seed,
+        duration=0.0,
+        stats=Stats(),
+        findings=[],
+        error=reason,
+    )
+    _artifacts(args, report)
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+
+
+def _artifacts(args: argparse.Namespace, report: Report) -> None:
+    if args.junit:
+        Path(args.junit).write_text(junit(report), encoding="utf-8")
+    if args.sarif:
+        Path(args.sarif).write_text(json.dumps(sarif(report), indent=1), encoding="utf-8")
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -172,10 +203,7 @@ def _fuzz(args: argparse.Namespace) -> int:
             report = fuzzer.run()
     else:
         report = fuzzer.run()
-    if args.junit:
-        Path(args.junit).write_text(junit(report), encoding="utf-8")
-    if args.sarif:
-        Path(args.sarif).write_text(json.dumps(sarif(report), indent=1), encoding="utf-8")
+    _artifacts(args, report)
     if args.json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
@@ -189,6 +217,7 @@ def _print(report: Report) -> None:
 
     console = Console()
     stats = report.stats
+    out = sys.stdout
     console.print(
         f"[bold]{report.target}[/] ({report.transport}, {report.version}, seed {report.seed}): "
         f"{stats.requests} messages in {stats.cases} cases, {report.duration:.1f}s"
@@ -198,17 +227,25 @@ def _print(report: Report) -> None:
     for title, group in (("findings", report.findings), ("unconfirmed (did not replay)", report.unconfirmed)):
         if not group:
             continue
-        table = Table("rule", "level", "method", "finding", "first", "steps", "trace", title=title)
+        # Rule names are never cut (they are what CI and people grep for); the message and the
+        # trace path wrap instead.
+        table = Table(title=title, expand=False)
+        table.add_column("rule", no_wrap=True, min_width=max(len(f.rule) for f in group))
+        table.add_column("level", no_wrap=True)
+        table.add_column("method", overflow="fold")
+        table.add_column("finding", overflow="fold", ratio=3)
+        table.add_column("first", no_wrap=True)
+        table.add_column("steps", no_wrap=True)
         for f in group:
-            table.add_row(
-                f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-"
-            )
+            table.add_row(f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps))
         console.print(table)
     flag = "--url" if report.transport == "http" else "--stdio"
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:
-            console.print(f"  replay: mcp-sansio replay {f.trace} {flag} {report.target!r}")
+            # One line whatever the width, so it can be copied whole (rich would wrap it).
+            out.write(f"  replay: {shlex.join(['mcp-sansio', 'replay', f.trace, flag, report.target])}\n")
+            out.flush()
 
 
 def junit(report: Report) -> str:
@@ -222,12 +259,20 @@ def junit(report: Report) -> str:
             f"    <failure type={quoteattr(f.rule)} message={quoteattr(f.message)}>{escape(text)}</failure>\n"
             f"  </testcase>"
         )
-    if not cases:
+    if report.error is not None:
+        cases.append(
+            '  <testcase classname="mcp-sansio-fuzz" name="server unreachable" time="0">\n'
+            f'    <error type="unreachable" message={quoteattr(report.error)}>'
+            f"{escape(report.error)}</error>\n"
+            "  </testcase>"
+        )
+    elif not cases:
         cases.append('  <testcase classname="mcp-sansio-fuzz" name="no findings" time="0"/>')
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f"<testsuite name={quoteattr('mcp-sansio fuzz ' + report.target)} "
-        f'tests="{len(cases)}" failures="{len(report.findings)}" time="{report.duration:.3f}">\n'
+        f'tests="{len(cases)}" failures="{len(report.findings)}" '
+        f'errors="{int(report.error is not None)}" time="{report.duration:.3f}">\n'
         + "\n".join(cases)
         + "\n</testsuite>\n"
     )
@@ -266,6 +311,16 @@ def sarif(report: Report) -> dict[str, object]:
                     }
                     for f in report.findings
                 ],
+                "invocations": [
+                    {
+                        "executionSuccessful": report.error is None,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": report.error}}
+                        ]
+                        if report.error is not None
+                        else [],
+                    }
+                ],
             }
         ],
     }
@@ -283,24 +338,33 @@ def _replay(args: argparse.Namespace) -> int:
             target_name if header.get("transport") == "stdio" and isinstance(target_name, str) else None
         )
     target = resolve_target(argparse.Namespace(stdio=args.stdio, url=args.url, server=None))
-    conn = target.connect()
     replies, capabilities = header.get("replies"), header.get("capabilities")
-    conn.replies = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
-    try:
-        records = execute(conn, trace.steps, settle=2.0)
-    finally:
-        conn.close()
-    version = str(header.get("version") or "2025-11-25")
-    ctx = Context(
-        version=version,
-        schema=load_schema(version),
-        initialized=False,
-        stdio=target.transport == "stdio",
-        client_capabilities=capabilities if isinstance(capabilities, dict) else {},
-    )
-    found = judge(trace.steps, records, ctx)
-    rule, method = header.get("rule"), header.get("method")
-    still = [f for f in found if f.rule == rule and f.method == method]
+    reply_mode = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
+    rule, method, cause = header.get("rule"), header.get("method"), header.get("cause")
+    if rule == "memory-growth":
+        limit = header.get("memory_limit")
+        found = replay_memory(
+            target, trace.steps, limit if isinstance(limit, int) else 256 << 20, replies=reply_mode
+        )
+    else:
+        conn = target.connect()
+        conn.replies = reply_mode
+        try:
+            records = execute(conn, trace.steps, settle=2.0)
+        finally:
+            conn.close()
+        version = str(header.get("version") or "2025-11-25")
+        ctx = Context(
+            version=version,
+            schema=load_schema(version),
+            initialized=False,
+            stdio=target.transport == "stdio",
+            client_capabilities=capabilities if isinstance(capabilities, dict) else {},
+        )
+        found = judge(trace.steps, records, ctx)
+    still = [
+        f for f in found if f.rule == rule and f.method == method and (cause is None or f.cause == cause)
+    ]
     if args.json:
         sys.stdout.write(
             json.dumps(

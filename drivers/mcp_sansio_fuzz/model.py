@@ -78,6 +78,7 @@ class ReportedFinding(msgspec.Struct, kw_only=True):
     time: float
     count: int = 1
     reproduced: bool = True
+    cause: str = ""
 
 
 class Stats(msgspec.Struct, kw_only=True):

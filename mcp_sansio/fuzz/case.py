@@ -47,6 +47,7 @@ class Check(enum.Enum):
     UNKNOWN_METHOD = "unknown-method"  # -32601
     INVALID_REQUEST = "invalid-request"  # not a valid request: no result
     FORGED_CURSOR = "forged-cursor"  # an error, if any, is -32602
+    UNKNOWN_TOOL = "unknown-tool"  # tools/call of a tool never listed: an error (or isError)
     BOGUS_VERSION = "bogus-version"  # the result does not echo the bogus version
     STATUS_400 = "status-400"  # HTTP: the request must be refused with 400 Bad Request
     STATUS_404 = "status-404"  # HTTP: a terminated session's id must get 404 Not Found

@@ -529,6 +529,24 @@ class Planner:
             ),
             self._case("cancel unknown id", self._cancel(10_000_000 + self._round, "unknown")),
         ]
+        if "tools" in surface.capabilities:
+            listed = {str(t.get("name")) for t in surface.tools}
+            name = f"fuzz_unlisted_tool_{self._round}"
+            while name in listed:
+                name += "_"
+            out.append(
+                self._case(
+                    "unlisted tool",
+                    self.request(
+                        "tools/call",
+                        {"name": name, "arguments": {}},
+                        label=f"tools/call {name} (a tool never listed)",
+                        check=Check.UNKNOWN_TOOL,
+                        patient=True,
+                        timeout=5.0,
+                    ),
+                )
+            )
         finished = self.ping()
         out.append(self._case("cancel finished", finished, self._cancel(finished.id, "finished")))
         twin = msgspec.structs.replace(

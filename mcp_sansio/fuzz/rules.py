@@ -26,17 +26,21 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """One thing the server did wrong. ``step`` is the index of the step whose answer (or
-    silence) broke the rule, or ``None`` for whole-run rules."""
+    """One thing the peer did wrong. ``step`` is the index of the step whose answer (or
+    silence) broke the rule, or ``None`` for whole-run rules. ``cause`` names what broke it
+    when one rule can break in several ways (an id of the wrong type, a response to a
+    notification): findings with different causes are kept apart, so fixing one never
+    reveals another that had been folded under it."""
 
     rule: str
     method: str | None
     message: str
     step: int | None = None
+    cause: str = ""
 
-    def key(self) -> tuple[str, str | None]:
-        """What findings are grouped and deduplicated by: the rule and the method."""
-        return self.rule, self.method
+    def key(self) -> tuple[str, str | None, str]:
+        """What findings are grouped and deduplicated by: the rule, the method and the cause."""
+        return self.rule, self.method, self.cause
 
 
 _JSONRPC = "JSON-RPC 2.0 §4"
@@ -177,6 +181,29 @@ RULES: Final = {
             "requested protocol version, it MUST respond with the same version. Otherwise, the server "
             'MUST respond with another protocol version it supports." (it echoed a version that does '
             "not exist)",
+        ),
+        _rule(
+            "unknown-version",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the server supports the '
+            "requested protocol version, it MUST respond with the same version. Otherwise, the server "
+            'MUST respond with another protocol version it supports." (it answered with a version that '
+            "the client did not request and no revision has)",
+        ),
+        _rule(
+            "unknown-tool-accepted",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Error Handling): "Protocol Errors: Standard JSON-RPC errors '
+            'for issues like: Unknown tools" (the example answers code -32602 "Unknown tool"); a tool '
+            "the server never listed got a successful result",
+        ),
+        _rule(
+            "cursor-loop",
+            "SHOULD",
+            'MCP 2025-11-25 server/utilities/pagination: "The cursor is an opaque string token, '
+            'representing a position in the result set"; "An optional nextCursor field if more results '
+            'exist"; "Servers SHOULD: Provide stable cursors" (a nextCursor that was already followed: '
+            "the listing never ends)",
         ),
         _rule(
             "invalid-cursor-code",
