@@ -263,12 +263,13 @@ PLANTED_HTTP = ROOT / "tests" / "fuzz_servers" / "planted_http.py"
 
 
 @contextlib.contextmanager
-def http_server(bug: str) -> Iterator[str]:
-    """The planted server over Streamable HTTP on a free loopback port."""
+def http_server(bug: str, mode: str = "") -> Iterator[str]:
+    """The planted server over Streamable HTTP on a free loopback port (``mode`` ``auth``:
+    it wants ``Bearer token-a`` or ``Bearer token-b``)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(PLANTED_HTTP), bug, str(port)])
+    proc = subprocess.Popen([sys.executable, str(PLANTED_HTTP), bug, str(port), *([mode] if mode else [])])
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -322,3 +323,42 @@ def test_an_unreachable_url_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "did not open a session" in done.stderr
     assert cli("fuzz", "--url", "ftp://example", cwd=tmp_path).returncode == 2
+
+
+TOKENS = ("--header", "Authorization: Bearer token-a", "--other-header", "Authorization: Bearer token-b")
+
+
+@pytest.mark.parametrize(
+    ("bug", "mode", "rule", "cause"),
+    [
+        ("origin", "", "origin-not-validated", "request"),
+        ("origin", "", "origin-not-validated", "delete"),
+        ("sessionid", "", "session-id", "predictable"),
+        ("anytoken", "auth", "auth-status", ""),
+        ("nometa", "auth", "auth-discovery", ""),
+        ("shared", "auth", "session-not-bound", ""),
+    ],
+)
+def test_transport_defects_are_found_over_http(
+    bug: str, mode: str, rule: str, cause: str, tmp_path: Path
+) -> None:
+    extra = TOKENS if mode else ()
+    with http_server(bug, mode) as url:
+        done = cli("fuzz", "--url", url, "--budget", "3s", "--json", *extra, cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        found = {(f["rule"], f["cause"]): f for f in report["findings"]}
+        assert (rule, cause) in found, report["findings"]
+        assert found[rule, cause]["time"] < 1.5  # the transport's probes come first
+        assert found[rule, cause]["spec"].startswith(("MCP 2025-11-25", "MCP 2025-06-18"))
+        trace = found[rule, cause]["trace"]
+        replay = ("--header", "Authorization: Bearer token-a") if mode else ()
+        assert cli("replay", trace, "--url", url, *replay, cwd=tmp_path).returncode == 1
+    with http_server("none", mode) as url:
+        assert cli("replay", trace, "--url", url, *replay, cwd=tmp_path).returncode == 0
+
+
+def test_a_clean_server_with_authorization_has_no_findings(tmp_path: Path) -> None:
+    with http_server("none", "auth") as url:
+        done = cli("fuzz", "--url", url, "--budget", "3s", "--json", *TOKENS, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout

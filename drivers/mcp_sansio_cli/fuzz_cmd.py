@@ -77,6 +77,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="SECONDS",
         help="how long a liveness ping may take before the server counts as stalled (default 5)",
     )
+    fuzz.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME: VALUE",
+        help="HTTP header sent with every request (e.g. a bearer token: the auth checks then run)",
+    )
+    fuzz.add_argument(
+        "--other-header",
+        action="append",
+        default=[],
+        metavar="NAME: VALUE",
+        help="HTTP header of a second principal, who tries the first one's session (must be refused)",
+    )
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
     fuzz.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     fuzz.add_argument("--sarif", metavar="FILE", help="write a SARIF 2.1.0 report")
@@ -84,6 +98,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     replay.add_argument("trace", help="a .jsonl trace written by mcp-sansio fuzz")
     replay.add_argument("--stdio", metavar="CMD", help="server command line")
     replay.add_argument("--url", help="Streamable HTTP endpoint")
+    replay.add_argument(
+        "--header", action="append", default=[], metavar="NAME: VALUE", help="HTTP header for every request"
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -99,8 +116,23 @@ def resolve_target(args: argparse.Namespace) -> Target:
     if args.stdio:
         return Target.stdio(args.stdio)
     if args.url:
-        return Target(name=args.url, url=args.url)
+        return Target(name=args.url, url=args.url, headers=parse_headers(getattr(args, "header", None) or []))
     return _configured(args.server, [Path(p) for p in getattr(args, "config", [])])
+
+
+def parse_headers(items: Sequence[str]) -> dict[str, str]:
+    """``NAME: VALUE`` strings as a dict.
+
+    Raises:
+        TargetUnavailable: an item has no colon.
+    """
+    headers = {}
+    for item in items:
+        name, colon, value = item.partition(":")
+        if not colon or not name.strip():
+            raise TargetUnavailable(f"not a header: {item!r} (NAME: VALUE)")
+        headers[name.strip()] = value.strip()
+    return headers
 
 
 def _read(path: PurePath) -> str | None:
@@ -194,6 +226,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         out_dir=args.out,
         memory_limit=args.memory_limit << 20,
         ping_timeout=args.ping_timeout,
+        other_headers=parse_headers(args.other_header),
     )
     show = not args.json and sys.stderr.isatty()
     live, update = _live(None) if show else (None, None)
@@ -337,7 +370,8 @@ def _replay(args: argparse.Namespace) -> int:
         args.stdio = (
             target_name if header.get("transport") == "stdio" and isinstance(target_name, str) else None
         )
-    target = resolve_target(argparse.Namespace(stdio=args.stdio, url=args.url, server=None))
+    given = argparse.Namespace(stdio=args.stdio, url=args.url, server=None, header=args.header)
+    target = resolve_target(given)
     replies, capabilities = header.get("replies"), header.get("capabilities")
     reply_mode = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
     rule, method, cause = header.get("rule"), header.get("method"), header.get("cause")

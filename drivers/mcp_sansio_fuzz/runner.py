@@ -40,6 +40,7 @@ from mcp_sansio.fuzz.shrink import ddmin
 from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
 from mcp_sansio.fuzz.trace import dump_trace
 from mcp_sansio.fuzz.wire import result_of
+from mcp_sansio.urls import parse_url
 from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
 
 from .connections import Connection, HttpConnection, StdioConnection, TargetUnavailable
@@ -109,13 +110,18 @@ class Fuzzer:
         try:
             planner = self._open_main(rng)
             http = self.target.transport == "http"
-            fresh = planner.fresh_cases() + (planner.http_fresh_cases() if http else [])
+            other = tuple((k.lower(), v) for k, v in self.options.other_headers.items())
+            fresh = planner.fresh_cases()
             fresh += planner.input_cases(self.surface)
             # One round on the open session first (the surface finds most bugs, and a fresh
             # connection costs a process start on stdio), then the fresh cases, then more rounds.
             rounds = 0
+            if http:  # over HTTP a fresh connection costs no process: the transport's own probes first
+                for case in planner.http_fresh_cases(other):
+                    if not self._over():
+                        self._fresh(case, planner)
             while not self._over():
-                for case in planner.cases(self.surface) + (planner.http_cases(self.surface) if http else []):
+                for case in (self._http_cases(planner) if http else []) + planner.cases(self.surface):
                     if self._over():
                         break
                     self._case(case, planner)
@@ -139,6 +145,11 @@ class Fuzzer:
             findings=sorted(self.findings.values(), key=lambda f: f.time),
             unconfirmed=sorted(self.unconfirmed.values(), key=lambda f: f.time),
         )
+
+    def _http_cases(self, planner: Planner) -> list[Case]:
+        auth = any(k.lower() == "authorization" for k in self.target.headers)
+        endpoint = parse_url(self.target.url or "http://localhost/").target.split("?")[0]
+        return planner.http_cases(self.surface, auth=auth, endpoint=endpoint)
 
     def _over(self) -> bool:
         return self._gone or time.monotonic() >= self._end

@@ -10,6 +10,7 @@ records.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -74,12 +75,15 @@ class Received(msgspec.Struct, frozen=True, kw_only=True, tag="received"):
 
 
 class HttpAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="http"):
-    """The HTTP status and content type that answered step ``step``."""
+    """The HTTP status and content type that answered step ``step``, the
+    ``Mcp-Session-Id`` it set and its ``WWW-Authenticate`` challenge, if any."""
 
     step: int
     t: float
     status: int
     content_type: str = ""
+    session: str = ""
+    challenge: str = ""
 
 
 class TimedOut(msgspec.Struct, frozen=True, kw_only=True, tag="timeout"):
@@ -203,7 +207,8 @@ class _Judge:
             elif isinstance(record, Received):
                 self._received(position, record, initialized)
             elif isinstance(record, HttpAnswer):
-                self.http[record.step] = record
+                if 0 <= record.step < len(self.steps):  # not a late answer from an earlier case
+                    self.http[record.step] = record
             elif isinstance(record, TimedOut):
                 self.timed_out.setdefault(record.step, record.t)
             else:
@@ -211,6 +216,7 @@ class _Judge:
         for index, step in enumerate(self.steps):
             if index in self.sent_at:
                 self._step(index, step)
+        self._session_ids()
         if (
             self.end is not None
             and not self.end.alive
@@ -392,7 +398,9 @@ class _Judge:
         self._check(index, step, answers[0][1])
 
     def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
-        if step.check is Check.STATUS_400 and answer.status != 400:
+        if step.check in (Check.STATUS_403, Check.STATUS_401, Check.OTHER_PRINCIPAL):
+            self._security(index, step, answer)
+        elif step.check is Check.STATUS_400 and answer.status != 400:
             self.add("http-status", index, f"{step.label}: HTTP {answer.status}, not 400 Bad Request")
         elif step.check is Check.STATUS_404 and answer.status != 404 and self._deleted():
             self.add("session-reuse", index, f"{step.label}: HTTP {answer.status}, not 404 Not Found")
@@ -403,6 +411,64 @@ class _Judge:
             and answer.status != 202
         ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
+
+    def _security(self, index: int, step: Step, answer: HttpAnswer) -> None:
+        """Origin, authorization and session-binding checks (HTTP only)."""
+        status = answer.status
+        if step.check is Check.STATUS_403 and status < 400:
+            cause = "delete" if step.http_method == "DELETE" else "request"
+            self.add("origin-not-validated", index, f"{step.label}: HTTP {status}, not 403 Forbidden", cause)
+        elif step.check is Check.STATUS_401 and status != 401:
+            self.add("auth-status", index, f"{step.label}: HTTP {status}, not 401 Unauthorized")
+        elif (
+            step.check is Check.STATUS_401
+            and "resource_metadata" not in answer.challenge.lower()
+            and not self._well_known()
+        ):
+            got = f"WWW-Authenticate: {answer.challenge[:80]}" if answer.challenge else "no WWW-Authenticate"
+            self.add(
+                "auth-discovery",
+                index,
+                f"{step.label}: 401 with {got}, and no protected resource metadata at the well-known URI",
+            )
+        elif step.check is Check.OTHER_PRINCIPAL and status < 400:
+            self.add(
+                "session-not-bound",
+                index,
+                f"{step.label}: HTTP {status}: another principal's token was accepted with this session",
+            )
+
+    def _well_known(self) -> bool:
+        return any(
+            (self.steps[i].path or "").startswith("/.well-known/oauth-protected-resource") and a.status == 200
+            for i, a in self.http.items()
+        )
+
+    def _session_ids(self) -> None:
+        """Session ids must be visible ASCII, unique and not guessable (no counter, not short)."""
+        issued = [
+            (i, a.session)
+            for i, a in sorted(self.http.items())
+            if a.session and self.steps[i].method == "initialize" and a.status < 300
+        ]
+        for index, sid in issued:
+            if not all(0x21 <= ord(c) <= 0x7E for c in sid):
+                self.add("session-id", index, f"session id {sid[:40]!r} is not visible ASCII", "characters")
+            elif len(sid) < 16:
+                self.add(
+                    "session-id",
+                    index,
+                    f"session id {sid!r} is {len(sid)} characters: too short to be unguessable",
+                    "predictable",
+                )
+        ids = [sid for _, sid in issued]
+        if len(ids) >= 2 and (len(set(ids)) < len(ids) or _counter(ids)):
+            self.add(
+                "session-id",
+                issued[-1][0],
+                f"session ids {', '.join(repr(i[:40]) for i in ids)} follow from each other",
+                "predictable",
+            )
 
     def _deleted(self) -> bool:
         """A DELETE of the session was accepted (a server may refuse it with 405)."""
@@ -451,7 +517,13 @@ class _Judge:
         return not any(step.method == "initialize" for step in self.steps[:index])
 
     def _unanswered(self, index: int, step: Step) -> None:
-        if step.check in (Check.STATUS_400, Check.STATUS_404) or (
+        if step.check in (
+            Check.STATUS_400,
+            Check.STATUS_404,
+            Check.STATUS_403,
+            Check.STATUS_401,
+            Check.OTHER_PRINCIPAL,
+        ) or (
             index in self.http and self.http[index].status >= 400
         ):
             return
@@ -587,6 +659,16 @@ def _ids_in(data: bytes) -> set[tuple[str, object]]:
         return set()
     items = value if isinstance(value, list) else [value]
     return {id_key(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
+
+
+def _counter(ids: Sequence[str]) -> bool:
+    """Whether session ids differ only by a number that counts up (``s-7``, ``s-8``)."""
+    parts = [re.fullmatch(r"(.*?)(\d+)", sid) for sid in ids]
+    if not all(parts):
+        return False
+    heads = {m.group(1) for m in parts if m is not None}
+    numbers = [int(m.group(2)) for m in parts if m is not None]
+    return len(heads) == 1 and all(0 < b - a <= 16 for a, b in itertools.pairwise(numbers))
 
 
 def _params(step: Step) -> dict[str, object]:

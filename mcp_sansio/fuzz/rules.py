@@ -222,6 +222,46 @@ RULES: Final = {
             'validation fails." (and 202 Accepted for an accepted notification)',
         ),
         _rule(
+            "origin-not-validated",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Security Warning): "Servers MUST validate the Origin '
+            'header on all incoming connections to prevent DNS rebinding attacks"; "If the Origin header '
+            'is present and invalid, servers MUST respond with HTTP 403 Forbidden." (a request from a '
+            "foreign web origin was served)",
+        ),
+        _rule(
+            "session-id",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Session Management): "The session ID MUST only contain '
+            'visible ASCII characters (ranging from 0x21 to 0x7E)."; basic/security_best_practices '
+            '(Session Hijacking): "MCP servers MUST use secure, non-deterministic session IDs." "Avoid '
+            'predictable or sequential session identifiers that could be guessed by an attacker."',
+        ),
+        _rule(
+            "session-not-bound",
+            "SHOULD",
+            'MCP 2025-11-25 basic/security_best_practices (Session Hijacking): "MCP servers that '
+            'implement authorization MUST verify all inbound requests. MCP Servers MUST NOT use sessions '
+            'for authentication." "MCP servers SHOULD bind session IDs to user-specific information." '
+            "(another principal's token worked with this session's id)",
+        ),
+        _rule(
+            "auth-status",
+            "MUST",
+            'MCP 2025-06-18 and 2025-11-25 basic/authorization (Error Handling): "Invalid or expired '
+            'tokens MUST receive a HTTP 401 response." (401 Unauthorized: "Authorization required or '
+            'token invalid")',
+        ),
+        _rule(
+            "auth-discovery",
+            "MUST",
+            'MCP 2025-11-25 basic/authorization (Protected Resource Metadata Discovery Requirements): '
+            '"MCP servers MUST implement one of the following discovery mechanisms": the resource '
+            "metadata URL in the WWW-Authenticate header under resource_metadata on 401 responses, or "
+            "metadata at the RFC 9728 well-known URI (2025-06-18: \"MCP servers MUST use the HTTP header "
+            'WWW-Authenticate when returning a 401 Unauthorized")',
+        ),
+        _rule(
             "session-reuse",
             "MUST",
             'MCP 2025-11-25 basic/transports (Session Management): "The server MAY terminate the '

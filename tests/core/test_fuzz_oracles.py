@@ -443,3 +443,61 @@ def test_a_call_refused_for_a_missing_client_capability_says_nothing_of_its_argu
     assert rules([call], [Sent(step=0, t=0), needs_tasks]) == []
     other = res(1, error={"code": -32021, "message": "something else"})
     assert rules([call], [Sent(step=0, t=0), other]) == ["invalid-arguments-code"]
+
+
+def answered(step: Step, status: int, **fields: object) -> list[Record]:
+    return [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=status, **fields), res(1)]  # type: ignore[arg-type]
+
+
+def test_a_foreign_origin_must_get_403() -> None:
+    ping = req(1, check=Check.STATUS_403)
+    assert [f.key() for f in judge([ping], answered(ping, 200), CTX)] == [
+        ("origin-not-validated", "ping", "request")
+    ]
+    assert rules([ping], answered(ping, 403)) == []
+    delete = Step(label="DELETE", http_method="DELETE", expect=Expect.NOTHING, check=Check.STATUS_403)
+    found = judge([delete], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=204)], CTX)
+    assert [f.key() for f in found] == [("origin-not-validated", None, "delete")]
+
+
+def test_missing_or_forged_tokens_must_get_401_with_a_way_to_the_metadata() -> None:
+    ping = req(1, check=Check.STATUS_401)
+    assert rules([ping], answered(ping, 404)) == ["auth-status"]
+    meta = 'Bearer resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp"'
+    assert rules([ping], answered(ping, 401, challenge=meta)) == []
+    assert rules([ping], answered(ping, 401, challenge="Bearer")) == ["auth-discovery"]
+    metadata = "/.well-known/oauth-protected-resource"
+    lookup = Step(label="GET", http_method="GET", expect=Expect.NOTHING, path=metadata)
+    records: list[Record] = [
+        Sent(step=0, t=0), HttpAnswer(step=0, t=0, status=200),
+        Sent(step=1, t=0), HttpAnswer(step=1, t=1, status=401, challenge="Bearer"),
+    ]
+    assert rules([lookup, ping], records) == []  # the well-known URI is the other way
+
+
+def test_another_principal_must_not_use_a_session() -> None:
+    ping = req(1, check=Check.OTHER_PRINCIPAL)
+    assert rules([ping], answered(ping, 200)) == ["session-not-bound"]
+    assert rules([ping], answered(ping, 404)) == []
+
+
+def opened(*sids: str) -> tuple[list[Step], list[Record]]:
+    steps = [init("2025-11-25") for _ in sids]
+    records: list[Record] = []
+    for index, sid in enumerate(sids):
+        records += [Sent(step=index, t=0), HttpAnswer(step=index, t=0, status=200, session=sid)]
+    return steps, records
+
+
+def test_session_ids_must_be_visible_ascii_and_unguessable() -> None:
+    steps, records = opened("3f1c0d3e-8a7b-4e59-9a0f-2b6c1d7e8f90", "9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")
+    assert [f for f in judge(steps, records, CTX) if f.rule == "session-id"] == []
+    for sids in (("s-1", "s-2"), ("sess-0000000000000041", "sess-0000000000000042"), ("x" * 20, "x" * 20)):
+        steps, records = opened(*sids)
+        assert "session-id" in [f.rule for f in judge(steps, records, CTX)], sids
+    steps, records = opened("caf\u00e9" + "a" * 30)
+    assert [f.cause for f in judge(steps, records, CTX) if f.rule == "session-id"] == ["characters"]
+
+
+def test_a_late_http_answer_of_an_earlier_case_is_ignored() -> None:
+    assert rules([req(1)], [Sent(step=0, t=0), HttpAnswer(step=3, t=0, status=202), res(1)]) == []
