@@ -291,9 +291,9 @@ def test_http_cases_follow_the_era() -> None:
     assert named.name == "Mcp-Name mismatch"
     assert ("mcp-name", "fuzz-other-tool") in named.steps[0].headers
     assert ("mcp-method", "tools/call") in named.steps[0].headers
-    accept = modern.http_cases()[2].steps[0].headers
+    accept = modern.http_cases()[4].steps[0].headers
     assert ("accept", "text/html") in accept and ("mcp-method", "server/discover") in accept
-    bogus = modern.http_cases()[0].steps[0].headers
+    bogus = modern.http_cases()[2].steps[0].headers
     assert [v for k, v in bogus if k == "mcp-protocol-version"] == ["fuzz-0000"]
     note = modern.notification("notifications/cancelled", {"requestId": 1})
     assert note.headers == (("mcp-protocol-version", "2026-07-28"), ("mcp-method", "notifications/cancelled"))
