@@ -45,7 +45,14 @@ from mcp_sansio.sse import SseParser
 from mcp_sansio.urls import Url, parse_url
 from mcp_sansio_base.failures import socket_failure
 
-__all__ = ["Connection", "HttpConnection", "StdioConnection", "TargetUnavailable"]
+__all__ = [
+    "Connection",
+    "HttpConnection",
+    "StdioConnection",
+    "TargetUnavailable",
+    "rss_of",
+    "session_members",
+]
 
 MAX_LINE: Final = 64 << 20
 STDERR_TAIL: Final = 4096
@@ -107,7 +114,7 @@ class _Replies:
         return min([timeout, *(at - now for at, _ in self._held)])
 
 
-def _session_members(sid: int) -> list[tuple[int, str]]:
+def session_members(sid: int) -> list[tuple[int, str]]:
     """Processes in session ``sid`` (pid and command line)."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -124,7 +131,7 @@ def _session_members(sid: int) -> list[tuple[int, str]]:
     return found
 
 
-def _rss(pid: int) -> int:
+def rss_of(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -256,16 +263,16 @@ class StdioConnection(_Replies):
     def rss(self) -> int | None:
         """Resident memory of every process in the server's session (a wrapper such as
         ``npx`` runs the real server as a child)."""
-        members = _session_members(self._proc.pid)
+        members = session_members(self._proc.pid)
         for pid, cmd in members:
             self._census.setdefault(pid, cmd)
-        return sum(_rss(pid) for pid, _ in members) or None
+        return sum(rss_of(pid) for pid, _ in members) or None
 
     def close(self) -> list[tuple[int, str]]:
         """Close stdin, give the server ``grace`` seconds to exit (2 by default), then
         SIGTERM and SIGKILL it; any process of its session still running after it exited is
         a leftover (killed)."""
-        for pid, cmd in _session_members(self._proc.pid):
+        for pid, cmd in session_members(self._proc.pid):
             self._census.setdefault(pid, cmd)
         with contextlib.suppress(OSError):
             assert self._proc.stdin is not None
@@ -280,7 +287,7 @@ class StdioConnection(_Replies):
             except subprocess.TimeoutExpired:
                 continue
         time.sleep(0.05)
-        leftover = [(pid, cmd) for pid, cmd in _session_members(self._proc.pid) if pid != self._proc.pid]
+        leftover = [(pid, cmd) for pid, cmd in session_members(self._proc.pid) if pid != self._proc.pid]
         for pid, _ in leftover:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

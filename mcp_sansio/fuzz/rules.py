@@ -276,6 +276,52 @@ RULES: Final = {
             'send an inputRequests that the client has not declared support for in its capabilities."',
         ),
         _rule(
+            "client-crashed",
+            "ROBUSTNESS",
+            "no MCP sentence: the hostile server broke the protocol on purpose (basic/transports: "
+            '"JSON-RPC messages MUST be UTF-8 encoded"; basic/index: "All messages ... MUST follow the '
+            'JSON-RPC 2.0 specification"); a client reports that as an error, it does not die of it',
+        ),
+        _rule(
+            "client-hung",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle (Timeouts): "Implementations SHOULD establish timeouts for '
+            'all sent requests, to prevent hung connections and resource exhaustion." "implementations '
+            'SHOULD always enforce a maximum timeout, regardless of progress notifications, to limit '
+            'the impact of a misbehaving client or server."',
+        ),
+        _rule(
+            "client-wedged",
+            "ROBUSTNESS",
+            'no MCP sentence binds the client here (the server broke basic/transports: "JSON-RPC '
+            'messages MUST be UTF-8 encoded", "The server MUST NOT write anything to its stdout that is '
+            'not a valid MCP message"): one bad line must cost that line, not the valid answer after it',
+        ),
+        _rule(
+            "client-memory",
+            "ROBUSTNESS",
+            'no MCP sentence beyond basic/lifecycle (Timeouts): "to prevent hung connections and resource '
+            'exhaustion": the client\'s resident memory grew past the bound on what a hostile server sent',
+        ),
+        _rule(
+            "client-untyped-error",
+            "ROBUSTNESS",
+            "no MCP sentence: the client failed with an exception group (a task group's wrapper) instead "
+            "of one typed error its caller can catch",
+        ),
+        _rule(
+            "client-kept-unsupported-version",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the client does not support the '
+            'version in the server\'s response, it SHOULD disconnect."',
+        ),
+        _rule(
+            "client-endless-pagination",
+            "ROBUSTNESS",
+            'MCP 2025-11-25 server/utilities/pagination: "Clients SHOULD: Treat a missing nextCursor as '
+            'the end of results" (a cursor that keeps coming back has no end: the client must bound it)',
+        ),
+        _rule(
             "memory-growth",
             "ROBUSTNESS",
             "no MCP sentence: the server's resident memory grew past the bound while it was fuzzed "
