@@ -24,11 +24,14 @@ from xml.sax.saxutils import escape, quoteattr
 import msgspec
 
 from mcp_sansio.fuzz.case import Replies
+from mcp_sansio.fuzz.hostile import SCENARIOS
 from mcp_sansio.fuzz.oracles import Context, judge
+from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace
 from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, load_documents, merge_scopes
 from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
+from mcp_sansio_fuzz.clients import ClientFuzzer, run_scenario
 from mcp_sansio_fuzz.connections import TargetUnavailable
 from mcp_sansio_fuzz.replay import replay_memory
 
@@ -54,6 +57,26 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fuzz.add_argument("server", nargs="?", help="a configured server's name (instead of --stdio/--url)")
     fuzz.add_argument("--stdio", metavar="CMD", help='server command line, e.g. "python server.py"')
     fuzz.add_argument("--url", help="Streamable HTTP endpoint")
+    fuzz.add_argument(
+        "--client",
+        metavar="CMD",
+        help="hostile-server mode: fuzz this client program (it starts the server named in "
+        "MCP_FUZZ_SERVER_COMMAND / MCP_FUZZ_SERVER_ARGV, or {server} in CMD)",
+    )
+    fuzz.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --client: run only this hostile scenario (repeatable; default: all)",
+    )
+    fuzz.add_argument(
+        "--client-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="the per-request timeout the client is told to use (MCP_FUZZ_CLIENT_TIMEOUT; default 5)",
+    )
     fuzz.add_argument(
         "--config", action="append", default=[], metavar="FILE", help="extra configuration file"
     )
@@ -98,6 +121,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     replay.add_argument("trace", help="a .jsonl trace written by mcp-sansio fuzz")
     replay.add_argument("--stdio", metavar="CMD", help="server command line")
     replay.add_argument("--url", help="Streamable HTTP endpoint")
+    replay.add_argument("--client", metavar="CMD", help="the client program (a hostile-server trace)")
     replay.add_argument(
         "--header", action="append", default=[], metavar="NAME: VALUE", help="HTTP header for every request"
     )
@@ -218,6 +242,8 @@ def _artifacts(args: argparse.Namespace, report: Report) -> None:
 
 
 def _fuzz(args: argparse.Namespace) -> int:
+    if args.client:
+        return _fuzz_client(args)
     target = resolve_target(args)
     options = Options(
         seed=args.seed,
@@ -240,6 +266,58 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
+        _print(report)
+    return EXIT_FOUND if report.findings else EXIT_CLEAN
+
+
+def _replay_client(args: argparse.Namespace, header: dict[str, object]) -> int:
+    """Run a hostile-server trace's scenario again (same seed and size) against a client."""
+    command = args.client or header.get("target")
+    scenario, rule, size = header.get("scenario"), header.get("rule"), header.get("size")
+    if not isinstance(command, str) or not isinstance(scenario, str):
+        raise TargetUnavailable("give --client CMD (the trace names no client)")
+    seed, timeout, limit = header.get("seed"), header.get("timeout"), header.get("memory_limit")
+    _outcome, found = run_scenario(
+        command,
+        scenario,
+        Rng(seed if isinstance(seed, int) else 0).fork(scenario),
+        size=size if isinstance(size, int) else None,
+        timeout=float(timeout) if isinstance(timeout, int | float) else 5.0,
+        memory_limit=limit if isinstance(limit, int) else 128 << 20,
+    )
+    still = [f for f in found if f.rule == rule]
+    verdict = "still fails" if still else "no longer fails"
+    sys.stdout.write(f"{args.trace}: {rule} ({scenario}) {verdict}\n")
+    for f in still:
+        sys.stdout.write(f"  {f.message}\n")
+    return EXIT_FOUND if still else EXIT_CLEAN
+
+
+def _fuzz_client(args: argparse.Namespace) -> int:
+    options = Options(
+        seed=args.seed, budget=args.budget, out_dir=args.out, memory_limit=args.memory_limit << 20
+    )
+    unknown = [name for name in args.scenario if name not in SCENARIOS]
+    if unknown:
+        raise TargetUnavailable(f"no scenario {unknown[0]!r} (there are: {', '.join(SCENARIOS)})")
+    fuzzer = ClientFuzzer(args.client, options, timeout=args.client_timeout, scenarios=args.scenario or None)
+    report = fuzzer.run()
+    _artifacts(args, report)
+    if args.json:
+        body = msgspec.to_builtins(report)
+        body["outcomes"] = fuzzer.outcomes
+        sys.stdout.write(json.dumps(body) + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console()
+        table = Table(
+            "scenario", "what the client did", title=f"{args.client} (hostile server, seed {args.seed})"
+        )
+        for name, verdict in fuzzer.outcomes.items():
+            table.add_row(name, verdict)
+        console.print(table)
         _print(report)
     return EXIT_FOUND if report.findings else EXIT_CLEAN
 
@@ -272,7 +350,7 @@ def _print(report: Report) -> None:
         for f in group:
             table.add_row(f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps))
         console.print(table)
-    flag = "--url" if report.transport == "http" else "--stdio"
+    flag = {"http": "--url", "client": "--client"}.get(report.transport, "--stdio")
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:
@@ -347,9 +425,7 @@ def sarif(report: Report) -> dict[str, object]:
                 "invocations": [
                     {
                         "executionSuccessful": report.error is None,
-                        "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": report.error}}
-                        ]
+                        "toolExecutionNotifications": [{"level": "error", "message": {"text": report.error}}]
                         if report.error is not None
                         else [],
                     }
@@ -365,6 +441,8 @@ def _replay(args: argparse.Namespace) -> int:
     except (OSError, TraceError) as exc:
         raise TargetUnavailable(f"cannot read {args.trace}: {exc}") from exc
     header = trace.header
+    if header.get("mode") == "client":
+        return _replay_client(args, header)
     if not (args.stdio or args.url):
         target_name = header.get("target")
         args.stdio = (
@@ -418,4 +496,3 @@ def _replay(args: argparse.Namespace) -> int:
         for f in still:
             sys.stdout.write(f"  {f.message}\n")
     return EXIT_FOUND if still else EXIT_CLEAN
-

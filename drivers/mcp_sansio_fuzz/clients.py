@@ -209,10 +209,15 @@ def _watch(
                     output += data
                     del output[:-_OUTPUT_TAIL]
             elif conn is not None and mask & selectors.EVENT_WRITE and pending:
-                with contextlib.suppress(BlockingIOError):
+                try:
                     sent = conn.send(pending[: 1 << 20])
-                    del pending[:sent]
-                    written += sent
+                except BlockingIOError:
+                    sent = 0
+                except OSError:  # the client (its relay) hung up: nothing more reaches it
+                    pending.clear()
+                    sent = 0
+                del pending[:sent]
+                written += sent
             if key.data == "conn" and mask & selectors.EVENT_READ and conn is not None:
                 try:
                     data = conn.recv(1 << 16)
@@ -306,12 +311,18 @@ class ClientFuzzer:
             self.stats.current = name
             log: list[tuple[str, float, bytes]] = []
             t0 = time.monotonic()
+            kept = [0]
 
             def record(
-                direction: str, data: bytes, log: list[tuple[str, float, bytes]] = log, t0: float = t0
+                direction: str,
+                data: bytes,
+                log: list[tuple[str, float, bytes]] = log,
+                t0: float = t0,
+                kept: list[int] = kept,
             ) -> None:
-                if sum(len(d) for _, _, d in log) < 1 << 20:
+                if kept[0] < 1 << 20:  # the trace keeps the first MiB of the exchange
                     log.append((direction, time.monotonic() - t0, data[:4096]))
+                    kept[0] += min(len(data), 4096)
 
             outcome, findings = run_scenario(
                 self.command,
@@ -328,9 +339,10 @@ class ClientFuzzer:
             self.stats.covered[name] = 1
             self.stats.current = f"{name}: {_verdict(outcome, findings)}"
             self.outcomes[name] = _verdict(outcome, findings)
+            seen = time.monotonic() - start
             for finding in findings:
                 size = self._shrink(name, finding, end)
-                found.append(self._reported(finding, name, size, log, time.monotonic() - start))
+                found.append(self._reported(finding, name, size, log, seen))
         self.stats.elapsed = time.monotonic() - start
         self.stats.findings = len(found)
         return Report(
