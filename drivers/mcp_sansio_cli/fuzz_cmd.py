@@ -71,6 +71,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="with --client: run only this hostile scenario (repeatable; default: all)",
     )
     fuzz.add_argument(
+        "--client-transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="with --client: stdio (the client starts the server) or http (MCP_FUZZ_SERVER_URL)",
+    )
+    fuzz.add_argument(
         "--client-timeout",
         type=float,
         default=5.0,
@@ -284,6 +290,7 @@ def _replay_client(args: argparse.Namespace, header: dict[str, object]) -> int:
         size=size if isinstance(size, int) else None,
         timeout=float(timeout) if isinstance(timeout, int | float) else 5.0,
         memory_limit=limit if isinstance(limit, int) else 128 << 20,
+        transport="http" if header.get("transport") == "http" else "stdio",
     )
     still = [f for f in found if f.rule == rule]
     verdict = "still fails" if still else "no longer fails"
@@ -300,7 +307,13 @@ def _fuzz_client(args: argparse.Namespace) -> int:
     unknown = [name for name in args.scenario if name not in SCENARIOS]
     if unknown:
         raise TargetUnavailable(f"no scenario {unknown[0]!r} (there are: {', '.join(SCENARIOS)})")
-    fuzzer = ClientFuzzer(args.client, options, timeout=args.client_timeout, scenarios=args.scenario or None)
+    fuzzer = ClientFuzzer(
+        args.client,
+        options,
+        timeout=args.client_timeout,
+        scenarios=args.scenario or None,
+        transport=args.client_transport,
+    )
     report = fuzzer.run()
     _artifacts(args, report)
     if args.json:

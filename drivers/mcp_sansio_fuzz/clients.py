@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import selectors
 import shlex
 import signal
@@ -25,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +40,7 @@ from mcp_sansio.fuzz.trace import dump_trace
 
 from . import relay as _relay_module
 from .connections import TargetUnavailable, rss_of, session_members
+from .hostile_http import serve_hostile
 from .model import Options, Report, ReportedFinding, Stats
 
 __all__ = ["ClientFuzzer", "run_scenario"]
@@ -94,8 +97,10 @@ def run_scenario(
     memory_limit: int = 128 << 20,
     until: float | None = None,
     log: Callable[[str, bytes], None] | None = None,
+    transport: str = "stdio",
 ) -> tuple[ClientOutcome, list[Finding]]:
-    """Run the client ``command`` once against the hostile ``scenario``.
+    """Run the client ``command`` once against the hostile ``scenario``, over ``stdio``
+    (the client starts the server) or ``http`` (the client is given its URL).
 
     Raises:
         TargetUnavailable: the client cannot be started.
@@ -104,6 +109,8 @@ def run_scenario(
     deadline = time.monotonic() + 2 * timeout + 5.0
     if until is not None:
         deadline = min(deadline, until)
+    if transport == "http":
+        return _run_http(command, server, timeout, memory_limit, deadline)
     with _listener() as (listener, path):
         relay = [sys.executable, str(Path(_relay_module.__file__).resolve()), path]
         argv = [part.replace("{server}", shlex.join(relay)) for part in shlex.split(command)]
@@ -129,6 +136,65 @@ def run_scenario(
             return _watch(proc, listener, server, started, deadline, timeout, memory_limit, log)
         finally:
             _kill(proc)
+
+
+def _start(command: str, server_ref: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    argv = [part.replace("{server}", server_ref) for part in shlex.split(command)]
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **env},
+        )
+    except (OSError, IndexError) as exc:
+        raise TargetUnavailable(f"cannot start {command!r}: {exc}") from exc
+
+
+def _run_http(
+    command: str, server: HostileServer, timeout: float, memory_limit: int, deadline: float
+) -> tuple[ClientOutcome, list[Finding]]:
+    stop = threading.Event()
+    with serve_hostile(server, stop) as url:
+        env = {"MCP_FUZZ_SERVER_URL": url, "MCP_FUZZ_CLIENT_TIMEOUT": f"{timeout:g}"}
+        proc = _start(command, url, env)
+        started = time.monotonic()
+        assert proc.stdout is not None
+        os.set_blocking(proc.stdout.fileno(), False)
+        output = bytearray()
+        base = growth = 0
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+                if ready:
+                    with contextlib.suppress(BlockingIOError):
+                        output += os.read(proc.stdout.fileno(), 1 << 16)
+                        del output[:-_OUTPUT_TAIL]
+                if server.requests:  # from the session's start
+                    rss = sum(rss_of(pid) for pid, _ in session_members(proc.pid))
+                    base = base or rss
+                    growth = max(growth, rss - base)
+            returncode = proc.poll()
+            elapsed = time.monotonic() - started
+            with contextlib.suppress(BlockingIOError, ValueError, OSError):
+                output += os.read(proc.stdout.fileno(), 1 << 16)
+        finally:
+            stop.set()
+            _kill(proc)
+    outcome = ClientOutcome(
+        returncode=returncode,
+        elapsed=elapsed,
+        timeout=timeout,
+        rss_growth=growth,
+        output=bytes(output[-_OUTPUT_TAIL:]).decode(errors="replace"),
+        after_version=server.after_version,
+        lists=server.lists,
+        initializes=server.initializes,
+        sent=server.sent,
+    )
+    return outcome, judge_client(server.scenario.name, outcome, memory_limit)
 
 
 @contextlib.contextmanager
@@ -255,9 +321,15 @@ def _watch(
         output=bytes(output[-_OUTPUT_TAIL:]).decode(errors="replace"),
         after_version=server.after_version,
         lists=server.lists,
+        initializes=server.initializes,
         sent=written,
     )
     return outcome, judge_client(server.scenario.name, outcome, memory_limit)
+
+
+def transport_fits(http_only: bool, transport: str) -> bool:
+    """Whether a scenario runs over ``transport``."""
+    return transport == "http" or not http_only
 
 
 def _verdict(outcome: ClientOutcome, findings: list[Finding]) -> str:
@@ -279,7 +351,13 @@ class ClientFuzzer:
     """
 
     def __init__(
-        self, command: str, options: Options, *, timeout: float = 5.0, scenarios: list[str] | None = None
+        self,
+        command: str,
+        options: Options,
+        *,
+        timeout: float = 5.0,
+        scenarios: list[str] | None = None,
+        transport: str = "stdio",
     ) -> None:
         self.command = command
         self.options = options
@@ -287,6 +365,7 @@ class ClientFuzzer:
         self.scenarios = scenarios
         self.stats = Stats()
         self.outcomes: dict[str, str] = {}  # scenario -> what the client did
+        self.transport = transport
 
     def run(self) -> Report:
         """Every scenario the budget allows; findings shrunk by halving each scenario's size.
@@ -297,7 +376,9 @@ class ClientFuzzer:
         start = time.monotonic()
         end = start + self.options.budget * 0.97
         rng = Rng(self.options.seed)
-        names = list(self.scenarios or SCENARIOS)
+        names = list(
+            self.scenarios or [n for n, s in SCENARIOS.items() if transport_fits(s.http_only, self.transport)]
+        )
         order = rng.fork("order")
         names = (
             [names.pop(order.below(len(names))) for _ in range(len(names))] if not self.scenarios else names
@@ -332,6 +413,7 @@ class ClientFuzzer:
                 memory_limit=self.options.memory_limit,
                 until=end,
                 log=record,
+                transport=self.transport,
             )
             self.stats.cases += 1
             self.stats.requests += sum(1 for d, _, _ in log if d == "recv")
@@ -347,7 +429,7 @@ class ClientFuzzer:
         self.stats.findings = len(found)
         return Report(
             target=self.command,
-            transport="client",
+            transport="client" if self.transport == "stdio" else "client-http",
             version=None,
             seed=self.options.seed,
             duration=self.stats.elapsed,
@@ -372,6 +454,7 @@ class ClientFuzzer:
                 timeout=self.timeout,
                 memory_limit=self.options.memory_limit,
                 until=end,
+                transport=self.transport,
             )
             if not any(f.rule == finding.rule for f in again):
                 break
@@ -386,6 +469,7 @@ class ClientFuzzer:
         path = out / f"client-{name}-{finding.rule}.jsonl"
         header = {
             "mode": "client",
+            "transport": self.transport,
             "rule": finding.rule,
             "scenario": name,
             "size": size,

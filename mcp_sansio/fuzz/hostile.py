@@ -52,6 +52,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     summary: str
     size: int = 0
     refuse: bool = False
+    http_only: bool = False
 
 
 SCENARIOS: Final = {
@@ -81,6 +82,11 @@ SCENARIOS: Final = {
         Scenario(name="deep-json", summary="a tools/list answer nested `size` levels deep", size=100_000),
         Scenario(name="slow-drip", summary="the initialize answer one byte every 20 ms", size=20),
         Scenario(name="not-json", summary="a line of plain text before the initialize answer"),
+        Scenario(
+            name="session-expiry",
+            summary="HTTP: every request after initialize gets 404 (the session expired, again and again)",
+            http_only=True,
+        ),
     )
 }
 
@@ -111,6 +117,9 @@ class HostileServer:
         self._rng = rng
         self.after_version = 0  # messages the client sent after an unsupported version
         self.lists = 0  # tools/list requests seen
+        self.initializes = 0  # initialize requests seen
+        self.requests = 0  # HTTP requests seen (HTTP only)
+        self.sent = 0  # bytes written (HTTP only; over stdio the runner counts)
         self._refused_version = False
 
     def receive(self, data: bytes) -> list[Emit]:
@@ -126,6 +135,7 @@ class HostileServer:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "initialize":
+            self.initializes += 1
             return self._initialize(rid, params)
         if method == "tools/list":
             self.lists += 1
@@ -235,6 +245,7 @@ class ClientOutcome(msgspec.Struct, frozen=True, kw_only=True):
         output: the tail of its stdout and stderr.
         after_version: messages it sent after an unsupported version was answered.
         lists: ``tools/list`` requests it sent.
+        initializes: ``initialize`` requests it sent.
         sent: bytes the hostile server wrote to it.
     """
 
@@ -245,6 +256,7 @@ class ClientOutcome(msgspec.Struct, frozen=True, kw_only=True):
     output: str = ""
     after_version: int = 0
     lists: int = 0
+    initializes: int = 0
     sent: int = 0
 
 
@@ -303,6 +315,10 @@ def judge_client(scenario: str, outcome: ClientOutcome, memory_limit: int) -> li
         add(
             "client-kept-unsupported-version",
             f"{outcome.after_version} message(s) sent after the server answered {_BAD_VERSION!r}",
+        )
+    if scenario == "session-expiry" and outcome.initializes > 10:
+        add(
+            "client-reinit-loop", f"{outcome.initializes} initialize requests: each new session expired again"
         )
     if scenario == "endless-cursor" and outcome.lists > 100:
         add("client-endless-pagination", f"{outcome.lists} tools/list requests following one repeated cursor")

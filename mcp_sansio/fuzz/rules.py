@@ -301,7 +301,8 @@ RULES: Final = {
             "client-memory",
             "ROBUSTNESS",
             'no MCP sentence beyond basic/lifecycle (Timeouts): "to prevent hung connections and resource '
-            'exhaustion": the client\'s resident memory grew past the bound on what a hostile server sent',
+            'exhaustion": the client\'s resident memory grew past the bound on what a hostile server sent '
+            "(one unterminated line: it held 8 MiB or more of it, still reading, when it stopped)",
         ),
         _rule(
             "client-untyped-error",
@@ -314,6 +315,13 @@ RULES: Final = {
             "SHOULD",
             'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the client does not support the '
             'version in the server\'s response, it SHOULD disconnect."',
+        ),
+        _rule(
+            "client-reinit-loop",
+            "ROBUSTNESS",
+            'MCP 2025-11-25 basic/transports (Session Management): "When a client receives HTTP 404 in '
+            'response to a request containing an MCP-Session-Id, it MUST start a new session" - once; a '
+            "server whose every new session expires at once must not keep the client initializing for ever",
         ),
         _rule(
             "client-endless-pagination",
