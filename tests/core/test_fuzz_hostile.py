@@ -107,5 +107,5 @@ def test_memory_groups_versions_and_cursors() -> None:
 
 
 def test_every_scenario_has_a_summary() -> None:
-    assert len(SCENARIOS) == 12
+    assert len(SCENARIOS) == 13 and [s.name for s in SCENARIOS.values() if s.http_only] == ["session-expiry"]
     assert all(s.summary for s in SCENARIOS.values())
