@@ -90,3 +90,28 @@ def test_the_python_sdk_client_shows_three_defects(tmp_path: Path) -> None:
     assert ("client-wedged", "invalid-utf8") in found, found  # invalid UTF-8 wedges its stream
     assert ("client-memory", "unbounded-line") in found, found  # no line length limit
     assert ("client-untyped-error", "unsupported-version") in found, found  # an ExceptionGroup
+
+
+def test_hostile_mode_over_http_gives_the_client_a_url(tmp_path: Path) -> None:
+    scenarios = ("duplicate-answer", "invalid-utf8", "session-expiry", "progress-drip")
+    picks = [arg for name in scenarios for arg in ("--scenario", name)]
+    client = f"{sys.executable} {CLIENTS / 'sansio_client.py'}"
+    done = cli(
+        "fuzz",
+        "--client",
+        client,
+        "--client-transport",
+        "http",
+        "--budget",
+        "120s",
+        "--client-timeout",
+        "2",
+        "--json",
+        *picks,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["transport"] == "client-http"
+    assert report["outcomes"]["duplicate-answer"] == "handled"
+    assert report["outcomes"]["session-expiry"].startswith("refused")  # it gave up: no endless re-initialize
