@@ -282,7 +282,7 @@ class StdioConnection(_Replies):
                 with contextlib.suppress(ProcessLookupError):
                     self._proc.send_signal(sig)
             try:
-                self._proc.wait(timeout=self.grace if sig is None else 1.0)
+                self._proc.wait(timeout=self.grace if sig is None else min(1.0, max(self.grace, 0.2)))
                 break
             except subprocess.TimeoutExpired:
                 continue

@@ -53,7 +53,7 @@ _MAX_HISTORY: Final = 400
 _MAX_MEMORY_STEPS: Final = 20_000  # what a memory-growth reproducer may replay
 _MAX_MEMORY_BYTES: Final = 64 << 20
 _RSS_EVERY: Final = 0.25
-_BUDGET_SLACK: Final = 0.03  # of the budget, kept for closing the server and writing the report
+_BUDGET_SLACK: Final = 0.04  # of the budget, kept for closing the server and writing the report
 
 
 def _slug(text: str) -> str:
@@ -447,8 +447,8 @@ class Fuzzer:
             except TargetUnavailable:
                 return False
             conn.replies = replies
-            if isinstance(conn, StdioConnection):
-                conn.grace = 0.5  # a replay judges no leftover processes: end it quickly
+            if isinstance(conn, StdioConnection):  # a replay judges no leftover processes: end it quickly
+                conn.grace = max(0.1, min(0.5, deadline - time.monotonic()))
             try:
                 got = execute(conn, candidate, settle=1.0, wait=self.latency.wait, until=deadline)
             finally:
