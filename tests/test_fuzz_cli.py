@@ -125,13 +125,15 @@ def test_two_causes_under_one_rule_are_reported_apart(tmp_path: Path) -> None:
 
 
 def test_wrong_ids_do_not_burn_the_budget_on_timeouts(tmp_path: Path) -> None:
-    report = fuzz_json("wrongid", tmp_path, "6s")
+    report = fuzz_json("wrongid", tmp_path, "8s")
     found = keys(report)
     assert ("unknown-response-id", "ping", "id-type") in found, found
     assert not [k for k in found if k[0] in ("no-response", "ping-unanswered")], found
-    stats = report["stats"]
-    assert isinstance(stats, dict)
-    assert stats["cases"] > 20, stats  # waiting out each answer's timeout ran 2 or 3
+    clean = fuzz_json("none", tmp_path, "8s")
+    stats, twin = report["stats"], clean["stats"]
+    assert isinstance(stats, dict) and isinstance(twin, dict)
+    # Waiting out a timeout per wrongly numbered answer ran about 1 case in 100 of its twin's.
+    assert stats["cases"] * 10 >= twin["cases"], (stats, twin)
 
 
 @pytest.mark.parametrize("budget", [10.0])

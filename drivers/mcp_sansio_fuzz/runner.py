@@ -83,6 +83,7 @@ class Fuzzer:
         self.surface = Surface()
         self._start = 0.0
         self._end = 0.0
+        self._shrinking = 0.0  # seconds spent shrinking so far
         self.latency = Latency()
         self._sent: list[Step] = []  # every step sent on the open connection (memory reproducers)
         self._sent_bytes = 0
@@ -434,10 +435,29 @@ class Fuzzer:
             self._context(initialized=False),
             client_capabilities=case.capabilities if case is not None else {},
         )
-        last: dict[str, list[Record]] = {}
-        deadline = min(time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2)), self._end)
-        if deadline - time.monotonic() < 0.5:
+        # Each shrink gets a fifth of the budget (at least 3 s, at most 30 s), all of them two
+        # fifths: a server with many findings is still fuzzed for the rest.
+        budget = self.options.budget
+        allowance = min(30.0, max(3.0, budget * 0.2), budget * 0.4 - self._shrinking)
+        started = time.monotonic()
+        deadline = min(started + allowance, self._end)
+        if deadline - started < 0.5:
             return steps, records, None
+        try:
+            return self._shrink_until(finding, steps, records, replies, ctx, deadline)
+        finally:
+            self._shrinking += time.monotonic() - started
+
+    def _shrink_until(
+        self,
+        finding: Finding,
+        steps: list[Step],
+        records: list[Record] | None,
+        replies: Replies,
+        ctx: Context,
+        deadline: float,
+    ) -> tuple[list[Step], list[Record] | None, bool | None]:
+        last: dict[str, list[Record]] = {}
 
         def fails(candidate: list[Step]) -> bool:
             if not candidate or time.monotonic() > deadline:
