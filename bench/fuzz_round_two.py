@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fuzz_corpus import PY, ROOT, mcp_fuzzer, ours, toolproof  # a sibling script
+from bench.fuzz_corpus import PY, ROOT, mcp_fuzzer, ours, toolproof
 
 PLANTED = ROOT / "tests" / "fuzz_servers" / "planted.py"
 CLIENTS = ROOT / "tests" / "fuzz_clients"
