@@ -93,7 +93,10 @@ def execute(
         if key is not None:
             waiting[key] = index
         if key is not None and step.timeout > 0:
-            due = now + (wait(step) if wait is not None else step.timeout)
+            # A learnt wait only while nothing slow is in flight: a server that answers in
+            # order may hold a ping behind a long tool call.
+            slow = any(steps[i].patient for i in waiting.values() if i != index)
+            due = now + (wait(step) if wait is not None and not slow else step.timeout)
             pump(due, key)
             if key in waiting:  # given up: a late answer is still recorded, but not waited for
                 if due <= end:  # cut short by ``until``: no verdict on its silence

@@ -53,6 +53,7 @@ _MAX_HISTORY: Final = 400
 _MAX_MEMORY_STEPS: Final = 20_000  # what a memory-growth reproducer may replay
 _MAX_MEMORY_BYTES: Final = 64 << 20
 _RSS_EVERY: Final = 0.25
+_TIMING: Final = frozenset({"no-response", "ping-unanswered"})  # replayed with the spec'd timeouts
 _BUDGET_SLACK: Final = 0.04  # of the budget, kept for closing the server and writing the report
 
 
@@ -290,7 +291,7 @@ class Fuzzer:
                 self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
         if self._conn is None or not self._conn.alive():
             self._restart(planner)
-            if self._gone:
+            if self._gone or self._conn is None:
                 return
         records = self._run_steps(case)
         stalled = any(isinstance(r, TimedOut) and case.steps[r.step].check is Check.PING for r in records)
@@ -304,6 +305,8 @@ class Fuzzer:
 
     def _restart(self, planner: Planner) -> None:
         self._close_main()
+        if self._over():
+            return
         self.stats.restarts += 1
         try:
             conn = self.target.connect()
@@ -328,6 +331,7 @@ class Fuzzer:
         self._remember(opening)
 
     def _close_main(self) -> None:
+        self._grace()
         if self._conn is not None:
             leftover = self._conn.close()
             self._conn = None
@@ -439,10 +443,13 @@ class Fuzzer:
         # fifths: a server with many findings is still fuzzed for the rest.
         budget = self.options.budget
         allowance = min(30.0, max(3.0, budget * 0.2), budget * 0.4 - self._shrinking)
+        timing = finding.rule in _TIMING
+        if timing:  # silence is confirmed only by a replay that waits each step's full timeout
+            allowance = max(allowance, max((s.timeout for s in steps), default=5.0) + 2.0)
         started = time.monotonic()
         deadline = min(started + allowance, self._end)
         if deadline - started < 0.5:
-            return steps, records, None
+            return steps, records, False if timing else None
         try:
             return self._shrink_until(finding, steps, records, replies, ctx, deadline)
         finally:
@@ -470,7 +477,7 @@ class Fuzzer:
             if isinstance(conn, StdioConnection):  # a replay judges no leftover processes: end it quickly
                 conn.grace = max(0.1, min(0.5, deadline - time.monotonic()))
             try:
-                got = execute(conn, candidate, settle=1.0, wait=self.latency.wait, until=deadline)
+                got = execute(conn, candidate, settle=1.0, until=deadline)
             finally:
                 conn.close()
             ok = any(f.key() == finding.key() for f in judge(candidate, got, ctx))
@@ -481,7 +488,8 @@ class Fuzzer:
             return ok
 
         if not fails(steps):
-            return steps, records, None if "cut" in last else False
+            timing = finding.rule in _TIMING  # a learnt wait may be too short: unconfirmed
+            return steps, records, None if "cut" in last and not timing else False
         # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
         small = ddmin(steps, fails, keep=_opening_of(steps), budget=self.options.shrink_tests)
         return small, last.get("records", records), True
