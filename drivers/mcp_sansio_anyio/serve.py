@@ -24,7 +24,13 @@ from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    http_endpoint,
+    peer_host,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -173,7 +179,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.wake.set()
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
-        conn = _Conn(endpoint.connection_made(anyio.current_time()), stream)
+        peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
+        conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
         conns[conn.id] = conn
         runner.pump()
         async with stream, anyio.create_task_group() as tasks:

@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -21,11 +21,18 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    http_endpoint,
+    peer_host,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ = 65536
+T = TypeVar("T")
 
 
 class _Primitives:
@@ -50,6 +57,9 @@ class _Primitives:
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         return self._loop.call_at(when, callback)
+
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        return self._loop.run_in_executor(None, fn)
 
     async def drain(self) -> None:
         """Wait for the handlers still running (they were cancelled) to end."""
@@ -267,7 +277,8 @@ class _ConnectionProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a stream server's transport
-        self._id = self._endpoint.connection_made(self._loop.time())
+        self._id = self._endpoint.connection_made(self._loop.time(),
+                                                  peer_host(transport.get_extra_info("peername")))
         self._links[self._id] = _Link(transport)
         self._runner.pump()
 

@@ -20,7 +20,8 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
 
 from __future__ import annotations
 
-import os
+import logging
+import secrets
 import time
 from typing import Final
 
@@ -28,8 +29,10 @@ from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
-__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "server_secret", "stdio_endpoint",
-           "websocket_endpoint"]
+__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "peer_host", "server_entropy", "server_secret",
+           "stdio_endpoint", "websocket_endpoint"]
+
+_log = logging.getLogger("mcp_sansio.serve")
 
 LINGER_SECONDS: Final = 2.0
 """How long a driver keeps reading (and discarding) from a connection the core closed after
@@ -40,7 +43,33 @@ it (the "lingering close" of RFC 9112 section 9.6)."""
 
 def server_secret(secret: bytes | None) -> bytes:
     """``secret``, or 32 fresh random bytes (good for this process only)."""
-    return secret if secret is not None else os.urandom(32)
+    return secret if secret is not None else secrets.token_bytes(32)
+
+
+def server_entropy() -> bytes:
+    """32 fresh bytes from the OS's CSPRNG, this process's alone: session and task ids
+    are drawn from them, so no two processes (workers, restarts) share a sequence."""
+    return secrets.token_bytes(32)
+
+
+def _warn_public_bind(host: str, origins: tuple[str, ...] | None) -> None:
+    """Tell the operator what a public bind lets in from browsers (none, or everyone)."""
+    if is_loopback(host):
+        return
+    if origins is None:
+        _log.warning("serving on %s with allowed_origins=None: any web page may call this server", host)
+    elif not origins:
+        _log.warning("serving on %s with no allowed origins: requests from web pages (with an Origin "
+                     "header) get 403; name the origins of your web clients (--allow-origin)", host)
+
+
+def peer_host(address: object) -> str | None:
+    """The host part of a socket's peer address (``("10.0.0.7", 51234)`` -> ``"10.0.0.7"``),
+    which the server's per-client limits count by; ``None`` when there is none (a Unix
+    socket)."""
+    if isinstance(address, tuple | list) and address and isinstance(address[0], str):
+        return address[0]
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -50,16 +79,19 @@ def is_loopback(host: str) -> bool:
 
 def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioServer:
     """The stdio transport for ``app``; ``now`` is the driver's clock (for the wall offset)."""
-    return StdioServer(app, secret=server_secret(secret), wall_offset=time.time() - now)
+    return StdioServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                       wall_offset=time.time() - now)
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
                   now: float) -> HttpServer:
     """The Streamable HTTP transport for ``app`` bound to ``host`` (``config``, or loopback
-    protection on a loopback bind)."""
+    protection on a loopback bind); a public bind that lets no browser page in says so."""
     if config is None:
         config = HttpConfig.loopback() if is_loopback(host) else HttpConfig()
-    return HttpServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+    _warn_public_bind(host, config.allowed_origins)
+    return HttpServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                      wall_offset=time.time() - now, config=config)
 
 
 def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,
@@ -67,4 +99,6 @@ def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: 
     """The WebSocket transport for ``app`` bound to ``host``."""
     if config is None:
         config = WebSocketConfig.loopback() if is_loopback(host) else WebSocketConfig()
-    return WebSocketServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+    _warn_public_bind(host, config.allowed_origins)
+    return WebSocketServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                           wall_offset=time.time() - now, config=config)

@@ -20,7 +20,14 @@ from typing import Any, Final
 
 import anyio
 
+from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.http import HttpConfig
+from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
+from mcp_sansio.server.websocket import WebSocketConfig
+from mcp_sansio_base.serving import is_loopback
+
+from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
@@ -47,8 +54,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     transport.add_argument("--websocket", type=_port, metavar="PORT",
                            help="serve WebSocket (subprotocol mcp) on PORT")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="an origin (https://app.example.com) whose web pages may call the server "
+                             "(repeatable; default: none but the server's own on loopback)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="a name the Host header may carry (repeatable; default: the loopback names "
+                             "on a loopback bind, any name otherwise)")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
+    add_auth_arguments(parser)
     return parser
 
 
@@ -114,27 +128,54 @@ def _load_module(name: str) -> Any:
         raise ServeError(f"{name}: {type(exc).__name__}: {exc}") from exc
 
 
+def _bind_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``allowed_hosts``/``allowed_origins`` from ``--allow-host``/``--allow-origin`` and the
+    bind address (loopback: the loopback names as ``Host``, plus any named).
+
+    Raises:
+        LocalProtocolError: an ``--allow-origin`` that is no origin.
+    """
+    origins = tuple(args.allow_origin)
+    check_origins(origins)
+    hosts: tuple[str, ...] | None = tuple(args.allow_host) or None
+    if is_loopback(args.host):
+        hosts = (*LOOPBACK_HOSTS, *(hosts or ()))
+    return {"allowed_hosts": hosts, "allowed_origins": origins}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C,
     1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
         app = load_app(args.target, args.module)
-    except ServeError as exc:
+        auth = auth_settings(args)
+    except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if auth is not None:
+        app.auth = auth
+        print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
+              f"{', '.join(auth.authorization_servers)}; metadata at {resource_metadata_url(auth)})",
+              file=sys.stderr, flush=True)
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")
+    try:
+        options = _bind_options(args)
+    except LocalProtocolError as exc:
+        print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_USAGE
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
                   flush=True)
-        call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening)
+        call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
+                                 config=HttpConfig(**options))
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws)
+                                 ready=listening_ws, config=WebSocketConfig(**options))
     else:
         call = functools.partial(serve.serve_stdio, app)
     try:

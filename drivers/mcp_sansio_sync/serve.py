@@ -24,7 +24,13 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    http_endpoint,
+    peer_host,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 from mcp_sansio_base.steploop import StepLoop
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -200,9 +206,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             for data, mask in _wait(selector, loop, stop, due):
                 if data is None:
                     with contextlib.suppress(BlockingIOError):
-                        sock, _ = listener.accept()
+                        sock, address = listener.accept()
                         sock.setblocking(False)
-                        conn = _Conn(endpoint.connection_made(time.monotonic()), sock)
+                        conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address)), sock)
                         conns[conn.id] = conn
                         selector.register(sock, selectors.EVENT_READ, conn)
                 elif isinstance(data, _Conn):
