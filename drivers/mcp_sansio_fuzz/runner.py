@@ -443,8 +443,8 @@ class Fuzzer:
         # fifths: a server with many findings is still fuzzed for the rest.
         budget = self.options.budget
         allowance = min(30.0, max(3.0, budget * 0.2), budget * 0.4 - self._shrinking)
-        timing = finding.rule in _TIMING
-        if timing:  # silence is confirmed only by a replay that waits each step's full timeout
+        timing = finding.rule in _TIMING and not finding.conclusive
+        if timing:  # silence seen on a learnt wait is confirmed only by a replay with the full one
             allowance = max(allowance, max((s.timeout for s in steps), default=5.0) + 2.0)
         started = time.monotonic()
         deadline = min(started + allowance, self._end)
@@ -488,7 +488,7 @@ class Fuzzer:
             return ok
 
         if not fails(steps):
-            timing = finding.rule in _TIMING  # a learnt wait may be too short: unconfirmed
+            timing = finding.rule in _TIMING and not finding.conclusive  # a learnt wait may be short
             return steps, records, None if "cut" in last and not timing else False
         # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
         small = ddmin(steps, fails, keep=_opening_of(steps), budget=self.options.shrink_tests)

@@ -538,6 +538,8 @@ class _Judge:
             rule = "ping-unanswered" if step.check is Check.PING else "no-response"
             waited = self.timed_out[index] - self.sent_t.get(index, self.timed_out[index])
             self.add(rule, index, f"{step.label}: no answer within {waited:.1f} s")
+            if waited < step.timeout - 0.05:  # a learnt wait: only a replay with the full one confirms
+                self.findings[-1] = msgspec.structs.replace(self.findings[-1], conclusive=False)
 
     def _check(self, index: int, step: Step, answer: dict[str, object]) -> None:
         error = answer.get("error")

@@ -37,6 +37,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     message: str
     step: int | None = None
     cause: str = ""
+    conclusive: bool = True  # False: silence judged on a learnt wait shorter than the step's timeout
 
     def key(self) -> tuple[str, str | None, str]:
         """What findings are grouped and deduplicated by: the rule, the method and the cause."""

@@ -501,3 +501,11 @@ def test_session_ids_must_be_visible_ascii_and_unguessable() -> None:
 
 def test_a_late_http_answer_of_an_earlier_case_is_ignored() -> None:
     assert rules([req(1)], [Sent(step=0, t=0), HttpAnswer(step=3, t=0, status=202), res(1)]) == []
+
+
+def test_silence_on_a_learnt_wait_shorter_than_the_timeout_is_inconclusive() -> None:
+    ping = req(1, check=Check.PING, timeout=5.0)
+    short = judge([ping], [Sent(step=0, t=0), TimedOut(step=0, t=2), Ended(t=2, alive=True)], CTX)
+    assert [(f.rule, f.conclusive) for f in short] == [("ping-unanswered", False)]
+    full = judge([ping], [Sent(step=0, t=0), TimedOut(step=0, t=5), Ended(t=5, alive=True)], CTX)
+    assert [(f.rule, f.conclusive) for f in full] == [("ping-unanswered", True)]
