@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -23,12 +24,16 @@ from xml.sax.saxutils import escape, quoteattr
 import msgspec
 
 from mcp_sansio.fuzz.case import Replies
+from mcp_sansio.fuzz.hostile import SCENARIOS
 from mcp_sansio.fuzz.oracles import Context, judge
+from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace
 from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, load_documents, merge_scopes
 from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
+from mcp_sansio_fuzz.clients import ClientFuzzer, run_scenario
 from mcp_sansio_fuzz.connections import TargetUnavailable
+from mcp_sansio_fuzz.replay import replay_memory
 
 __all__ = ["COMMANDS", "add_parsers", "parse_budget", "resolve_target", "run"]
 
@@ -53,6 +58,32 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fuzz.add_argument("--stdio", metavar="CMD", help='server command line, e.g. "python server.py"')
     fuzz.add_argument("--url", help="Streamable HTTP endpoint")
     fuzz.add_argument(
+        "--client",
+        metavar="CMD",
+        help="hostile-server mode: fuzz this client program (it starts the server named in "
+        "MCP_FUZZ_SERVER_COMMAND / MCP_FUZZ_SERVER_ARGV, or {server} in CMD)",
+    )
+    fuzz.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --client: run only this hostile scenario (repeatable; default: all)",
+    )
+    fuzz.add_argument(
+        "--client-transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="with --client: stdio (the client starts the server) or http (MCP_FUZZ_SERVER_URL)",
+    )
+    fuzz.add_argument(
+        "--client-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="the per-request timeout the client is told to use (MCP_FUZZ_CLIENT_TIMEOUT; default 5)",
+    )
+    fuzz.add_argument(
         "--config", action="append", default=[], metavar="FILE", help="extra configuration file"
     )
     fuzz.add_argument("--budget", type=parse_budget, default=60.0, help="time budget (default 60s)")
@@ -75,6 +106,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="SECONDS",
         help="how long a liveness ping may take before the server counts as stalled (default 5)",
     )
+    fuzz.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME: VALUE",
+        help="HTTP header sent with every request (e.g. a bearer token: the auth checks then run)",
+    )
+    fuzz.add_argument(
+        "--other-header",
+        action="append",
+        default=[],
+        metavar="NAME: VALUE",
+        help="HTTP header of a second principal, who tries the first one's session (must be refused)",
+    )
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
     fuzz.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     fuzz.add_argument("--sarif", metavar="FILE", help="write a SARIF 2.1.0 report")
@@ -82,6 +127,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     replay.add_argument("trace", help="a .jsonl trace written by mcp-sansio fuzz")
     replay.add_argument("--stdio", metavar="CMD", help="server command line")
     replay.add_argument("--url", help="Streamable HTTP endpoint")
+    replay.add_argument("--client", metavar="CMD", help="the client program (a hostile-server trace)")
+    replay.add_argument(
+        "--header", action="append", default=[], metavar="NAME: VALUE", help="HTTP header for every request"
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -97,8 +146,23 @@ def resolve_target(args: argparse.Namespace) -> Target:
     if args.stdio:
         return Target.stdio(args.stdio)
     if args.url:
-        return Target(name=args.url, url=args.url)
+        return Target(name=args.url, url=args.url, headers=parse_headers(getattr(args, "header", None) or []))
     return _configured(args.server, [Path(p) for p in getattr(args, "config", [])])
+
+
+def parse_headers(items: Sequence[str]) -> dict[str, str]:
+    """``NAME: VALUE`` strings as a dict.
+
+    Raises:
+        TargetUnavailable: an item has no colon.
+    """
+    headers = {}
+    for item in items:
+        name, colon, value = item.partition(":")
+        if not colon or not name.strip():
+            raise TargetUnavailable(f"not a header: {item!r} (NAME: VALUE)")
+        headers[name.strip()] = value.strip()
+    return headers
 
 
 def _read(path: PurePath) -> str | None:
@@ -150,11 +214,42 @@ def run(args: argparse.Namespace) -> int:
             return _replay(args)
         return _fuzz(args)
     except TargetUnavailable as exc:
-        sys.stderr.write(f"mcp-sansio: error: {' '.join(str(exc).split())[:500]}\n")
+        reason = " ".join(str(exc).split())[:500]
+        sys.stderr.write(f"mcp-sansio: error: {reason}\n")
+        if args.command == "fuzz":
+            _unreachable(args, reason)
         return EXIT_UNREACHABLE
 
 
+def _unreachable(args: argparse.Namespace, reason: str) -> None:
+    """On exit 2, CI still gets its artifacts: the report (``--json``), JUnit and SARIF
+    files, each saying why nothing was fuzzed."""
+    target = args.stdio or args.url or getattr(args, "server", None) or "-"
+    report = Report(
+        target=str(target),
+        transport="http" if args.url else "stdio",
+        version=None,
+        seed=args.seed,
+        duration=0.0,
+        stats=Stats(),
+        findings=[],
+        error=reason,
+    )
+    _artifacts(args, report)
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+
+
+def _artifacts(args: argparse.Namespace, report: Report) -> None:
+    if args.junit:
+        Path(args.junit).write_text(junit(report), encoding="utf-8")
+    if args.sarif:
+        Path(args.sarif).write_text(json.dumps(sarif(report), indent=1), encoding="utf-8")
+
+
 def _fuzz(args: argparse.Namespace) -> int:
+    if args.client:
+        return _fuzz_client(args)
     target = resolve_target(args)
     options = Options(
         seed=args.seed,
@@ -163,6 +258,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         out_dir=args.out,
         memory_limit=args.memory_limit << 20,
         ping_timeout=args.ping_timeout,
+        other_headers=parse_headers(args.other_header),
     )
     show = not args.json and sys.stderr.isatty()
     live, update = _live(None) if show else (None, None)
@@ -172,13 +268,69 @@ def _fuzz(args: argparse.Namespace) -> int:
             report = fuzzer.run()
     else:
         report = fuzzer.run()
-    if args.junit:
-        Path(args.junit).write_text(junit(report), encoding="utf-8")
-    if args.sarif:
-        Path(args.sarif).write_text(json.dumps(sarif(report), indent=1), encoding="utf-8")
+    _artifacts(args, report)
     if args.json:
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
     else:
+        _print(report)
+    return EXIT_FOUND if report.findings else EXIT_CLEAN
+
+
+def _replay_client(args: argparse.Namespace, header: dict[str, object]) -> int:
+    """Run a hostile-server trace's scenario again (same seed and size) against a client."""
+    command = args.client or header.get("target")
+    scenario, rule, size = header.get("scenario"), header.get("rule"), header.get("size")
+    if not isinstance(command, str) or not isinstance(scenario, str):
+        raise TargetUnavailable("give --client CMD (the trace names no client)")
+    seed, timeout, limit = header.get("seed"), header.get("timeout"), header.get("memory_limit")
+    _outcome, found = run_scenario(
+        command,
+        scenario,
+        Rng(seed if isinstance(seed, int) else 0).fork(scenario),
+        size=size if isinstance(size, int) else None,
+        timeout=float(timeout) if isinstance(timeout, int | float) else 5.0,
+        memory_limit=limit if isinstance(limit, int) else 128 << 20,
+        transport="http" if header.get("transport") == "http" else "stdio",
+    )
+    still = [f for f in found if f.rule == rule]
+    verdict = "still fails" if still else "no longer fails"
+    sys.stdout.write(f"{args.trace}: {rule} ({scenario}) {verdict}\n")
+    for f in still:
+        sys.stdout.write(f"  {f.message}\n")
+    return EXIT_FOUND if still else EXIT_CLEAN
+
+
+def _fuzz_client(args: argparse.Namespace) -> int:
+    options = Options(
+        seed=args.seed, budget=args.budget, out_dir=args.out, memory_limit=args.memory_limit << 20
+    )
+    unknown = [name for name in args.scenario if name not in SCENARIOS]
+    if unknown:
+        raise TargetUnavailable(f"no scenario {unknown[0]!r} (there are: {', '.join(SCENARIOS)})")
+    fuzzer = ClientFuzzer(
+        args.client,
+        options,
+        timeout=args.client_timeout,
+        scenarios=args.scenario or None,
+        transport=args.client_transport,
+    )
+    report = fuzzer.run()
+    _artifacts(args, report)
+    if args.json:
+        body = msgspec.to_builtins(report)
+        body["outcomes"] = fuzzer.outcomes
+        sys.stdout.write(json.dumps(body) + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console()
+        table = Table(
+            "scenario", "what the client did", title=f"{args.client} (hostile server, seed {args.seed})"
+        )
+        for name, verdict in fuzzer.outcomes.items():
+            table.add_row(name, verdict)
+        console.print(table)
         _print(report)
     return EXIT_FOUND if report.findings else EXIT_CLEAN
 
@@ -189,6 +341,7 @@ def _print(report: Report) -> None:
 
     console = Console()
     stats = report.stats
+    out = sys.stdout
     console.print(
         f"[bold]{report.target}[/] ({report.transport}, {report.version}, seed {report.seed}): "
         f"{stats.requests} messages in {stats.cases} cases, {report.duration:.1f}s"
@@ -198,17 +351,25 @@ def _print(report: Report) -> None:
     for title, group in (("findings", report.findings), ("unconfirmed (did not replay)", report.unconfirmed)):
         if not group:
             continue
-        table = Table("rule", "level", "method", "finding", "first", "steps", "trace", title=title)
+        # Rule names are never cut (they are what CI and people grep for); the message and the
+        # trace path wrap instead.
+        table = Table(title=title, expand=False)
+        table.add_column("rule", no_wrap=True, min_width=max(len(f.rule) for f in group))
+        table.add_column("level", no_wrap=True)
+        table.add_column("method", overflow="fold")
+        table.add_column("finding", overflow="fold", ratio=3)
+        table.add_column("first", no_wrap=True)
+        table.add_column("steps", no_wrap=True)
         for f in group:
-            table.add_row(
-                f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps), f.trace or "-"
-            )
+            table.add_row(f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps))
         console.print(table)
-    flag = "--url" if report.transport == "http" else "--stdio"
+    flag = {"http": "--url", "client": "--client"}.get(report.transport, "--stdio")
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:
-            console.print(f"  replay: mcp-sansio replay {f.trace} {flag} {report.target!r}")
+            # One line whatever the width, so it can be copied whole (rich would wrap it).
+            out.write(f"  replay: {shlex.join(['mcp-sansio', 'replay', f.trace, flag, report.target])}\n")
+            out.flush()
 
 
 def junit(report: Report) -> str:
@@ -222,12 +383,20 @@ def junit(report: Report) -> str:
             f"    <failure type={quoteattr(f.rule)} message={quoteattr(f.message)}>{escape(text)}</failure>\n"
             f"  </testcase>"
         )
-    if not cases:
+    if report.error is not None:
+        cases.append(
+            '  <testcase classname="mcp-sansio-fuzz" name="server unreachable" time="0">\n'
+            f'    <error type="unreachable" message={quoteattr(report.error)}>'
+            f"{escape(report.error)}</error>\n"
+            "  </testcase>"
+        )
+    elif not cases:
         cases.append('  <testcase classname="mcp-sansio-fuzz" name="no findings" time="0"/>')
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f"<testsuite name={quoteattr('mcp-sansio fuzz ' + report.target)} "
-        f'tests="{len(cases)}" failures="{len(report.findings)}" time="{report.duration:.3f}">\n'
+        f'tests="{len(cases)}" failures="{len(report.findings)}" '
+        f'errors="{int(report.error is not None)}" time="{report.duration:.3f}">\n'
         + "\n".join(cases)
         + "\n</testsuite>\n"
     )
@@ -266,6 +435,14 @@ def sarif(report: Report) -> dict[str, object]:
                     }
                     for f in report.findings
                 ],
+                "invocations": [
+                    {
+                        "executionSuccessful": report.error is None,
+                        "toolExecutionNotifications": [{"level": "error", "message": {"text": report.error}}]
+                        if report.error is not None
+                        else [],
+                    }
+                ],
             }
         ],
     }
@@ -277,30 +454,42 @@ def _replay(args: argparse.Namespace) -> int:
     except (OSError, TraceError) as exc:
         raise TargetUnavailable(f"cannot read {args.trace}: {exc}") from exc
     header = trace.header
+    if header.get("mode") == "client":
+        return _replay_client(args, header)
     if not (args.stdio or args.url):
         target_name = header.get("target")
         args.stdio = (
             target_name if header.get("transport") == "stdio" and isinstance(target_name, str) else None
         )
-    target = resolve_target(argparse.Namespace(stdio=args.stdio, url=args.url, server=None))
-    conn = target.connect()
+    given = argparse.Namespace(stdio=args.stdio, url=args.url, server=None, header=args.header)
+    target = resolve_target(given)
     replies, capabilities = header.get("replies"), header.get("capabilities")
-    conn.replies = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
-    try:
-        records = execute(conn, trace.steps, settle=2.0)
-    finally:
-        conn.close()
-    version = str(header.get("version") or "2025-11-25")
-    ctx = Context(
-        version=version,
-        schema=load_schema(version),
-        initialized=False,
-        stdio=target.transport == "stdio",
-        client_capabilities=capabilities if isinstance(capabilities, dict) else {},
-    )
-    found = judge(trace.steps, records, ctx)
-    rule, method = header.get("rule"), header.get("method")
-    still = [f for f in found if f.rule == rule and f.method == method]
+    reply_mode = Replies(replies) if replies in {r.value for r in Replies} else Replies.REFUSE
+    rule, method, cause = header.get("rule"), header.get("method"), header.get("cause")
+    if rule == "memory-growth":
+        limit = header.get("memory_limit")
+        found = replay_memory(
+            target, trace.steps, limit if isinstance(limit, int) else 256 << 20, replies=reply_mode
+        )
+    else:
+        conn = target.connect()
+        conn.replies = reply_mode
+        try:
+            records = execute(conn, trace.steps, settle=2.0)
+        finally:
+            conn.close()
+        version = str(header.get("version") or "2025-11-25")
+        ctx = Context(
+            version=version,
+            schema=load_schema(version),
+            initialized=False,
+            stdio=target.transport == "stdio",
+            client_capabilities=capabilities if isinstance(capabilities, dict) else {},
+        )
+        found = judge(trace.steps, records, ctx)
+    still = [
+        f for f in found if f.rule == rule and f.method == method and (cause is None or f.cause == cause)
+    ]
     if args.json:
         sys.stdout.write(
             json.dumps(
@@ -320,4 +509,3 @@ def _replay(args: argparse.Namespace) -> int:
         for f in still:
             sys.stdout.write(f"  {f.message}\n")
     return EXIT_FOUND if still else EXIT_CLEAN
-

@@ -9,12 +9,14 @@ Use from a server's own test suite::
     assert not report.findings, report.findings
 """
 
+from .clients import ClientFuzzer, run_scenario
 from .connections import HttpConnection, StdioConnection, TargetUnavailable
 from .execute import execute
 from .model import Options, Report, ReportedFinding, Stats, Target, load_schema
 from .runner import Fuzzer
 
 __all__ = [
+    "ClientFuzzer",
     "Fuzzer",
     "HttpConnection",
     "Options",
@@ -26,4 +28,5 @@ __all__ = [
     "TargetUnavailable",
     "execute",
     "load_schema",
+    "run_scenario",
 ]

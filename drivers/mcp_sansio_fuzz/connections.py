@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
+import msgspec
+
 from mcp_sansio.connections import SocketFailure, SocketStage
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.framing import LineBuffer
@@ -43,7 +45,14 @@ from mcp_sansio.sse import SseParser
 from mcp_sansio.urls import Url, parse_url
 from mcp_sansio_base.failures import socket_failure
 
-__all__ = ["Connection", "HttpConnection", "StdioConnection", "TargetUnavailable"]
+__all__ = [
+    "Connection",
+    "HttpConnection",
+    "StdioConnection",
+    "TargetUnavailable",
+    "rss_of",
+    "session_members",
+]
 
 MAX_LINE: Final = 64 << 20
 STDERR_TAIL: Final = 4096
@@ -105,7 +114,7 @@ class _Replies:
         return min([timeout, *(at - now for at, _ in self._held)])
 
 
-def _session_members(sid: int) -> list[tuple[int, str]]:
+def session_members(sid: int) -> list[tuple[int, str]]:
     """Processes in session ``sid`` (pid and command line)."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -122,7 +131,7 @@ def _session_members(sid: int) -> list[tuple[int, str]]:
     return found
 
 
-def _rss(pid: int) -> int:
+def rss_of(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -254,16 +263,16 @@ class StdioConnection(_Replies):
     def rss(self) -> int | None:
         """Resident memory of every process in the server's session (a wrapper such as
         ``npx`` runs the real server as a child)."""
-        members = _session_members(self._proc.pid)
+        members = session_members(self._proc.pid)
         for pid, cmd in members:
             self._census.setdefault(pid, cmd)
-        return sum(_rss(pid) for pid, _ in members) or None
+        return sum(rss_of(pid) for pid, _ in members) or None
 
     def close(self) -> list[tuple[int, str]]:
         """Close stdin, give the server ``grace`` seconds to exit (2 by default), then
         SIGTERM and SIGKILL it; any process of its session still running after it exited is
         a leftover (killed)."""
-        for pid, cmd in _session_members(self._proc.pid):
+        for pid, cmd in session_members(self._proc.pid):
             self._census.setdefault(pid, cmd)
         with contextlib.suppress(OSError):
             assert self._proc.stdin is not None
@@ -273,12 +282,12 @@ class StdioConnection(_Replies):
                 with contextlib.suppress(ProcessLookupError):
                     self._proc.send_signal(sig)
             try:
-                self._proc.wait(timeout=self.grace if sig is None else 1.0)
+                self._proc.wait(timeout=self.grace if sig is None else min(1.0, max(self.grace, 0.2)))
                 break
             except subprocess.TimeoutExpired:
                 continue
         time.sleep(0.05)
-        leftover = [(pid, cmd) for pid, cmd in _session_members(self._proc.pid) if pid != self._proc.pid]
+        leftover = [(pid, cmd) for pid, cmd in session_members(self._proc.pid) if pid != self._proc.pid]
         for pid, _ in leftover:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
@@ -325,6 +334,7 @@ class HttpConnection(_Replies):
         self._exchanges: dict[int, _Exchange] = {}
         self._next = 0
         self.session_id: str | None = None
+        self.sessions: list[str] = []  # every session id this connection was given, in order
         self.protocol_version: str | None = None
         self.dead = False
         self._suspect = False
@@ -338,24 +348,36 @@ class HttpConnection(_Replies):
             headers = [("accept", "text/event-stream")]
         if self.protocol_version:
             headers.append(("mcp-protocol-version", self.protocol_version))
-        session = (
-            self.session_id if step.session == "keep" else None if step.session == "none" else step.session
-        )
+        session = self._session_for(step.session)
         if session:
             headers.append(("mcp-session-id", session))
-        headers += list(self._extra.items())
+        headers += [(k.lower(), v) for k, v in self._extra.items()]
         names = {name.lower() for name, _ in step.headers}
-        headers = [(k, v) for k, v in headers if k not in names] + list(step.headers)
+        # A step's header replaces ours of the same name; an empty one removes it.
+        headers = [(k, v) for k, v in headers if k not in names] + [(k, v) for k, v in step.headers if v]
         self._next += 1
         self._exchanges[self._next] = _Exchange(index, step)
         body = step.data if step.http_method == "POST" else b""
+        url = self._url if step.path is None else msgspec.structs.replace(self._url, target=step.path)
         self._pool.submit(
             HttpRequest(
-                exchange=self._next, method=step.http_method, url=self._url, headers=tuple(headers), body=body
+                exchange=self._next, method=step.http_method, url=url, headers=tuple(headers), body=body
             ),
             now,
         )
         self._ready += self._pump(now)
+
+    def _session_for(self, name: str) -> str | None:
+        """The session id a step names: ``keep`` (the latest), ``none``, ``#N`` (the N-th
+        this connection was given) or a literal id."""
+        if name == "keep":
+            return self.session_id
+        if name == "none":
+            return None
+        if name.startswith("#") and name[1:].isdigit():
+            number = int(name[1:])
+            return self.sessions[number] if number < len(self.sessions) else None
+        return name
 
     def _pump(self, now: float) -> list[Record]:
         out: list[Record] = []
@@ -412,12 +434,26 @@ class HttpConnection(_Replies):
             kind = exchange.headers.get("content-type", "")
             if "text/event-stream" in kind:
                 exchange.sse = SseParser()
-            session = exchange.headers.get("mcp-session-id")
+            session = exchange.headers.get("mcp-session-id", "")
             if session and exchange.step.method == "initialize":
                 self.session_id = session
+                self.sessions.append(session)
             if exchange.index < 0:
                 return []
-            return [HttpAnswer(step=exchange.index, t=now, status=event.status, content_type=kind)]
+            return [
+                HttpAnswer(
+                    step=exchange.index,
+                    t=now,
+                    status=event.status,
+                    content_type=kind,
+                    session=session,
+                    challenge=exchange.headers.get("www-authenticate", ""),
+                )
+            ]
+        if exchange.step.path is not None:  # not the MCP endpoint (a metadata document)
+            if not isinstance(event, ResponseData):
+                del self._exchanges[event.exchange]
+            return []
         if isinstance(event, ResponseData):
             if exchange.sse is not None:
                 return self._messages([e.data for e in exchange.sse.feed(event.data) if e.data], now)

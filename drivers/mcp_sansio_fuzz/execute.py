@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from mcp_sansio.fuzz.case import Expect, Step
-from mcp_sansio.fuzz.oracles import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key
-from mcp_sansio.fuzz.peer import answer_key
+from mcp_sansio.fuzz.oracles import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
+from mcp_sansio.fuzz.peer import answer_id
 
 from .connections import Connection
 
@@ -21,16 +21,31 @@ def execute(
     sampler: Callable[[], None] | None = None,
     settle: float = 5.0,
     follow: Callable[[Step, bytes], list[Step]] | None = None,
+    wait: Callable[[Step], float] | None = None,
+    until: float | None = None,
 ) -> list[Record]:
     """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all.
 
     With ``follow``, the answer to a step marked ``follow`` is handed to it and the steps it
     returns are sent after the others (``steps`` must then be a list: they are appended).
+    ``wait`` says how long to wait for a step's answer (default: its ``timeout``); nothing
+    is sent, and nothing waited for, past ``until`` (a monotonic time). A response whose id
+    has the wrong JSON type (``"1"`` for ``1``) ends the wait for its request: the oracles
+    blame the id, and the budget is not spent waiting for an answer that came.
     """
     records: list[Record] = []
     waiting: dict[tuple[str, object], int] = {}
+    end = float("inf") if until is None else until
+
+    def matched(rid: object) -> int | None:
+        index = waiting.pop(id_key(rid), None)
+        if index is None and rid is not None:
+            twin = next((k for k in waiting if k[0] != "http" and loose_id(k[1]) == loose_id(rid)), None)
+            index = waiting.pop(twin, None) if twin is not None else None
+        return index
 
     def pump(deadline: float, want: tuple[str, object] | None) -> None:
+        deadline = min(deadline, end)
         while conn.alive():
             now = time.monotonic()
             if (
@@ -42,10 +57,10 @@ def execute(
             for record in conn.poll(min(deadline - now, 0.05)):
                 records.append(record)
                 if isinstance(record, Received):
-                    got = answer_key(record.data)
-                    if got == ("null", None) and waiting:  # an unreadable request's error: stop waiting
-                        got = list(waiting)[-1]
-                    index = waiting.pop(got or ("", None), None)
+                    found, rid = answer_id(record.data)
+                    if found and rid is None and waiting:  # an unreadable request's error: stop waiting
+                        rid = list(waiting)[-1][1]
+                    index = matched(rid) if found else None
                     if follow is not None and index is not None and steps[index].follow:
                         assert isinstance(steps, list)
                         steps.extend(follow(steps[index], record.data))
@@ -58,7 +73,7 @@ def execute(
                 sampler()
 
     for index, step in enumerate(steps):
-        if not conn.alive():
+        if not conn.alive() or time.monotonic() >= end:
             break
         now = time.monotonic()
         conn.send(index, step, now)
@@ -78,9 +93,14 @@ def execute(
         if key is not None:
             waiting[key] = index
         if key is not None and step.timeout > 0:
-            pump(now + step.timeout, key)
+            # A learnt wait only while nothing slow is in flight: a server that answers in
+            # order may hold a ping behind a long tool call.
+            slow = any(steps[i].patient for i in waiting.values() if i != index)
+            due = now + (wait(step) if wait is not None and not slow else step.timeout)
+            pump(due, key)
             if key in waiting:  # given up: a late answer is still recorded, but not waited for
-                records.append(TimedOut(step=index, t=time.monotonic()))
+                if due <= end:  # cut short by ``until``: no verdict on its silence
+                    records.append(TimedOut(step=index, t=time.monotonic()))
                 del waiting[key]
         else:
             pump(now + 0.02, ("", "never"))
@@ -88,8 +108,9 @@ def execute(
     # Silence from a patient request (a tool call) is no finding by itself: wait briefly for
     # a late answer (to judge it), fully only for requests that must be answered.
     urgent = any(not steps[i].patient for i in waiting.values())
-    pump(last + (settle if urgent else min(settle, 0.5)), None)
-    for index in sorted(waiting.values()):
+    due = last + (settle if urgent else min(settle, 0.5))
+    pump(due, None)
+    for index in sorted(waiting.values()) if due <= end else []:
         records.append(TimedOut(step=index, t=time.monotonic()))
     pump(time.monotonic() + 0.05, ("", "never"))
     records.append(Ended(t=time.monotonic(), alive=conn.alive(), returncode=conn.returncode()))

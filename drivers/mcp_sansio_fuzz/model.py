@@ -53,7 +53,8 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
 
 class Options(msgspec.Struct, frozen=True, kw_only=True):
     """How to fuzz: seed, era, time budget, memory bound, where traces go, how many replays
-    a shrink may make, and how long a liveness ping may take."""
+    a shrink may make, how long a liveness ping may take, and (HTTP) the headers of a second
+    principal, B, who tries the session of the target's own credentials, A."""
 
     seed: int = 0
     era: str = "auto"
@@ -62,6 +63,7 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     out_dir: str = "mcp-sansio-fuzz"
     shrink_tests: int = 16
     ping_timeout: float = 5.0
+    other_headers: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class ReportedFinding(msgspec.Struct, kw_only=True):
@@ -78,6 +80,7 @@ class ReportedFinding(msgspec.Struct, kw_only=True):
     time: float
     count: int = 1
     reproduced: bool = True
+    cause: str = ""
 
 
 class Stats(msgspec.Struct, kw_only=True):

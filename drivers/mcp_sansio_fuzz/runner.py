@@ -18,6 +18,7 @@ from typing import Final
 import msgspec
 
 from mcp_sansio.fuzz.case import Case, Check, Replies, Step
+from mcp_sansio.fuzz.latency import Latency
 from mcp_sansio.fuzz.oracles import (
     Context,
     HttpAnswer,
@@ -29,14 +30,17 @@ from mcp_sansio.fuzz.oracles import (
     judge,
     judge_children,
     judge_memory,
+    loose_id,
 )
-from mcp_sansio.fuzz.peer import answer_key
+from mcp_sansio.fuzz.peer import answer_id
 from mcp_sansio.fuzz.plan import Planner
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES, Finding
 from mcp_sansio.fuzz.shrink import ddmin
 from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
 from mcp_sansio.fuzz.trace import dump_trace
+from mcp_sansio.fuzz.wire import result_of
+from mcp_sansio.urls import parse_url
 from mcp_sansio.versions import LATEST_VERSION, MODERN_VERSIONS, rules_for
 
 from .connections import Connection, HttpConnection, StdioConnection, TargetUnavailable
@@ -46,7 +50,11 @@ from .model import Options, Report, ReportedFinding, Stats, Target, load_schema
 __all__ = ["Fuzzer"]
 
 _MAX_HISTORY: Final = 400
+_MAX_MEMORY_STEPS: Final = 20_000  # what a memory-growth reproducer may replay
+_MAX_MEMORY_BYTES: Final = 64 << 20
 _RSS_EVERY: Final = 0.25
+_TIMING: Final = frozenset({"no-response", "ping-unanswered"})  # replayed with the spec'd timeouts
+_BUDGET_SLACK: Final = 0.04  # of the budget, kept for closing the server and writing the report
 
 
 def _slug(text: str) -> str:
@@ -69,12 +77,17 @@ class Fuzzer:
         self.options = options
         self.progress = progress
         self.stats = Stats()
-        self.findings: dict[tuple[str, str | None], ReportedFinding] = {}
-        self.unconfirmed: dict[tuple[str, str | None], ReportedFinding] = {}
+        self.findings: dict[tuple[str, str | None, str], ReportedFinding] = {}
+        self.unconfirmed: dict[tuple[str, str | None, str], ReportedFinding] = {}
         self.version: str | None = None
         self.schema: dict[str, object] | None = None
         self.surface = Surface()
         self._start = 0.0
+        self._end = 0.0
+        self._shrinking = 0.0  # seconds spent shrinking so far
+        self.latency = Latency()
+        self._sent: list[Step] = []  # every step sent on the open connection (memory reproducers)
+        self._sent_bytes = 0
         self._samples: list[tuple[float, int]] = []
         self._last_sample = 0.0
         self._conn: Connection | None = None
@@ -94,17 +107,23 @@ class Fuzzer:
                 completed the opening handshake.
         """
         self._start = time.monotonic()
+        self._end = self._start + self.options.budget * (1 - _BUDGET_SLACK)
         rng = Rng(self.options.seed)
         try:
             planner = self._open_main(rng)
             http = self.target.transport == "http"
-            fresh = planner.fresh_cases() + (planner.http_fresh_cases() if http else [])
+            other = tuple((k.lower(), v) for k, v in self.options.other_headers.items())
+            fresh = planner.fresh_cases()
             fresh += planner.input_cases(self.surface)
             # One round on the open session first (the surface finds most bugs, and a fresh
             # connection costs a process start on stdio), then the fresh cases, then more rounds.
             rounds = 0
+            if http:  # over HTTP a fresh connection costs no process: the transport's own probes first
+                for case in planner.http_fresh_cases(other):
+                    if not self._over():
+                        self._fresh(case, planner)
             while not self._over():
-                for case in planner.cases(self.surface) + (planner.http_cases(self.surface) if http else []):
+                for case in (self._http_cases(planner) if http else []) + planner.cases(self.surface):
                     if self._over():
                         break
                     self._case(case, planner)
@@ -114,6 +133,7 @@ class Fuzzer:
                         break
                     self._fresh(case, planner)
         finally:
+            self._grace()
             self._close_main()
         self._memory()
         self.stats.elapsed = time.monotonic() - self._start
@@ -128,8 +148,18 @@ class Fuzzer:
             unconfirmed=sorted(self.unconfirmed.values(), key=lambda f: f.time),
         )
 
+    def _http_cases(self, planner: Planner) -> list[Case]:
+        auth = any(k.lower() == "authorization" for k in self.target.headers)
+        endpoint = parse_url(self.target.url or "http://localhost/").target.split("?")[0]
+        return planner.http_cases(self.surface, auth=auth, endpoint=endpoint)
+
     def _over(self) -> bool:
-        return self._gone or time.monotonic() - self._start >= self.options.budget
+        return self._gone or time.monotonic() >= self._end
+
+    def _settle(self) -> float:
+        """How long to wait at a case's end for answers still due."""
+        bound = self.latency.bound()
+        return 5.0 if bound is None else min(5.0, bound)
 
     def _versions(self) -> list[str]:
         era = self.options.era
@@ -146,7 +176,7 @@ class Fuzzer:
             planner = Planner(rng.fork(version), version, ping_timeout=self.options.ping_timeout)
             conn = self.target.connect()
             opening = planner.opening()
-            records = execute(conn, opening, self._sample, settle=0.0)
+            records = execute(conn, opening, self._sample, settle=0.0, until=self._end)
             answer = _result_of(opening[0], records)
             if isinstance(answer, dict):
                 negotiated = answer.get("protocolVersion")
@@ -160,6 +190,7 @@ class Fuzzer:
                     conn.protocol_version = planner.version
                 self._remember(opening)
                 self._opening = list(opening)
+                self._sent = list(opening)
                 self._judge(Case(name="opening", steps=tuple(opening)), records, initialized=False)
                 caps = answer.get("capabilities")
                 self.surface.capabilities = caps if isinstance(caps, dict) else {}
@@ -170,16 +201,24 @@ class Fuzzer:
         raise TargetUnavailable("the server did not open a session (" + "; ".join(problems) + ")")
 
     def _discover(self, planner: Planner) -> None:
+        """Every page of every list the server offers, as one case per list: a cursor is
+        followed once (the oracles flag one that comes back), at most 20 pages."""
         for method in LIST_METHODS:
             if not self.surface.offers(method):
                 continue
-            cursor: str | None = None
-            for _page in range(20):
-                step = planner.list_page(method, cursor)
-                records = self._run_steps(Case(name=f"discover {method}", steps=(step,)))
-                cursor = self.surface.learn(method, _result_of(step, records))
-                if cursor is None:
-                    break
+            followed: set[str] = set()
+
+            def more(
+                step: Step, answer: bytes, method: str = method, followed: set[str] = followed
+            ) -> list[Step]:
+                cursor = self.surface.learn(method, result_of(answer))
+                if cursor is None or cursor in followed or len(followed) >= 19:
+                    return []
+                followed.add(cursor)
+                return [msgspec.structs.replace(planner.list_page(method, cursor), follow=True)]
+
+            first = msgspec.structs.replace(planner.list_page(method, None), follow=True)
+            self._run_steps(Case(name=f"discover {method}", steps=(first,)), follow=more)
         self.stats.surface = {
             "tools": len(self.surface.tools),
             "resources": len(self.surface.resources),
@@ -201,20 +240,42 @@ class Fuzzer:
             stdio=self.target.transport == "stdio",
         )
 
+    def _keep_sent(self, steps: Sequence[Step]) -> None:
+        """Keep what was sent on this connection, for a memory-growth reproducer (bounded)."""
+        self._sent += steps
+        self._sent_bytes += sum(len(s.data) for s in steps)
+        while len(self._sent) > _MAX_MEMORY_STEPS or self._sent_bytes > _MAX_MEMORY_BYTES:
+            self._sent_bytes -= len(self._sent.pop(len(self._opening)).data)
+
     def _remember(self, steps: Sequence[Step]) -> None:
         self._history = (self._history + list(steps))[-_MAX_HISTORY:]
         self._ids |= {id_key(s.id) for s in steps if s.id is not None}
         self._tokens |= {id_key(s.progress_token) for s in steps if s.progress_token is not None}
 
-    def _run_steps(self, case: Case) -> list[Record]:
+    def _run_steps(
+        self, case: Case, follow: Callable[[Step, bytes], list[Step]] | None = None
+    ) -> list[Record]:
         conn = self._conn
         assert conn is not None
         self.stats.current = case.name
         earlier = frozenset(self._ids)
-        records = execute(conn, case.steps, self._sample)
+        steps = list(case.steps)
+        records = execute(
+            conn,
+            steps,
+            self._sample,
+            settle=self._settle(),
+            follow=follow,
+            wait=self.latency.wait,
+            until=self._end,
+        )
+        if len(steps) != len(case.steps):
+            case = msgspec.structs.replace(case, steps=tuple(steps))
         if isinstance(conn, HttpConnection):
             conn.cancel_open(time.monotonic())
+        self.latency.learn(steps, records)
         self._remember(case.steps)
+        self._keep_sent(case.steps)
         self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
         self.stats.cases += 1
         self._judge(case, records, initialized=True, earlier=earlier)
@@ -230,7 +291,7 @@ class Fuzzer:
                 self.stats.covered[key] = self.stats.covered.get(key, 0) + 1
         if self._conn is None or not self._conn.alive():
             self._restart(planner)
-            if self._gone:
+            if self._gone or self._conn is None:
                 return
         records = self._run_steps(case)
         stalled = any(isinstance(r, TimedOut) and case.steps[r.step].check is Check.PING for r in records)
@@ -244,6 +305,8 @@ class Fuzzer:
 
     def _restart(self, planner: Planner) -> None:
         self._close_main()
+        if self._over():
+            return
         self.stats.restarts += 1
         try:
             conn = self.target.connect()
@@ -251,7 +314,7 @@ class Fuzzer:
             self._gone = True
             return
         opening = planner.opening()
-        records = execute(conn, opening, settle=0.0)
+        records = execute(conn, opening, settle=0.0, until=self._end)
         if _result_of(opening[0], records) is None:  # it will not come back (an HTTP server died)
             conn.close()
             self._gone = True
@@ -261,24 +324,40 @@ class Fuzzer:
         self._conn = conn
         self._history = []
         self._opening = list(opening)
+        self._sent, self._sent_bytes = list(opening), sum(len(s.data) for s in opening)
         self._ids = set()
         self._tokens = set()
         self._samples = []
         self._remember(opening)
 
     def _close_main(self) -> None:
+        self._grace()
         if self._conn is not None:
             leftover = self._conn.close()
             self._conn = None
             for finding in judge_children(leftover):
                 self._report(finding, list(self._history), None)
 
+    def _grace(self) -> None:
+        """Near the end of the budget, a server gets little time to exit."""
+        if isinstance(self._conn, StdioConnection):
+            self._conn.grace = max(0.2, min(self._conn.grace, self._end - time.monotonic()))
+
     def _fresh(self, case: Case, planner: Planner) -> None:
         conn = self.target.connect()
         conn.replies = case.replies
         self.stats.current = case.name
         steps = list(case.steps)
-        records = execute(conn, steps, follow=planner.follow_up)
+        records = execute(
+            conn,
+            steps,
+            follow=planner.follow_up,
+            wait=self.latency.wait,
+            settle=self._settle(),
+            until=self._end,
+        )
+        if isinstance(conn, StdioConnection):
+            conn.grace = max(0.2, min(conn.grace, self._end - time.monotonic()))
         leftover = conn.close()
         self.stats.requests += sum(1 for r in records if isinstance(r, Sent))
         self.stats.cases += 1
@@ -297,8 +376,8 @@ class Fuzzer:
         earlier: frozenset[tuple[str, object]] = frozenset(),
     ) -> None:
         for finding in judge(case.steps, records, self._context(initialized, earlier)):
-            if (finding.rule, finding.method) in self.findings:
-                self.findings[finding.rule, finding.method].count += 1
+            if finding.key() in self.findings:
+                self.findings[finding.key()].count += 1
                 continue
             prefix = [] if case.fresh else list(self._opening)
             self._report(finding, prefix + list(case.steps), _shift(records, len(prefix)))
@@ -316,24 +395,26 @@ class Fuzzer:
 
     def _memory(self) -> None:
         for finding in judge_memory(self._samples, self.options.memory_limit):
-            self._report(finding, list(self._history), None)
+            self._report(finding, list(self._sent), None)
 
     # -- findings -----------------------------------------------------------------
     def _report(
         self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None = None
     ) -> None:
-        key = (finding.rule, finding.method)
+        key = finding.key()
         known = self.findings.get(key) or self.unconfirmed.get(key)
         if known is not None:
             known.count += 1
             return
         when = time.monotonic() - self._start
-        reproduced = True
+        reproduced: bool | None = True
         if finding.rule not in ("memory-growth", "leftover-process"):
             steps, records, reproduced = self._shrink(finding, steps, records, case)
         rule = RULES[finding.rule]
         path = self._write_trace(finding, steps, records or [], case)
-        confirmed = reproduced or finding.rule == "server-crashed"  # a dead server cannot be replayed
+        # A dead server cannot be replayed; a finding seen when the budget left no time to
+        # replay it stands as seen (``reproduced`` says it was not replayed).
+        confirmed = reproduced is not False or finding.rule == "server-crashed"
         (self.findings if confirmed else self.unconfirmed)[key] = ReportedFinding(
             rule=finding.rule,
             level=rule.level,
@@ -343,20 +424,47 @@ class Fuzzer:
             trace=path,
             steps=len(steps),
             time=round(when, 3),
-            reproduced=reproduced,
+            reproduced=reproduced is True,
+            cause=finding.cause,
         )
         self.stats.findings = len(self.findings)
 
     def _shrink(
         self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None
-    ) -> tuple[list[Step], list[Record] | None, bool]:
+    ) -> tuple[list[Step], list[Record] | None, bool | None]:
+        """The smallest reproducer found, its records, and whether it replayed (``None``:
+        the budget left no time to try)."""
         replies = case.replies if case is not None else Replies.REFUSE
         ctx = msgspec.structs.replace(
             self._context(initialized=False),
             client_capabilities=case.capabilities if case is not None else {},
         )
+        # Each shrink gets a fifth of the budget (at least 3 s, at most 30 s), all of them two
+        # fifths: a server with many findings is still fuzzed for the rest.
+        budget = self.options.budget
+        allowance = min(30.0, max(3.0, budget * 0.2), budget * 0.4 - self._shrinking)
+        timing = finding.rule in _TIMING and not finding.conclusive
+        if timing:  # silence seen on a learnt wait is confirmed only by a replay with the full one
+            allowance = max(allowance, max((s.timeout for s in steps), default=5.0) + 2.0)
+        started = time.monotonic()
+        deadline = min(started + allowance, self._end)
+        if deadline - started < 0.5:
+            return steps, records, False if timing else None
+        try:
+            return self._shrink_until(finding, steps, records, replies, ctx, deadline)
+        finally:
+            self._shrinking += time.monotonic() - started
+
+    def _shrink_until(
+        self,
+        finding: Finding,
+        steps: list[Step],
+        records: list[Record] | None,
+        replies: Replies,
+        ctx: Context,
+        deadline: float,
+    ) -> tuple[list[Step], list[Record] | None, bool | None]:
         last: dict[str, list[Record]] = {}
-        deadline = time.monotonic() + min(30.0, max(5.0, self.options.budget * 0.2))
 
         def fails(candidate: list[Step]) -> bool:
             if not candidate or time.monotonic() > deadline:
@@ -366,21 +474,22 @@ class Fuzzer:
             except TargetUnavailable:
                 return False
             conn.replies = replies
-            if isinstance(conn, StdioConnection):
-                conn.grace = 0.5  # a replay judges no leftover processes: end it quickly
+            if isinstance(conn, StdioConnection):  # a replay judges no leftover processes: end it quickly
+                conn.grace = max(0.1, min(0.5, deadline - time.monotonic()))
             try:
-                got = execute(conn, candidate, settle=1.0)
+                got = execute(conn, candidate, settle=1.0, until=deadline)
             finally:
                 conn.close()
-            ok = any(
-                f.rule == finding.rule and f.method == finding.method for f in judge(candidate, got, ctx)
-            )
+            ok = any(f.key() == finding.key() for f in judge(candidate, got, ctx))
             if ok:
                 last["records"] = got
+            elif time.monotonic() >= deadline:
+                last["cut"] = []  # the replay ran out of time: no verdict
             return ok
 
         if not fails(steps):
-            return steps, records, False
+            timing = finding.rule in _TIMING and not finding.conclusive  # a learnt wait may be short
+            return steps, records, None if "cut" in last and not timing else False
         # The last sequence that failed is the one ddmin returns, so ``last`` holds its records.
         small = ddmin(steps, fails, keep=_opening_of(steps), budget=self.options.shrink_tests)
         return small, last.get("records", records), True
@@ -405,6 +514,8 @@ class Fuzzer:
             "seed": self.options.seed,
             "replies": (case.replies if case is not None else Replies.REFUSE).value,
             "capabilities": case.capabilities if case is not None else {},
+            "cause": finding.cause,
+            "memory_limit": self.options.memory_limit,
         }
         usable = (
             records
@@ -427,16 +538,16 @@ def _shift(records: Sequence[Record], by: int) -> list[Record]:
 
 
 def _result_of(step: Step, records: Sequence[Record]) -> object:
-    """The result that answered ``step`` in ``records``, if any."""
+    """The result that answered ``step`` in ``records``, if any (an id of the wrong JSON
+    type still matches: the oracles blame it, and the run goes on)."""
     if step.id is None:
         return None
-    want = id_key(step.id)
     for record in records:
-        if isinstance(record, Received) and answer_key(record.data) == want:
-            try:
-                message = msgspec.json.decode(record.data)
-            except msgspec.DecodeError:
-                return None
+        if not isinstance(record, Received):
+            continue
+        found, rid = answer_id(record.data)
+        if found and (id_key(rid) == id_key(step.id) or loose_id(rid) == loose_id(step.id)):
+            message = msgspec.json.decode(record.data)
             return message.get("result") if isinstance(message, dict) else None
     return None
 

@@ -47,9 +47,13 @@ class Check(enum.Enum):
     UNKNOWN_METHOD = "unknown-method"  # -32601
     INVALID_REQUEST = "invalid-request"  # not a valid request: no result
     FORGED_CURSOR = "forged-cursor"  # an error, if any, is -32602
+    UNKNOWN_TOOL = "unknown-tool"  # tools/call of a tool never listed: an error (or isError)
     BOGUS_VERSION = "bogus-version"  # the result does not echo the bogus version
     STATUS_400 = "status-400"  # HTTP: the request must be refused with 400 Bad Request
     STATUS_404 = "status-404"  # HTTP: a terminated session's id must get 404 Not Found
+    STATUS_403 = "status-403"  # HTTP: a foreign Origin must get 403 Forbidden
+    STATUS_401 = "status-401"  # HTTP: a missing or invalid token must get 401 (with discovery)
+    OTHER_PRINCIPAL = "other-principal"  # HTTP: another principal using a session must be refused
     NONE = "none"  # anything
 
 
@@ -74,9 +78,10 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             2026-07-28 ``input_required`` result is retried, with its ``requestState``
             tampered and replayed).
         headers: extra HTTP request headers, as sent (HTTP only; the last wins).
-        session: ``"keep"`` (default), ``"none"`` (no session id) or a literal session
-            id to send (HTTP only).
+        session: ``"keep"`` (default), ``"none"`` (no session id), ``"#N"`` (the N-th
+            session this connection opened, from 0) or a literal session id (HTTP only).
         http_method: ``POST``, or ``GET`` / ``DELETE`` (HTTP only; ``data`` unused).
+        path: another request target on the same origin (HTTP only; a metadata URL).
     """
 
     data: bytes = b""
@@ -94,6 +99,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     headers: tuple[tuple[str, str], ...] = ()
     session: str = "keep"
     http_method: str = "POST"
+    path: str | None = None
 
 
 class Case(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,6 +10,7 @@ records.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -17,6 +18,7 @@ from typing import Final
 import msgspec
 
 from ..modern import MISSING_CLIENT_CAPABILITY
+from ..versions import VERSIONS
 from .case import Check, Expect, Step
 from .rules import Finding
 from .schemacheck import json_type, schema_problems, validate
@@ -33,6 +35,7 @@ __all__ = [
     "judge_children",
     "judge_memory",
     "judge_tools",
+    "loose_id",
     "result_schema",
 ]
 
@@ -72,12 +75,15 @@ class Received(msgspec.Struct, frozen=True, kw_only=True, tag="received"):
 
 
 class HttpAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="http"):
-    """The HTTP status and content type that answered step ``step``."""
+    """The HTTP status and content type that answered step ``step``, the
+    ``Mcp-Session-Id`` it set and its ``WWW-Authenticate`` challenge, if any."""
 
     step: int
     t: float
     status: int
     content_type: str = ""
+    session: str = ""
+    challenge: str = ""
 
 
 class TimedOut(msgspec.Struct, frozen=True, kw_only=True, tag="timeout"):
@@ -133,6 +139,19 @@ def id_key(value: object) -> tuple[str, object]:
     return json_type(value), value if isinstance(value, int | str | float | None) else repr(value)
 
 
+def loose_id(value: object) -> str | None:
+    """What an id looks like once its JSON type is forgotten (``1`` and ``"1"`` meet): how
+    a response whose id has the wrong type is still matched to its request."""
+    if isinstance(value, bool) or not isinstance(value, int | str | float):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+_LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+
+
 def result_schema(schema: Mapping[str, object], method: str, version_modern: bool) -> object | None:
     """The schema a result of ``method`` must fit in ``schema`` (a revision's document),
     or ``None`` when the document defines none for it."""
@@ -156,22 +175,27 @@ class _Judge:
         self.findings: list[Finding] = []
         self.by_id: dict[tuple[str, object], int] = {}
         self.echoes: set[tuple[str, object]] = set()  # ids of malformed messages: echoing them is fine
+        self.loose: dict[str, int] = {}
         for index, step in enumerate(steps):
             if step.id is not None and step.expect in (Expect.RESPONSE, Expect.CANCELLED):
                 self.by_id.setdefault(id_key(step.id), index)
+                self.loose.setdefault(loose_id(step.id) or "", index)
             elif step.expect is Expect.ANY:
-                self.echoes |= _ids_in(step.data)
+                ids = _ids_in(step.data)
+                self.echoes |= ids
+                for key in ids:
+                    self.loose.setdefault(loose_id(key[1]) or "", index)
         self.answers: dict[int, list[tuple[int, dict[str, object]]]] = {}
         self.sent_at: dict[int, int] = {}
         self.sent_t: dict[int, float] = {}
-        self.timed_out: set[int] = set()
+        self.timed_out: dict[int, float] = {}
         self.http: dict[int, HttpAnswer] = {}
         self.end: Ended | None = None
         self.records = records
 
-    def add(self, rule: str, step: int | None, message: str) -> None:
+    def add(self, rule: str, step: int | None, message: str, cause: str = "") -> None:
         method = self.steps[step].method if step is not None else None
-        self.findings.append(Finding(rule=rule, method=method, message=message, step=step))
+        self.findings.append(Finding(rule=rule, method=method, message=message, step=step, cause=cause))
 
     def run(self) -> list[Finding]:
         initialized = self.ctx.initialized
@@ -183,14 +207,16 @@ class _Judge:
             elif isinstance(record, Received):
                 self._received(position, record, initialized)
             elif isinstance(record, HttpAnswer):
-                self.http[record.step] = record
+                if 0 <= record.step < len(self.steps):  # not a late answer from an earlier case
+                    self.http[record.step] = record
             elif isinstance(record, TimedOut):
-                self.timed_out.add(record.step)
+                self.timed_out.setdefault(record.step, record.t)
             else:
                 self.end = record
         for index, step in enumerate(self.steps):
             if index in self.sent_at:
                 self._step(index, step)
+        self._session_ids()
         if (
             self.end is not None
             and not self.end.alive
@@ -304,12 +330,55 @@ class _Judge:
         rid = message["id"]
         index = self.by_id.get(id_key(rid))
         if index is None:
-            # A null id is allowed on an error when the request's id could not be read,
-            # which a server may decide for any input it failed to parse (too deep, too big).
-            if rid is not None and id_key(rid) not in self.ctx.earlier_ids and id_key(rid) not in self.echoes:
-                self.add("unknown-response-id", None, f"a response with id {rid!r}, which no request carries")
+            self._unknown_id(rid, "result" in message, position)
             return
         self.answers.setdefault(index, []).append((position, message))
+
+    def _answered_notification(self, position: int) -> int | None:
+        """The notification a stray response at ``position`` most likely answers: the last
+        one sent before it, unless a request sent after that notification was answered
+        first (the server had moved past it)."""
+        sent = sorted((at, i) for i, at in self.sent_at.items() if at < position)
+        for at, index in reversed(sent):
+            step = self.steps[index]
+            if step.expect is Expect.NOTHING and step.method is not None and step.http_method == "POST":
+                later = [i for a, i in sent if a > at]
+                if any(p < position for i in later for p, _ in self.answers.get(i, [])):
+                    return None
+                return index
+        return None
+
+    def _unknown_id(self, rid: object, is_result: bool, position: int) -> None:
+        """A response no request of ours carries, kept apart by what it most likely is: a
+        request's answer with its id's type changed, an answer to a notification we just
+        sent, a result with a null id, or an id from nowhere."""
+        if id_key(rid) in self.ctx.earlier_ids or id_key(rid) in self.echoes:
+            return
+        if rid is not None and any(loose_id(key[1]) == loose_id(rid) for key in self.ctx.earlier_ids):
+            return  # a late answer to an earlier case's request, its id's type changed
+        twin = self.loose.get(loose_id(rid) or "\0")
+        notification = self._answered_notification(position)
+        if twin is not None:
+            self.add(
+                "unknown-response-id",
+                twin,
+                f"{self.steps[twin].label}: an id was answered as {rid!r}, another JSON type",
+                cause="id-type",
+            )
+        elif notification is not None and (rid is not None or is_result):
+            method = self.steps[notification].method
+            self.add(
+                "unknown-response-id",
+                notification,
+                f"a response (id {rid!r}) to the notification {method}, which takes none",
+                cause="answered-notification",
+            )
+        elif rid is None and is_result:
+            # A null id is allowed on an error when the request's id could not be read; a
+            # result always answers a request whose id was read.
+            self.add("unknown-response-id", None, "a result with a null id", cause="null-id")
+        elif rid is not None:
+            self.add("unknown-response-id", None, f"a response with id {rid!r}, which no request carries")
 
     def _step(self, index: int, step: Step) -> None:
         answers = self.answers.get(index, [])
@@ -329,7 +398,9 @@ class _Judge:
         self._check(index, step, answers[0][1])
 
     def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
-        if step.check is Check.STATUS_400 and answer.status != 400:
+        if step.check in (Check.STATUS_403, Check.STATUS_401, Check.OTHER_PRINCIPAL):
+            self._security(index, step, answer)
+        elif step.check is Check.STATUS_400 and answer.status != 400:
             self.add("http-status", index, f"{step.label}: HTTP {answer.status}, not 400 Bad Request")
         elif step.check is Check.STATUS_404 and answer.status != 404 and self._deleted():
             self.add("session-reuse", index, f"{step.label}: HTTP {answer.status}, not 404 Not Found")
@@ -340,6 +411,64 @@ class _Judge:
             and answer.status != 202
         ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
+
+    def _security(self, index: int, step: Step, answer: HttpAnswer) -> None:
+        """Origin, authorization and session-binding checks (HTTP only)."""
+        status = answer.status
+        if step.check is Check.STATUS_403 and status < 400:
+            cause = "delete" if step.http_method == "DELETE" else "request"
+            self.add("origin-not-validated", index, f"{step.label}: HTTP {status}, not 403 Forbidden", cause)
+        elif step.check is Check.STATUS_401 and status != 401:
+            self.add("auth-status", index, f"{step.label}: HTTP {status}, not 401 Unauthorized")
+        elif (
+            step.check is Check.STATUS_401
+            and "resource_metadata" not in answer.challenge.lower()
+            and not self._well_known()
+        ):
+            got = f"WWW-Authenticate: {answer.challenge[:80]}" if answer.challenge else "no WWW-Authenticate"
+            self.add(
+                "auth-discovery",
+                index,
+                f"{step.label}: 401 with {got}, and no protected resource metadata at the well-known URI",
+            )
+        elif step.check is Check.OTHER_PRINCIPAL and status < 400:
+            self.add(
+                "session-not-bound",
+                index,
+                f"{step.label}: HTTP {status}: another principal's token was accepted with this session",
+            )
+
+    def _well_known(self) -> bool:
+        return any(
+            (self.steps[i].path or "").startswith("/.well-known/oauth-protected-resource") and a.status == 200
+            for i, a in self.http.items()
+        )
+
+    def _session_ids(self) -> None:
+        """Session ids must be visible ASCII, unique and not guessable (no counter, not short)."""
+        issued = [
+            (i, a.session)
+            for i, a in sorted(self.http.items())
+            if a.session and self.steps[i].method == "initialize" and a.status < 300
+        ]
+        for index, sid in issued:
+            if not all(0x21 <= ord(c) <= 0x7E for c in sid):
+                self.add("session-id", index, f"session id {sid[:40]!r} is not visible ASCII", "characters")
+            elif len(sid) < 16:
+                self.add(
+                    "session-id",
+                    index,
+                    f"session id {sid!r} is {len(sid)} characters: too short to be unguessable",
+                    "predictable",
+                )
+        ids = [sid for _, sid in issued]
+        if len(ids) >= 2 and (len(set(ids)) < len(ids) or _counter(ids)):
+            self.add(
+                "session-id",
+                issued[-1][0],
+                f"session ids {', '.join(repr(i[:40]) for i in ids)} follow from each other",
+                "predictable",
+            )
 
     def _deleted(self) -> bool:
         """A DELETE of the session was accepted (a server may refuse it with 405)."""
@@ -388,7 +517,13 @@ class _Judge:
         return not any(step.method == "initialize" for step in self.steps[:index])
 
     def _unanswered(self, index: int, step: Step) -> None:
-        if step.check in (Check.STATUS_400, Check.STATUS_404) or (
+        if step.check in (
+            Check.STATUS_400,
+            Check.STATUS_404,
+            Check.STATUS_403,
+            Check.STATUS_401,
+            Check.OTHER_PRINCIPAL,
+        ) or (
             index in self.http and self.http[index].status >= 400
         ):
             return
@@ -401,7 +536,10 @@ class _Judge:
             )
         elif index in self.timed_out and not step.patient:
             rule = "ping-unanswered" if step.check is Check.PING else "no-response"
-            self.add(rule, index, f"{step.label}: no answer within {step.timeout:g} s")
+            waited = self.timed_out[index] - self.sent_t.get(index, self.timed_out[index])
+            self.add(rule, index, f"{step.label}: no answer within {waited:.1f} s")
+            if waited < step.timeout - 0.05:  # a learnt wait: only a replay with the full one confirms
+                self.findings[-1] = msgspec.structs.replace(self.findings[-1], conclusive=False)
 
     def _check(self, index: int, step: Step, answer: dict[str, object]) -> None:
         error = answer.get("error")
@@ -428,8 +566,36 @@ class _Judge:
             and result.get("protocolVersion") == _bogus(step)
         ):
             self.add("version-negotiation", index, f"{label}: the server echoed {_bogus(step)!r}")
+        elif step.check is Check.UNKNOWN_TOOL and error is None and not (
+            isinstance(result, dict) and result.get("isError") is True
+        ):
+            self.add("unknown-tool-accepted", index, f"{label}: a successful result")
+        if step.method == "initialize" and isinstance(result, dict):
+            negotiated = result.get("protocolVersion")
+            if isinstance(negotiated, str) and negotiated != _bogus(step) and negotiated not in VERSIONS:
+                self.add(
+                    "unknown-version",
+                    index,
+                    f"{label}: asked for {_bogus(step)!r}, answered {negotiated!r}, which no revision has",
+                )
+        if step.method in _LIST_METHODS and isinstance(result, dict):
+            self._cursor(index, step, result.get("nextCursor"))
         if error is None and step.check in (Check.RESULT, Check.BOGUS_VERSION, Check.INVALID_ARGS):
             self._result(index, step, result)
+
+    def _cursor(self, index: int, step: Step, cursor: object) -> None:
+        """A ``nextCursor`` equal to a cursor this case already followed for the same list:
+        following it goes round in a circle (or stays in place) for ever."""
+        if not isinstance(cursor, str) or not cursor:
+            return
+        followed = [
+            i
+            for i in range(index + 1)
+            if self.steps[i].method == step.method and _cursor_of(self.steps[i]) == cursor
+        ]
+        if followed:
+            again = "the cursor it was asked with" if followed[-1] == index else "a cursor already followed"
+            self.add("cursor-loop", index, f"{step.label}: nextCursor {cursor[:40]!r} is {again}")
 
     def _result(self, index: int, step: Step, result: object) -> None:
         tools = result.get("tools") if isinstance(result, dict) and step.method == "tools/list" else None
@@ -497,9 +663,31 @@ def _ids_in(data: bytes) -> set[tuple[str, object]]:
     return {id_key(item["id"]) for item in items if isinstance(item, dict) and "id" in item}
 
 
+def _counter(ids: Sequence[str]) -> bool:
+    """Whether session ids differ only by a number that counts up (``s-7``, ``s-8``)."""
+    parts = [re.fullmatch(r"(.*?)(\d+)", sid) for sid in ids]
+    if not all(parts):
+        return False
+    heads = {m.group(1) for m in parts if m is not None}
+    numbers = [int(m.group(2)) for m in parts if m is not None]
+    return len(heads) == 1 and all(0 < b - a <= 16 for a, b in itertools.pairwise(numbers))
+
+
+def _params(step: Step) -> dict[str, object]:
+    try:
+        message = _decode(step.data)
+    except (msgspec.DecodeError, RecursionError):
+        return {}
+    params = message.get("params") if isinstance(message, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
 def _bogus(step: Step) -> object:
-    params = _decode(step.data).get("params")
-    return params.get("protocolVersion") if isinstance(params, dict) else None
+    return _params(step).get("protocolVersion")
+
+
+def _cursor_of(step: Step) -> object:
+    return _params(step).get("cursor")
 
 
 def judge(steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> list[Finding]:

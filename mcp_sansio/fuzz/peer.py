@@ -18,7 +18,7 @@ from ..jsonrpc import METHOD_NOT_FOUND, encode_error, encode_result
 from .case import Replies
 from .oracles import id_key
 
-__all__ = ["LATE_DELAY", "PLAUSIBLE_ANSWERS", "answer_key", "reply_for"]
+__all__ = ["LATE_DELAY", "PLAUSIBLE_ANSWERS", "answer_id", "answer_key", "reply_for"]
 
 _decode: Final = msgspec.json.Decoder().decode
 
@@ -37,6 +37,14 @@ def answer_key(data: bytes) -> tuple[str, object] | None:
     if message is None or "method" in message or "id" not in message:
         return None
     return id_key(message["id"])
+
+
+def answer_id(data: bytes) -> tuple[bool, object]:
+    """Whether ``data`` is a response, and its id as sent."""
+    message = _message(data)
+    if message is None or "method" in message or "id" not in message:
+        return False, None
+    return True, message["id"]
 
 
 PLAUSIBLE_ANSWERS: Final[Mapping[str, object]] = {

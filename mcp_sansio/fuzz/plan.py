@@ -31,6 +31,8 @@ __all__ = ["BOGUS_VERSION", "CLIENT_CAPABILITIES", "CLIENT_INFO", "DEEP_LEVELS",
 CLIENT_INFO: Final = {"name": "mcp-sansio-fuzz", "version": "0.1.0"}
 CLIENT_CAPABILITIES: Final = {"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": True}}
 BOGUS_VERSION: Final = "fuzz-1999-01-01"
+FOREIGN_ORIGIN: Final = "http://fuzz-attacker.example"
+HUGE_BODY: Final = 16 << 20
 DEEP_LEVELS: Final = (256, 64, 1024, 8192)
 HUGE_STRING: Final = 1 << 20
 _AUTO: Final = object()
@@ -394,11 +396,59 @@ class Planner:
         out.append(self._case(f"{name} concurrent calls", *calls))
         return out
 
-    def http_cases(self, surface: Surface | None = None) -> list[Case]:
+    def http_cases(
+        self, surface: Surface | None = None, *, auth: bool = False, endpoint: str = "/mcp"
+    ) -> list[Case]:
         """Streamable HTTP probes on the open session: a wrong ``MCP-Protocol-Version``,
-        a session id never issued, no session id, a forged ``Last-Event-ID``; in the
-        stateless era, ``Mcp-Method`` and ``Mcp-Name`` headers that contradict the body."""
+        a session id never issued, no session id, a forged ``Last-Event-ID``, a foreign
+        ``Origin``, a 16 MiB body; with ``auth`` (the target is given credentials), no token
+        and a forged one (each must get 401 and a way to find the resource metadata); in
+        the stateless era, ``Mcp-Method`` and ``Mcp-Name`` headers that contradict the body."""
         out: list[Case] = []
+        out.append(
+            self._case(
+                "foreign Origin",
+                msgspec.structs.replace(
+                    self.ping(),
+                    label=f"liveness from Origin: {FOREIGN_ORIGIN}",
+                    check=Check.STATUS_403,
+                    headers=(*self.ping().headers, ("origin", FOREIGN_ORIGIN)),
+                ),
+            )
+        )
+        big = self.request(
+            "ping" if self.rules.ping else "server/discover",
+            {"fuzz_padding": "\x00PAD\x00"},
+            label=f"a {HUGE_BODY >> 20} MiB body",
+            check=Check.NONE,
+            patient=True,
+            timeout=0.0,
+        )
+        big = msgspec.structs.replace(
+            big, data=big.data.replace(b'"\\u0000PAD\\u0000"', b'"' + b"p" * HUGE_BODY + b'"')
+        )
+        out.append(self._case("huge body", big))
+        if auth:
+            metadata = "/.well-known/oauth-protected-resource"
+            lookups = [
+                Step(label=f"GET {path}", expect=Expect.NOTHING, http_method="GET", timeout=5.0, path=path)
+                for path in dict.fromkeys((metadata + endpoint.rstrip("/"), metadata))
+            ]
+            for label, token in (("without a token", ""), ("with a forged token", "Bearer fuzz-forged")):
+                ping = self.ping()
+                credentials = (*without_header(ping.headers, "authorization"), ("authorization", token))
+                out.append(
+                    self._case(
+                        f"request {label}",
+                        *lookups,
+                        msgspec.structs.replace(
+                            ping,
+                            label=f"liveness {label}",
+                            check=Check.STATUS_401,
+                            headers=credentials,
+                        ),
+                    )
+                )
         if self.rules.protocol_version_header:
             ping = self.ping()
             out.append(
@@ -492,16 +542,63 @@ class Planner:
             )
         return out
 
-    def http_fresh_cases(self) -> list[Case]:
-        """Streamable HTTP probes that need a session of their own: the session is
-        deleted, then used again (it must get 404)."""
+    def http_fresh_cases(self, other: tuple[tuple[str, str], ...] = ()) -> list[Case]:
+        """Streamable HTTP probes that need sessions of their own: the session is deleted,
+        then used again (it must get 404); two clients open sessions A and B, then A's id is
+        used by B (refused only if ``other``, B's credentials, name another principal: without
+        authorization the spec cannot tell clients apart), from a foreign ``Origin``, and
+        deleted from one (both must get 403); session ids are judged for guessability."""
         if not self.rules.sessions or not self.rules.handshake:
             return []
         delete = Step(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=5.0)
         stale = msgspec.structs.replace(
             self.ping(), label="liveness on the deleted session", check=Check.STATUS_404
         )
-        return [Case(name="session deleted then reused", fresh=True, steps=(*self.opening(), delete, stale))]
+        cases = [Case(name="session deleted then reused", fresh=True, steps=(*self.opening(), delete, stale))]
+        origin = (("origin", FOREIGN_ORIGIN),)
+        a_open = self.opening()
+        b_init, b_initialized = self.opening()
+        b_steps = (
+            msgspec.structs.replace(b_init, label="B: initialize", session="none", headers=other),
+            msgspec.structs.replace(b_initialized, label="B: initialized", session="#1", headers=other),
+        )
+        ping = self.ping()
+        borrowed = msgspec.structs.replace(
+            ping,
+            label="client B (another principal) uses A's session" if other else "client B uses A's session",
+            session="#0",
+            headers=(*ping.headers, *other),
+            check=Check.OTHER_PRINCIPAL if other else Check.NONE,
+            patient=True,
+        )
+        ping = self.ping()
+        foreign = msgspec.structs.replace(
+            ping,
+            label=f"A's session used from Origin: {FOREIGN_ORIGIN}",
+            session="#0",
+            headers=(*ping.headers, *origin),
+            check=Check.STATUS_403,
+        )
+        kill = Step(
+            label=f"DELETE A's session from Origin: {FOREIGN_ORIGIN}",
+            expect=Expect.NOTHING,
+            http_method="DELETE",
+            timeout=5.0,
+            session="#0",
+            headers=origin,
+            check=Check.STATUS_403,
+        )
+        after = msgspec.structs.replace(
+            self.ping(), label="A: liveness on its session", session="#0", check=Check.NONE, patient=True
+        )
+        cases.append(
+            Case(
+                name="another client's session",
+                fresh=True,
+                steps=(*a_open, *b_steps, borrowed, foreign, kill, after),
+            )
+        )
+        return cases
 
     def _cancel(self, request_id: object, why: str) -> Step:
         return self.notification(
@@ -529,6 +626,24 @@ class Planner:
             ),
             self._case("cancel unknown id", self._cancel(10_000_000 + self._round, "unknown")),
         ]
+        if "tools" in surface.capabilities:
+            listed = {str(t.get("name")) for t in surface.tools}
+            name = f"fuzz_unlisted_tool_{self._round}"
+            while name in listed:
+                name += "_"
+            out.append(
+                self._case(
+                    "unlisted tool",
+                    self.request(
+                        "tools/call",
+                        {"name": name, "arguments": {}},
+                        label=f"tools/call {name} (a tool never listed)",
+                        check=Check.UNKNOWN_TOOL,
+                        patient=True,
+                        timeout=5.0,
+                    ),
+                )
+            )
         finished = self.ping()
         out.append(self._case("cancel finished", finished, self._cancel(finished.id, "finished")))
         twin = msgspec.structs.replace(

@@ -26,17 +26,22 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
-    """One thing the server did wrong. ``step`` is the index of the step whose answer (or
-    silence) broke the rule, or ``None`` for whole-run rules."""
+    """One thing the peer did wrong. ``step`` is the index of the step whose answer (or
+    silence) broke the rule, or ``None`` for whole-run rules. ``cause`` names what broke it
+    when one rule can break in several ways (an id of the wrong type, a response to a
+    notification): findings with different causes are kept apart, so fixing one never
+    reveals another that had been folded under it."""
 
     rule: str
     method: str | None
     message: str
     step: int | None = None
+    cause: str = ""
+    conclusive: bool = True  # False: silence judged on a learnt wait shorter than the step's timeout
 
-    def key(self) -> tuple[str, str | None]:
-        """What findings are grouped and deduplicated by: the rule and the method."""
-        return self.rule, self.method
+    def key(self) -> tuple[str, str | None, str]:
+        """What findings are grouped and deduplicated by: the rule, the method and the cause."""
+        return self.rule, self.method, self.cause
 
 
 _JSONRPC = "JSON-RPC 2.0 §4"
@@ -179,6 +184,29 @@ RULES: Final = {
             "not exist)",
         ),
         _rule(
+            "unknown-version",
+            "MUST",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the server supports the '
+            "requested protocol version, it MUST respond with the same version. Otherwise, the server "
+            'MUST respond with another protocol version it supports." (it answered with a version that '
+            "the client did not request and no revision has)",
+        ),
+        _rule(
+            "unknown-tool-accepted",
+            "MUST",
+            'MCP 2025-11-25 server/tools (Error Handling): "Protocol Errors: Standard JSON-RPC errors '
+            'for issues like: Unknown tools" (the example answers code -32602 "Unknown tool"); a tool '
+            "the server never listed got a successful result",
+        ),
+        _rule(
+            "cursor-loop",
+            "SHOULD",
+            'MCP 2025-11-25 server/utilities/pagination: "The cursor is an opaque string token, '
+            'representing a position in the result set"; "An optional nextCursor field if more results '
+            'exist"; "Servers SHOULD: Provide stable cursors" (a nextCursor that was already followed: '
+            "the listing never ends)",
+        ),
+        _rule(
             "invalid-cursor-code",
             "SHOULD",
             'MCP 2025-11-25 server/utilities/pagination: "Invalid cursors SHOULD result in an error '
@@ -195,6 +223,46 @@ RULES: Final = {
             'validation fails." (and 202 Accepted for an accepted notification)',
         ),
         _rule(
+            "origin-not-validated",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Security Warning): "Servers MUST validate the Origin '
+            'header on all incoming connections to prevent DNS rebinding attacks"; "If the Origin header '
+            'is present and invalid, servers MUST respond with HTTP 403 Forbidden." (a request from a '
+            "foreign web origin was served)",
+        ),
+        _rule(
+            "session-id",
+            "MUST",
+            'MCP 2025-11-25 basic/transports (Session Management): "The session ID MUST only contain '
+            'visible ASCII characters (ranging from 0x21 to 0x7E)."; basic/security_best_practices '
+            '(Session Hijacking): "MCP servers MUST use secure, non-deterministic session IDs." "Avoid '
+            'predictable or sequential session identifiers that could be guessed by an attacker."',
+        ),
+        _rule(
+            "session-not-bound",
+            "SHOULD",
+            'MCP 2025-11-25 basic/security_best_practices (Session Hijacking): "MCP servers that '
+            'implement authorization MUST verify all inbound requests. MCP Servers MUST NOT use sessions '
+            'for authentication." "MCP servers SHOULD bind session IDs to user-specific information." '
+            "(another principal's token worked with this session's id)",
+        ),
+        _rule(
+            "auth-status",
+            "MUST",
+            'MCP 2025-06-18 and 2025-11-25 basic/authorization (Error Handling): "Invalid or expired '
+            'tokens MUST receive a HTTP 401 response." (401 Unauthorized: "Authorization required or '
+            'token invalid")',
+        ),
+        _rule(
+            "auth-discovery",
+            "MUST",
+            'MCP 2025-11-25 basic/authorization (Protected Resource Metadata Discovery Requirements): '
+            '"MCP servers MUST implement one of the following discovery mechanisms": the resource '
+            "metadata URL in the WWW-Authenticate header under resource_metadata on 401 responses, or "
+            "metadata at the RFC 9728 well-known URI (2025-06-18: \"MCP servers MUST use the HTTP header "
+            'WWW-Authenticate when returning a 401 Unauthorized")',
+        ),
+        _rule(
             "session-reuse",
             "MUST",
             'MCP 2025-11-25 basic/transports (Session Management): "The server MAY terminate the '
@@ -207,6 +275,60 @@ RULES: Final = {
             'MCP 2026-07-28 basic/patterns/mrtr (Server Requirements): "Servers MUST include at least one '
             'of inputRequests or requestState in every InputRequiredResult response." "Servers MUST NOT '
             'send an inputRequests that the client has not declared support for in its capabilities."',
+        ),
+        _rule(
+            "client-crashed",
+            "ROBUSTNESS",
+            "no MCP sentence: the hostile server broke the protocol on purpose (basic/transports: "
+            '"JSON-RPC messages MUST be UTF-8 encoded"; basic/index: "All messages ... MUST follow the '
+            'JSON-RPC 2.0 specification"); a client reports that as an error, it does not die of it',
+        ),
+        _rule(
+            "client-hung",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle (Timeouts): "Implementations SHOULD establish timeouts for '
+            'all sent requests, to prevent hung connections and resource exhaustion." "implementations '
+            'SHOULD always enforce a maximum timeout, regardless of progress notifications, to limit '
+            'the impact of a misbehaving client or server."',
+        ),
+        _rule(
+            "client-wedged",
+            "ROBUSTNESS",
+            'no MCP sentence binds the client here (the server broke basic/transports: "JSON-RPC '
+            'messages MUST be UTF-8 encoded", "The server MUST NOT write anything to its stdout that is '
+            'not a valid MCP message"): one bad line must cost that line, not the valid answer after it',
+        ),
+        _rule(
+            "client-memory",
+            "ROBUSTNESS",
+            'no MCP sentence beyond basic/lifecycle (Timeouts): "to prevent hung connections and resource '
+            'exhaustion": the client\'s resident memory grew past the bound on what a hostile server sent '
+            "(one unterminated line: it held 8 MiB or more of it, still reading, when it stopped)",
+        ),
+        _rule(
+            "client-untyped-error",
+            "ROBUSTNESS",
+            "no MCP sentence: the client failed with an exception group (a task group's wrapper) instead "
+            "of one typed error its caller can catch",
+        ),
+        _rule(
+            "client-kept-unsupported-version",
+            "SHOULD",
+            'MCP 2025-11-25 basic/lifecycle (Version Negotiation): "If the client does not support the '
+            'version in the server\'s response, it SHOULD disconnect."',
+        ),
+        _rule(
+            "client-reinit-loop",
+            "ROBUSTNESS",
+            'MCP 2025-11-25 basic/transports (Session Management): "When a client receives HTTP 404 in '
+            'response to a request containing an MCP-Session-Id, it MUST start a new session" - once; a '
+            "server whose every new session expires at once must not keep the client initializing for ever",
+        ),
+        _rule(
+            "client-endless-pagination",
+            "ROBUSTNESS",
+            'MCP 2025-11-25 server/utilities/pagination: "Clients SHOULD: Treat a missing nextCursor as '
+            'the end of results" (a cursor that keeps coming back has no end: the client must bound it)',
         ),
         _rule(
             "memory-growth",

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from .case import Check, encode
+from .case import Check, Step, encode
 from .rng import Rng
 
-__all__ = ["decode_json", "garbage", "odd_ids", "result_of", "without_header"]
+__all__ = ["decode_json", "garbage", "odd_ids", "renumbered", "result_of", "without_header"]
 
 
 def without_header(headers: tuple[tuple[str, str], ...], name: str) -> tuple[tuple[str, str], ...]:
@@ -67,4 +67,30 @@ def odd_ids(rid: int) -> Sequence[tuple[str, object, Check]]:
         ("boolean id", True, Check.INVALID_REQUEST),
         ("object id", {"fuzz": rid}, Check.INVALID_REQUEST),
         ("fractional id", rid + 0.5, Check.INVALID_REQUEST),
+    )
+
+
+def renumbered(step: Step, offset: int) -> Step:
+    """``step`` with its integer request id (and the id a cancellation names) moved by
+    ``offset``: a sequence sent again on the same connection reuses no id."""
+    message = decode_json(step.data)
+    if not isinstance(message, dict):
+        return step
+    changed = False
+    rid = message.get("id")
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        message["id"] = rid + offset
+        changed = True
+    params = message.get("params")
+    cancels = params.get("requestId") if isinstance(params, dict) else None
+    if isinstance(params, dict) and isinstance(cancels, int) and not isinstance(cancels, bool):
+        params["requestId"] = cancels + offset
+        changed = True
+    if not changed:
+        return step
+    return msgspec.structs.replace(
+        step,
+        data=encode(message),
+        id=step.id + offset if isinstance(step.id, int) else step.id,
+        cancels=step.cancels + offset if isinstance(step.cancels, int) else step.cancels,
     )

@@ -7,7 +7,19 @@ from collections.abc import Sequence
 
 import msgspec
 
-from mcp_sansio.fuzz import Check, Context, Ended, Expect, HttpAnswer, Received, Sent, Step, TimedOut, judge
+from mcp_sansio.fuzz import (
+    Check,
+    Context,
+    Ended,
+    Expect,
+    HttpAnswer,
+    Received,
+    Record,
+    Sent,
+    Step,
+    TimedOut,
+    judge,
+)
 from mcp_sansio.fuzz.case import encode, message_step, raw_step
 from mcp_sansio.fuzz.oracles import judge_children, judge_memory, judge_tools, result_schema
 
@@ -221,10 +233,91 @@ def test_memory_and_leftover_processes() -> None:
     assert judge_children([(5, "sleep 60")])[0].rule == "leftover-process"
 
 
-def test_findings_group_by_rule_and_method() -> None:
+def test_findings_group_by_rule_method_and_cause() -> None:
     found = judge([req(1)], [Sent(step=0, t=0), TimedOut(step=0, t=1), Ended(t=1, alive=True)], CTX)
-    assert found[0].key() == ("no-response", "ping")
+    assert found[0].key() == ("no-response", "ping", "")
     assert msgspec.json.decode(encode(msgspec.to_builtins(found[0])))["rule"] == "no-response"
+
+
+def note(method: str = "notifications/cancelled") -> Step:
+    return message_step({"jsonrpc": "2.0", "method": method, "params": {"requestId": 1}}, method)
+
+
+def test_two_causes_of_one_rule_are_two_findings() -> None:
+    # A response to a notification and an id answered with another JSON type: one rule,
+    # two causes, two keys (fixing one never reveals the other).
+    steps = [req(1), note(), req(2)]
+    records: list[Record] = [
+        Sent(step=0, t=0), res("1"), Sent(step=1, t=0), res(None), Sent(step=2, t=0), res(2)
+    ]
+    found = judge(steps, [*records, Ended(t=1, alive=True)], CTX)
+    assert sorted(f.key() for f in found) == [
+        ("unknown-response-id", "notifications/cancelled", "answered-notification"),
+        ("unknown-response-id", "ping", "id-type"),
+    ]
+
+
+def test_a_stray_response_after_later_answers_is_no_answer_to_the_notification() -> None:
+    steps = [note(), req(1)]
+    records: list[Record] = [Sent(step=0, t=0), Sent(step=1, t=0), res(1), res(77), Ended(t=1, alive=True)]
+    assert [f.key() for f in judge(steps, records, CTX)] == [("unknown-response-id", None, "")]
+
+
+def test_a_null_id_error_is_allowed_but_a_null_id_result_is_not() -> None:
+    unreadable = res(None, error={"code": -32700, "message": "x"})
+    assert rules([req(1)], [Sent(step=0, t=0), res(1), unreadable]) == []
+    found = judge([req(1)], [Sent(step=0, t=0), res(1), res(None)], CTX)
+    assert [f.key() for f in found] == [("unknown-response-id", None, "null-id")]
+
+
+def test_a_late_answer_of_an_earlier_case_with_its_id_retyped_is_not_blamed_here() -> None:
+    earlier = Context(version="2025-11-25", earlier_ids=frozenset({("integer", 9)}))
+    assert rules([req(1)], [Sent(step=0, t=0), res(1), res("9")], earlier) == []
+
+
+def init(version: str) -> Step:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}
+    return message_step({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, "initialize",
+                        check=Check.RESULT)
+
+
+def test_a_negotiated_version_no_revision_has_is_a_finding() -> None:
+    info = {"name": "s", "version": "1"}
+    answer = {"protocolVersion": "2024-13-45", "capabilities": {}, "serverInfo": info}
+    found = judge([init("2025-11-25")], [Sent(step=0, t=0), res(1, answer)], CTX)
+    assert [f.rule for f in found] == ["unknown-version"]
+    for fine in ("2025-11-25", "2025-06-18", "2024-11-05"):
+        ok = {**answer, "protocolVersion": fine}
+        assert rules([init("2025-11-25")], [Sent(step=0, t=0), res(1, ok)]) == []
+
+
+def test_a_call_of_an_unlisted_tool_must_not_succeed() -> None:
+    call = req(1, "tools/call", check=Check.UNKNOWN_TOOL)
+    assert rules([call], [Sent(step=0, t=0), res(1, {"content": []})]) == ["unknown-tool-accepted"]
+    refused = res(1, error={"code": -32602, "message": "Unknown tool"})
+    assert rules([call], [Sent(step=0, t=0), refused]) == []
+    assert rules([call], [Sent(step=0, t=0), res(1, {"content": [], "isError": True})]) == []
+
+
+def page(rid: int, cursor: str | None) -> Step:
+    params = {"cursor": cursor} if cursor else {}
+    message = {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": params}
+    return message_step(message, "tools/list", check=Check.RESULT)
+
+
+def test_a_cursor_that_comes_back_is_a_loop() -> None:
+    same = [page(1, None), page(2, "a")]
+    records = [Sent(step=0, t=0), res(1, {"tools": [], "nextCursor": "a"}),
+               Sent(step=1, t=0), res(2, {"tools": [], "nextCursor": "a"})]
+    assert rules(same, records) == ["cursor-loop"]
+    cycle = [page(1, None), page(2, "a"), page(3, "b")]
+    records = [Sent(step=0, t=0), res(1, {"tools": [], "nextCursor": "a"}),
+               Sent(step=1, t=0), res(2, {"tools": [], "nextCursor": "b"}),
+               Sent(step=2, t=0), res(3, {"tools": [], "nextCursor": "a"})]
+    assert rules(cycle, records) == ["cursor-loop"]
+    onward = [Sent(step=0, t=0), res(1, {"tools": [], "nextCursor": "a"}),
+              Sent(step=1, t=0), res(2, {"tools": []})]
+    assert rules(same, onward) == []
 
 
 def test_unsent_steps_and_other_notifications_are_not_judged() -> None:
@@ -350,3 +443,69 @@ def test_a_call_refused_for_a_missing_client_capability_says_nothing_of_its_argu
     assert rules([call], [Sent(step=0, t=0), needs_tasks]) == []
     other = res(1, error={"code": -32021, "message": "something else"})
     assert rules([call], [Sent(step=0, t=0), other]) == ["invalid-arguments-code"]
+
+
+def answered(step: Step, status: int, **fields: object) -> list[Record]:
+    return [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=status, **fields), res(1)]  # type: ignore[arg-type]
+
+
+def test_a_foreign_origin_must_get_403() -> None:
+    ping = req(1, check=Check.STATUS_403)
+    assert [f.key() for f in judge([ping], answered(ping, 200), CTX)] == [
+        ("origin-not-validated", "ping", "request")
+    ]
+    assert rules([ping], answered(ping, 403)) == []
+    delete = Step(label="DELETE", http_method="DELETE", expect=Expect.NOTHING, check=Check.STATUS_403)
+    found = judge([delete], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=204)], CTX)
+    assert [f.key() for f in found] == [("origin-not-validated", None, "delete")]
+
+
+def test_missing_or_forged_tokens_must_get_401_with_a_way_to_the_metadata() -> None:
+    ping = req(1, check=Check.STATUS_401)
+    assert rules([ping], answered(ping, 404)) == ["auth-status"]
+    meta = 'Bearer resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp"'
+    assert rules([ping], answered(ping, 401, challenge=meta)) == []
+    assert rules([ping], answered(ping, 401, challenge="Bearer")) == ["auth-discovery"]
+    metadata = "/.well-known/oauth-protected-resource"
+    lookup = Step(label="GET", http_method="GET", expect=Expect.NOTHING, path=metadata)
+    records: list[Record] = [
+        Sent(step=0, t=0), HttpAnswer(step=0, t=0, status=200),
+        Sent(step=1, t=0), HttpAnswer(step=1, t=1, status=401, challenge="Bearer"),
+    ]
+    assert rules([lookup, ping], records) == []  # the well-known URI is the other way
+
+
+def test_another_principal_must_not_use_a_session() -> None:
+    ping = req(1, check=Check.OTHER_PRINCIPAL)
+    assert rules([ping], answered(ping, 200)) == ["session-not-bound"]
+    assert rules([ping], answered(ping, 404)) == []
+
+
+def opened(*sids: str) -> tuple[list[Step], list[Record]]:
+    steps = [init("2025-11-25") for _ in sids]
+    records: list[Record] = []
+    for index, sid in enumerate(sids):
+        records += [Sent(step=index, t=0), HttpAnswer(step=index, t=0, status=200, session=sid)]
+    return steps, records
+
+
+def test_session_ids_must_be_visible_ascii_and_unguessable() -> None:
+    steps, records = opened("3f1c0d3e-8a7b-4e59-9a0f-2b6c1d7e8f90", "9b8a7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")
+    assert [f for f in judge(steps, records, CTX) if f.rule == "session-id"] == []
+    for sids in (("s-1", "s-2"), ("sess-0000000000000041", "sess-0000000000000042"), ("x" * 20, "x" * 20)):
+        steps, records = opened(*sids)
+        assert "session-id" in [f.rule for f in judge(steps, records, CTX)], sids
+    steps, records = opened("caf\u00e9" + "a" * 30)
+    assert [f.cause for f in judge(steps, records, CTX) if f.rule == "session-id"] == ["characters"]
+
+
+def test_a_late_http_answer_of_an_earlier_case_is_ignored() -> None:
+    assert rules([req(1)], [Sent(step=0, t=0), HttpAnswer(step=3, t=0, status=202), res(1)]) == []
+
+
+def test_silence_on_a_learnt_wait_shorter_than_the_timeout_is_inconclusive() -> None:
+    ping = req(1, check=Check.PING, timeout=5.0)
+    short = judge([ping], [Sent(step=0, t=0), TimedOut(step=0, t=2), Ended(t=2, alive=True)], CTX)
+    assert [(f.rule, f.conclusive) for f in short] == [("ping-unanswered", False)]
+    full = judge([ping], [Sent(step=0, t=0), TimedOut(step=0, t=5), Ended(t=5, alive=True)], CTX)
+    assert [(f.rule, f.conclusive) for f in full] == [("ping-unanswered", True)]

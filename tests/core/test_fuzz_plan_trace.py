@@ -21,7 +21,7 @@ from mcp_sansio.fuzz import (
     dump_trace,
     load_trace,
 )
-from mcp_sansio.fuzz.case import Expect, Replies, raw_step
+from mcp_sansio.fuzz.case import Check, Expect, Replies, raw_step
 
 SURFACE = Surface(
     capabilities={
@@ -243,6 +243,8 @@ def test_traces_skip_http_records() -> None:
 def test_http_cases_follow_the_era() -> None:
     handshake = Planner(Rng(1), "2025-11-25")
     assert [c.name for c in handshake.http_cases()] == [
+        "foreign Origin",
+        "huge body",
         "bogus protocol version header",
         "forged session id",
         "no session id",
@@ -256,8 +258,21 @@ def test_http_cases_follow_the_era() -> None:
         "DELETE",
         "POST",
     ]
+    two = handshake.http_fresh_cases((("authorization", "Bearer b"),))[1]
+    assert two.name == "another client's session"
+    assert [(s.session, s.check) for s in two.steps][4:] == [
+        ("#0", Check.OTHER_PRINCIPAL),
+        ("#0", Check.STATUS_403),
+        ("#0", Check.STATUS_403),
+        ("#0", Check.NONE),
+    ]
+    assert handshake.http_fresh_cases()[1].steps[4].check is Check.NONE  # one principal: no verdict
+    authed = [c.name for c in handshake.http_cases(auth=True)]
+    assert authed[2:4] == ["request without a token", "request with a forged token"]
     old = Planner(Rng(1), "2024-11-05")
     assert [c.name for c in old.http_cases()] == [
+        "foreign Origin",
+        "huge body",
         "forged session id",
         "no session id",
         "accept: text/html",
@@ -265,18 +280,20 @@ def test_http_cases_follow_the_era() -> None:
     ]
     modern = Planner(Rng(1), "2026-07-28")
     assert [c.name for c in modern.http_cases()] == [
+        "foreign Origin",
+        "huge body",
         "bogus protocol version header",
         "Mcp-Method mismatch",
         "accept: text/html",
         "content-type: text/plain",
     ]
-    named = modern.http_cases(SURFACE)[2]
+    named = modern.http_cases(SURFACE)[4]
     assert named.name == "Mcp-Name mismatch"
     assert ("mcp-name", "fuzz-other-tool") in named.steps[0].headers
     assert ("mcp-method", "tools/call") in named.steps[0].headers
-    accept = modern.http_cases()[2].steps[0].headers
+    accept = modern.http_cases()[4].steps[0].headers
     assert ("accept", "text/html") in accept and ("mcp-method", "server/discover") in accept
-    bogus = modern.http_cases()[0].steps[0].headers
+    bogus = modern.http_cases()[2].steps[0].headers
     assert [v for k, v in bogus if k == "mcp-protocol-version"] == ["fuzz-0000"]
     note = modern.notification("notifications/cancelled", {"requestId": 1})
     assert note.headers == (("mcp-protocol-version", "2026-07-28"), ("mcp-method", "notifications/cancelled"))

@@ -3,7 +3,13 @@
 Bugs: ``deep`` (crashes on an argument nested deeper than 100 levels), ``cancel`` (stops
 reading after a ``notifications/cancelled``: a hang), ``code`` (answers unknown methods
 with -32603 instead of -32601), ``leak`` (keeps 1 MiB per ``tools/call``), ``child``
-(starts a process that outlives it), ``none`` (no bug: the fuzzer must find nothing).
+(starts a process that outlives it), ``badversion`` (answers ``initialize`` with a version
+no revision has), ``unlisted`` (calls of tools it never listed succeed), ``cursor`` (its
+``tools/list`` hands out the same ``nextCursor`` for ever), ``cycle`` (two cursors that
+lead to each other), ``wrongid`` (answers integer ids as strings, ``initialize`` aside),
+``notify`` (answers ``notifications/cancelled`` with a null-id result), ``twobugs``
+(``wrongid`` and ``notify`` at once: two causes, one rule), ``drop`` (never answers unknown
+methods), ``none`` (no bug: the fuzzer must find nothing).
 Plain Python, no SDK, so each bug is exactly what it says.
 """
 
@@ -67,22 +73,35 @@ def answer(message: dict[str, object]) -> dict[str, object] | None:
     if method == "initialize":
         version = params.get("protocolVersion")
         known = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+        if BUG == "badversion":
+            version = "2024-13-45"  # the planted version no revision has
         result: object = {
-            "protocolVersion": version if version in known else known[0],
+            "protocolVersion": version if version in known or BUG == "badversion" else known[0],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": f"planted-{BUG}", "version": "1"},
         }
     elif method == "ping":
         result = {}
     elif method == "tools/list":
-        result = {"tools": TOOLS}
+        page: dict[str, object] = {"tools": TOOLS}
+        if BUG == "cursor":
+            page["nextCursor"] = "page-2"
+        elif BUG == "cycle":
+            page["nextCursor"] = "page-b" if params.get("cursor") == "page-a" else "page-a"
+        result = page
     elif method == "tools/call":
+        if BUG == "unlisted" and params.get("name") != "echo":
+            return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}}
         if params.get("name") != "echo":
             return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool"}}
         result = call(params.get("arguments"))
+    elif BUG == "drop":
+        return None  # the planted silence: unknown methods are never answered
     else:
         code = -32603 if BUG == "code" else -32601
         return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": f"no method {method}"}}
+    if BUG in ("wrongid", "twobugs") and method != "initialize" and isinstance(rid, int):
+        rid = str(rid)  # the planted id of the wrong type
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
@@ -111,6 +130,8 @@ def main() -> None:
                     while True:
                         sys.stdin.buffer.read(1)  # the planted hang: never answers again
                 reply = answer(message)
+                if BUG in ("notify", "twobugs") and message.get("method") == "notifications/cancelled":
+                    reply = {"jsonrpc": "2.0", "id": None, "result": {}}  # the planted answer
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()

@@ -1,11 +1,18 @@
 """The planted-bug server of ``planted.py`` over Streamable HTTP (JSON responses), with
 sessions, plus two HTTP-only bugs.
 
-Usage: ``python planted_http.py BUG PORT``; the endpoint is ``http://127.0.0.1:PORT/mcp``.
+Usage: ``python planted_http.py BUG PORT [auth]``; the endpoint is
+``http://127.0.0.1:PORT/mcp``. With ``auth`` every request needs ``Bearer token-a`` or
+``Bearer token-b`` (two principals; anything else gets 401 naming the protected resource
+metadata, which is served), and a session belongs to the token that opened it.
 Bugs: those of ``planted.py`` that apply over HTTP (``deep``: the process dies; ``code``;
 ``cancel``: the server stops answering anything), ``version`` (an invalid
 ``MCP-Protocol-Version`` is accepted instead of refused with 400), ``session`` (a deleted
-session keeps working instead of getting 404), ``none``. Plain standard library.
+session keeps working instead of getting 404), ``origin`` (a foreign ``Origin`` is served
+instead of refused with 403), ``sessionid`` (session ids count up: guessable), and with
+``auth``: ``anytoken`` (any bearer token is accepted), ``nometa`` (401 without
+``resource_metadata``, and no metadata served), ``shared`` (one principal's session works
+with another's token); ``none``. Plain standard library.
 """
 
 from __future__ import annotations
@@ -25,9 +32,14 @@ sys.argv = [sys.argv[0], *sys.argv[1:]]  # planted.py reads the bug from argv[1]
 planted = importlib.import_module("planted")  # a sibling script, found once the path is set
 
 BUG = planted.BUG
+AUTH = len(sys.argv) > 3 and sys.argv[3] == "auth"
+TOKENS = ("Bearer token-a", "Bearer token-b")
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
-SESSIONS: set[str] = set()
+SESSIONS: dict[str, str] = {}  # session id -> the token that opened it
 STALLED = threading.Event()
+COUNTER = iter(range(1, 1 << 30))
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+PORT = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,18 +59,49 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _refused(self) -> bool:
+        """Origin and authorization checks; True when the request was answered with an error."""
+        origin = self.headers.get("Origin")
+        host = (origin or "").partition("://")[2].rsplit(":", 1)[0]
+        if BUG != "origin" and origin is not None and host not in LOOPBACK:
+            self._reply(403, {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden origin"}})
+            return True
+        token = self.headers.get("Authorization", "")
+        if AUTH and not (token in TOKENS or (BUG == "anytoken" and token.startswith("Bearer "))):
+            port = PORT
+            meta = f'resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'
+            self._reply(401, None, {"WWW-Authenticate": "Bearer" if BUG == "nometa" else f"Bearer {meta}"})
+            return True
+        return False
+
+    def _session(self) -> str | None:
+        """The request's session, if it is live and (with auth) its token's."""
+        session = self.headers.get("Mcp-Session-Id", "")
+        owner = SESSIONS.get(session)
+        if owner is None or (AUTH and BUG != "shared" and owner != self.headers.get("Authorization")):
+            return None
+        return session
+
     def do_GET(self) -> None:
-        """No server-initiated stream."""
+        """No server-initiated stream; the protected resource metadata with ``auth``."""
+        if AUTH and BUG != "nometa" and self.path.startswith("/.well-known/oauth-protected-resource"):
+            port = PORT
+            self._reply(200, {"resource": f"http://127.0.0.1:{port}/mcp", "authorization_servers": []})
+            return
+        if self._refused():
+            return
         self._reply(405)
 
     def do_DELETE(self) -> None:
         """End the session (unless the bug is ``session``)."""
-        session = self.headers.get("Mcp-Session-Id", "")
-        if session not in SESSIONS:
+        if self._refused():
+            return
+        session = self._session()
+        if session is None:
             self._reply(404)
             return
         if BUG != "session":
-            SESSIONS.discard(session)
+            SESSIONS.pop(session, None)
         self._reply(200)
 
     def do_POST(self) -> None:
@@ -67,6 +110,8 @@ class Handler(BaseHTTPRequestHandler):
             threading.Event().wait()  # the planted hang: nothing is answered any more
         size = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(size)
+        if self._refused():
+            return
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError):
@@ -79,11 +124,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         headers: dict[str, str] = {}
         if message.get("method") == "initialize":
-            session = uuid.uuid4().hex
-            SESSIONS.add(session)
+            session = f"session-{next(COUNTER)}" if BUG == "sessionid" else uuid.uuid4().hex
+            SESSIONS[session] = self.headers.get("Authorization", "")
             headers["Mcp-Session-Id"] = session
         else:
-            if self.headers.get("Mcp-Session-Id") not in SESSIONS:
+            if self._session() is None:
                 self._reply(404 if self.headers.get("Mcp-Session-Id") else 400)
                 return
             version = self.headers.get("MCP-Protocol-Version")
@@ -104,8 +149,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     """Serve until killed."""
-    port = int(sys.argv[2])
-    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
 
 
 if __name__ == "__main__":
