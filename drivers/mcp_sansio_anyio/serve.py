@@ -23,8 +23,15 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    SharedStore,
+    http_endpoint,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -121,10 +128,11 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None) -> None:
+                     ready: Callable[[int], None] | None = None,
+                     store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, anyio.current_time())
+    endpoint = http_endpoint(app, host, secret, config, anyio.current_time(), store)
     await _serve_connections(endpoint, host, port, on_event, ready)
 
 
@@ -219,6 +227,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
 
     async with anyio.create_task_group() as group:
         runner = ServerRunner(endpoint, AnyioPrimitives(group, write), on_event)
+        if isinstance(endpoint, HttpServer):
+            group.start_soon(relay_anyio, endpoint, runner)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         if ready is not None:
             ready(listener.extra(anyio.abc.SocketAttribute.local_port))

@@ -20,8 +20,15 @@ from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, http_endpoint, stdio_endpoint, websocket_endpoint
+from mcp_sansio_base.serving import (
+    LINGER_SECONDS,
+    SharedStore,
+    http_endpoint,
+    stdio_endpoint,
+    websocket_endpoint,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -186,10 +193,11 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None) -> None:
+                     ready: Callable[[int], None] | None = None,
+                     store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
+    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time(), store)
     await _serve_connections(endpoint, host, port, on_event, ready)
 
 
@@ -231,11 +239,14 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         return _ConnectionProtocol(endpoint, runner, links, loop)
 
     server = await loop.create_server(factory, host, port)
+    relay = loop.create_task(relay_asyncio(endpoint, runner)) if isinstance(endpoint, HttpServer) else None
     if ready is not None:
         ready(server.sockets[0].getsockname()[1])
     try:
         await server.serve_forever()
     finally:
+        if relay is not None:
+            relay.cancel()
         server.close()
         endpoint.close(loop.time())
         runner.pump()

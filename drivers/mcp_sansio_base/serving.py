@@ -5,13 +5,18 @@ how long a closed connection lingers.
 The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in every driver:
 
 - ``app``: the ``MCPServer``.
-- ``secret``: the key sealing ``requestState`` and naming sessions (default: 32 random
-  bytes, this process only; give every worker of one deployment the same).
+- ``secret``: the key sealing ``requestState`` (default: the ``MCP_SANSIO_SECRET``
+  environment variable, else 32 random bytes, this process only; give every worker of one
+  deployment the same).
 - ``stdin`` / ``stdout`` (stdio): the file descriptors (default: the process's).
 - ``host`` / ``port`` (HTTP, WebSocket): where to listen (loopback by default; port 0: any
   free one, which ``ready`` is told).
 - ``config``: ``HttpConfig`` / ``WebSocketConfig`` (default: DNS-rebinding protection on a
   loopback bind).
+- ``store`` (HTTP): where handshake-era sessions and stream events are kept so that any
+  worker serves any session: a URL (``redis://``, ``rediss://``, ``valkey://``; see
+  :mod:`mcp_sansio_base.redis_store`) or a store object that is both a ``SessionStore``
+  and an ``EventStore`` (default: this process's memory).
 - ``on_event``: receives the events the runner does not act on itself (``ClientInitialized``,
   ``ResourceSubscribed``, ...).
 - ``ready``: called with the bound port once the server listens.
@@ -22,14 +27,22 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Final
+from typing import Final, Protocol
 
 from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
-__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "server_secret", "stdio_endpoint",
-           "websocket_endpoint"]
+__all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
+           "server_secret", "stdio_endpoint", "websocket_endpoint"]
+
+SECRET_ENV: Final = "MCP_SANSIO_SECRET"
+"""The environment variable every worker of a deployment reads its shared secret from."""
+
+
+class SharedStore(SessionStore, EventStore, Protocol):
+    """One store holding both sessions and events (as ``RedisStore`` does)."""
 
 LINGER_SECONDS: Final = 2.0
 """How long a driver keeps reading (and discarding) from a connection the core closed after
@@ -39,8 +52,25 @@ it (the "lingering close" of RFC 9112 section 9.6)."""
 
 
 def server_secret(secret: bytes | None) -> bytes:
-    """``secret``, or 32 fresh random bytes (good for this process only)."""
-    return secret if secret is not None else os.urandom(32)
+    """``secret``, else ``$MCP_SANSIO_SECRET`` (UTF-8), else 32 fresh random bytes (good for
+    this process only)."""
+    if secret is not None:
+        return secret
+    env = os.environ.get(SECRET_ENV)
+    return env.encode() if env else os.urandom(32)
+
+
+def open_shared(store: str | SharedStore | None) -> SharedStore | None:
+    """The store ``store`` names (a URL opens a :class:`~mcp_sansio_base.redis_store.RedisStore`).
+
+    Raises:
+        ValueError: a URL of no store this knows.
+    """
+    if not isinstance(store, str):
+        return store
+    from .redis_store import open_store  # redis-py is needed only with a store
+
+    return open_store(store)
 
 
 def is_loopback(host: str) -> bool:
@@ -54,12 +84,14 @@ def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioSer
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
-                  now: float) -> HttpServer:
+                  now: float, store: str | SharedStore | None = None) -> HttpServer:
     """The Streamable HTTP transport for ``app`` bound to ``host`` (``config``, or loopback
-    protection on a loopback bind)."""
+    protection on a loopback bind), keeping sessions in ``store``."""
     if config is None:
         config = HttpConfig.loopback() if is_loopback(host) else HttpConfig()
-    return HttpServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+    shared = open_shared(store)
+    return HttpServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config,
+                      sessions=shared, events=shared, instance_key=os.urandom(32))
 
 
 def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,

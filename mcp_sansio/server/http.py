@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -43,7 +43,16 @@ from .http_headers import (
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
 from .session import ServerSession
-from .stores import EventStore, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore
+from .stores import (
+    EventStore,
+    Follow,
+    MemoryEventStore,
+    MemorySessionStore,
+    Relayed,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -134,12 +143,18 @@ class HttpServer(Endpoint):
         events: where resumable stream events are kept (default: this process).
         exchanges: take HTTP messages from a host server (ASGI) instead of bytes: the
             driver then feeds and drains these, and the byte-level methods refuse.
+        instance_key: random bytes of this process (from the driver) naming its sessions
+            and numbering its SSE streams apart from other workers' (default: derived
+            from ``secret``, for one process).
     """
 
     def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
-                 events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
+                 events: EventStore | None = None, exchanges: HttpExchanges | None = None,
+                 instance_key: bytes | None = None) -> None:
         super().__init__(app, secret=secret, wall_offset=wall_offset)
+        self._instance_key = instance_key or secret
+        self._stream_base = 0 if instance_key is None else int.from_bytes(instance_key[:4]) << 20
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
         self.http: HttpConnections | HttpExchanges
@@ -151,6 +166,7 @@ class HttpServer(Endpoint):
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: dict[str, Legacy] = {}
+        self._following: dict[tuple[str, int], str] = {}  # (session, stream) -> last event relayed
         self._exchanges: dict[int, Exchange] = {}
         self._open = 0
         self._now = 0.0  # the latest time the server was told: for requests that wait their turn
@@ -210,7 +226,7 @@ class HttpServer(Endpoint):
         """Fire what is due: slow requests (408), idle sessions, unanswered questions."""
         self.http.handle_timeout(now)
         for legacy in [s for s in self._legacy.values() if s.expires_at <= now]:
-            self._end_session(legacy, now, "the session expired")
+            self._end_session(legacy, now, "the session expired", forget=not self.session_store.shared)
         super().handle_timeout(now)
         self._pump(now)
 
@@ -220,7 +236,8 @@ class HttpServer(Endpoint):
         Events: ``CallCancelled`` for running calls. Actions: ``CloseConnection``.
         """
         for legacy in list(self._legacy.values()):
-            self._end_session(legacy, now, "the server is shutting down")
+            self._end_session(legacy, now, "the server is shutting down",
+                              forget=not self.session_store.shared)
         self.modern.close(now, "the server is shutting down")
         for exchange in list(self._exchanges):
             self.http.abort(exchange)
@@ -275,6 +292,40 @@ class HttpServer(Endpoint):
         self._pump(now)
         return True
 
+    # ------------------------------------------------------------ streams other workers produce
+
+    def follows(self) -> list[Follow]:
+        """The streams resumed here whose requests run on another worker: the driver
+        passes them to ``event_store.follow`` (off its loop) and what it returns to
+        :meth:`receive_relayed`. Changes nothing."""
+        return [Follow(session_id=sid, stream=stream, after=after)
+                for (sid, stream), after in self._following.items()]
+
+    def receive_relayed(self, relayed: Sequence[Relayed], now: float) -> None:
+        """Events another worker stored for streams this one follows: each goes to the
+        client once, in order; a final one ends its stream. Events of streams no longer
+        followed (the client left again) are dropped: the store still has them."""
+        start = dict(self._following)
+        for item in relayed:
+            key = (item.session_id, item.stream)
+            if start.get(key) != item.since:
+                continue  # read for an earlier position (the stream was resumed again since)
+            legacy = self._legacy.get(item.session_id)
+            exchange = None if legacy is None else legacy.live.get(item.stream)
+            ex = None if exchange is None else self._exchanges.get(exchange)
+            if key not in self._following or legacy is None or ex is None:
+                continue
+            self._following[key] = item.event_id
+            if item.data:
+                self.http.send(ex.id, sse_event(item.data, item.event_id))
+            if item.final:
+                del self._following[key]
+                self._exchanges.pop(ex.id, None)
+                ex.mode = Mode.DONE
+                self.http.end(ex.id, now=now)
+                self._stream_done(legacy, item.stream)
+        self._pump(now)
+
     # ------------------------------------------------------------ legacy session host
 
     def legacy_send(self, legacy: Legacy, channel: int | None, data: bytes, final: bool, status: int,
@@ -291,7 +342,7 @@ class HttpServer(Endpoint):
         if ex is not None:
             self._emit(ex, data, legacy, status, now if final else None)
         elif stream is not None:  # its stream broke: keep the event for a resumption
-            self.event_store.append(legacy.id, stream, data)
+            self.event_store.append(legacy.id, stream, data, final)
             if final:
                 self._stream_done(legacy, stream)
 
@@ -312,6 +363,16 @@ class HttpServer(Endpoint):
                 self._closed(event, now)
 
     def _request(self, req: RequestReceived, now: float) -> None:
+        try:
+            self._dispatch(req, now)
+        except StoreUnavailable as exc:
+            if req.exchange in self._exchanges:
+                del self._exchanges[req.exchange]
+                self.http.abort(req.exchange)
+            else:
+                self._plain(req, 503, f"Service Unavailable: {exc}", now)
+
+    def _dispatch(self, req: RequestReceived, now: float) -> None:
         config = self.config
         if req.target.partition("?")[0] != config.path:
             self._plain(req, 404, "Not Found", now)
@@ -453,7 +514,9 @@ class HttpServer(Endpoint):
         if replay is None:
             self._plain(req, 404, "Not Found: unknown Last-Event-ID", now)
             return
-        stream, events = replay
+        stream, events = replay.stream, replay.events
+        produced_here = any(legacy.stream_of.get(-1 if c.channel is None else c.channel) == stream
+                            for c in legacy.session.calls.values())
         ex = Exchange(req.exchange, legacy, False, True)
         self._exchanges[req.exchange] = ex
         self.http.start_stream(req.exchange, 200, [*_SSE, *self._headers(legacy)])
@@ -469,11 +532,14 @@ class HttpServer(Endpoint):
         legacy.live[stream] = req.exchange
         if stream == 0:
             legacy.get_exchange = req.exchange
-        finished = stream in legacy.finished_streams
+        finished = replay.finished or stream in legacy.finished_streams
         if finished:
             self.http.end(req.exchange, now=now)
             self._exchanges.pop(req.exchange, None)
             legacy.live.pop(stream, None)
+        elif self.event_store.shared and stream != 0 and not produced_here:
+            # another worker runs the request: relay what it stores from here on
+            self._following[legacy.id, stream] = events[-1][0] if events else last
 
     def _delete(self, req: RequestReceived, now: float) -> None:
         session_id = req.header("mcp-session-id")
@@ -500,6 +566,7 @@ class HttpServer(Endpoint):
         stream = legacy.stream_of.get(ex.id)
         if stream is not None and legacy.live.get(stream) == ex.id:
             del legacy.live[stream]
+            self._following.pop((legacy.id, stream), None)
 
     # ------------------------------------------------------------ responses
 
@@ -522,7 +589,7 @@ class HttpServer(Endpoint):
             self._start_sse(ex, legacy)
         event_id = None
         if legacy is not None:
-            event_id = self.event_store.append(legacy.id, legacy.stream_of[ex.id], data)
+            event_id = self.event_store.append(legacy.id, legacy.stream_of[ex.id], data, now is not None)
         self.http.send(ex.id, sse_event(data, event_id))
         if now is not None:
             self._exchanges.pop(ex.id, None)
@@ -570,9 +637,11 @@ class HttpServer(Endpoint):
     # ------------------------------------------------------------ sessions
 
     def _new_session(self, now: float) -> Legacy:
-        digest = hmac.new(self.secret, f"session/{self.new_ticket()}".encode(), hashlib.sha256).digest()
+        ticket = f"session/{self.new_ticket()}".encode()
+        digest = hmac.new(self._instance_key, ticket, hashlib.sha256).digest()
         session_id = base64.urlsafe_b64encode(digest[:24]).decode()
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host)
         self._legacy[session_id] = legacy
@@ -582,11 +651,15 @@ class HttpServer(Endpoint):
         """The live session ``session_id``, or one rebuilt from the session store."""
         legacy = self._legacy.get(session_id)
         if legacy is not None:
+            if self.session_store.shared and not self.session_store.touch(session_id):
+                self._end_session(legacy, now, "the session ended", forget=False)  # by another worker
+                return None
             return legacy
         record = self.session_store.load(session_id)
         if record is None or len(self._legacy) >= self.config.max_sessions:
             return None
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host)
         session.phase = Phase.READY
@@ -612,11 +685,16 @@ class HttpServer(Endpoint):
             legacy.saved = record
             self.session_store.save(record)
 
-    def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
+    def _end_session(self, legacy: Legacy, now: float, reason: str, *, forget: bool = True) -> None:
+        """End ``legacy`` here; ``forget``: in the stores too (else other workers go on
+        serving it, and a shared store's TTL ends it)."""
         del self._legacy[legacy.id]
         legacy.session.close(now, reason)
-        self.session_store.delete(legacy.id)
-        self.event_store.forget(legacy.id)
+        for key in [k for k in self._following if k[0] == legacy.id]:
+            del self._following[key]
+        if forget:
+            self.session_store.delete(legacy.id)
+            self.event_store.forget(legacy.id)
         for exchange in [e for e, ex in self._exchanges.items() if ex.legacy is legacy]:
             del self._exchanges[exchange]
             self.http.abort(exchange)

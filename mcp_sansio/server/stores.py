@@ -5,20 +5,31 @@ client, capabilities, log level, subscriptions) can be kept in a :class:`Session
 so that any worker can serve its next request; SSE events kept in an
 :class:`EventStore` let a client resume a broken stream (``Last-Event-ID``) on any
 worker. Stateless 2026-07-28 requests need neither. The stores are called by the core
-and so are synchronous; the in-memory defaults serve one process. A shared store must
-answer quickly (local shared memory, an embedded database), since it runs on the loop.
+and so are synchronous; the in-memory defaults serve one process. A *shared* store
+(``shared = True``, e.g. Redis in ``mcp_sansio_base.redis_store``) answers in one short,
+bounded round trip, keeps sessions alive by its own TTL (so a worker that saw a session
+idle only forgets its copy), and lets a worker follow a stream another worker produces:
+the driver calls :meth:`EventStore.follow` (which may block) off the loop, for what
+``HttpServer.follows()`` names, and hands what it returns to ``HttpServer.receive_relayed``.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from typing import Protocol
 
 import msgspec
 
+from ..errors import McpSansioError
 from ..types import ClientCapabilities, Implementation, LoggingLevel
 
-__all__ = ["EventStore", "MemoryEventStore", "MemorySessionStore", "SessionRecord", "SessionStore"]
+__all__ = ["EventStore", "Follow", "MemoryEventStore", "MemorySessionStore", "Relayed", "Replay",
+           "SessionRecord", "SessionStore", "StoreUnavailable"]
+
+
+class StoreUnavailable(McpSansioError):
+    """A shared store did not answer in time; the request it served gets a 503."""
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -32,15 +43,58 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     subscriptions: list[str] = msgspec.field(default_factory=list)
 
 
+class Replay(msgspec.Struct, frozen=True, kw_only=True):
+    """What a ``Last-Event-ID`` resumes: its stream, the events after it, and whether the
+    stream's final response was sent (then nothing more will come)."""
+
+    stream: int
+    events: list[tuple[str, bytes]]
+    finished: bool = False
+
+
+class Follow(msgspec.Struct, frozen=True, kw_only=True):
+    """A stream this worker relays from the store: the events of ``stream`` of
+    ``session_id`` after the event ``after``."""
+
+    session_id: str
+    stream: int
+    after: str
+
+
+class Relayed(msgspec.Struct, frozen=True, kw_only=True):
+    """One event of a followed stream, as another worker stored it (``final``: the stream's
+    last)."""
+
+    session_id: str
+    stream: int
+    event_id: str
+    data: bytes
+    final: bool = False
+    since: str = ""
+    """The ``after`` of the :class:`Follow` it answers: a relay overtaken by a newer
+    resumption of the stream is dropped."""
+
+
 class SessionStore(Protocol):
-    """Where sessions are kept."""
+    """Where sessions are kept.
+
+    Attributes:
+        shared: other workers use it too, and it expires sessions by its own TTL.
+    """
+
+    shared: bool
 
     def save(self, record: SessionRecord) -> None:
         """Store or replace ``record``."""
         ...
 
     def load(self, session_id: str) -> SessionRecord | None:
-        """The session ``session_id``, if it is known."""
+        """The session ``session_id``, if it is known (a shared store restarts its TTL)."""
+        ...
+
+    def touch(self, session_id: str) -> bool:
+        """A request of ``session_id`` came: restart its TTL; ``False`` when the store no
+        longer has it (ended by another worker, or expired)."""
         ...
 
     def delete(self, session_id: str) -> None:
@@ -49,19 +103,31 @@ class SessionStore(Protocol):
 
 
 class EventStore(Protocol):
-    """Where the events of resumable SSE streams are kept."""
+    """Where the events of resumable SSE streams are kept.
 
-    def append(self, session_id: str, stream: int, data: bytes) -> str:
-        """Keep one event (the JSON of a message) of ``stream``; its event id."""
+    Attributes:
+        shared: other workers use it too; :meth:`follow` relays what they append.
+    """
+
+    shared: bool
+
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
+        """Keep one event (the JSON of a message; ``final``: the stream's last) of
+        ``stream``; its event id."""
         ...
 
-    def replay(self, session_id: str, last_event_id: str) -> tuple[int, list[tuple[str, bytes]]] | None:
+    def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream ``last_event_id`` belongs to and its events after it, or ``None``
         when the id is unknown (forgotten, or never issued)."""
         ...
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
+        ...
+
+    def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
+        """The events appended after each of ``wants``, waiting up to ``timeout`` seconds
+        for one (a blocking call: the driver makes it off its loop; never the core)."""
         ...
 
 
@@ -71,6 +137,7 @@ class MemorySessionStore:
     def __init__(self, max_sessions: int = 10_000) -> None:
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._max = max_sessions
+        self.shared = False
 
     def save(self, record: SessionRecord) -> None:
         """Store or replace ``record``."""
@@ -83,6 +150,10 @@ class MemorySessionStore:
         """The session ``session_id``, if it is known."""
         return self._records.get(session_id)
 
+    def touch(self, session_id: str) -> bool:
+        """Whether ``session_id`` is known."""
+        return session_id in self._records
+
     def delete(self, session_id: str) -> None:
         """Forget ``session_id``."""
         self._records.pop(session_id, None)
@@ -91,34 +162,53 @@ class MemorySessionStore:
 class MemoryEventStore:
     """Events in this process's memory: the last ``max_events`` of each session.
 
-    Event ids are ``<stream>-<sequence>``, opaque to clients.
+    Event ids are ``<stream>-<sequence>``, opaque to clients. ``follow`` answers at once
+    (it never waits): enough for servers sharing one process, as the tests have them.
     """
 
     def __init__(self, max_events: int = 1000) -> None:
-        self._events: dict[str, deque[tuple[int, int, bytes]]] = {}
+        self._events: dict[str, deque[tuple[int, int, bytes, bool]]] = {}
         self._next: dict[str, int] = {}
         self._max = max_events
+        self.shared = False
 
-    def append(self, session_id: str, stream: int, data: bytes) -> str:
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
         """Keep one event; its id."""
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
         events = self._events.setdefault(session_id, deque(maxlen=self._max))
-        events.append((stream, seq, data))
+        events.append((stream, seq, data, final))
         return f"{stream}-{seq}"
 
-    def replay(self, session_id: str, last_event_id: str) -> tuple[int, list[tuple[str, bytes]]] | None:
+    def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream of ``last_event_id`` and its later events, or ``None``."""
         stream_text, _, seq_text = last_event_id.partition("-")
         if not stream_text.isdigit() or not seq_text.isdigit():
             return None
         stream, seq = int(stream_text), int(seq_text)
         events = self._events.get(session_id)
-        if events is None or not any(s == stream and n == seq for s, n, _ in events):
+        seen = None if events is None else next((e for e in events if e[0] == stream and e[1] == seq), None)
+        if events is None or seen is None:
             return None
-        return stream, [(f"{s}-{n}", data) for s, n, data in events if s == stream and n > seq]
+        later = [e for e in events if e[0] == stream and e[1] > seq]
+        return Replay(stream=stream, events=[(f"{s}-{n}", data) for s, n, data, _ in later],
+                      finished=seen[3] or any(e[3] for e in later))
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
         self._events.pop(session_id, None)
         self._next.pop(session_id, None)
+
+    def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
+        """The events after each of ``wants`` (at once: ``timeout`` is not waited)."""
+        out: list[Relayed] = []
+        for want in wants:
+            replay = self.replay(want.session_id, want.after)
+            for event_id, data in [] if replay is None else replay.events:
+                final = event_id == f"{want.stream}-{self._final_seq(want.session_id, want.stream)}"
+                out.append(Relayed(session_id=want.session_id, stream=want.stream, event_id=event_id,
+                                   data=data, final=final, since=want.after))
+        return out
+
+    def _final_seq(self, session_id: str, stream: int) -> int:
+        return next((n for s, n, _, final in self._events.get(session_id, ()) if s == stream and final), -1)
