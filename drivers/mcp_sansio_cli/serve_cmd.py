@@ -3,7 +3,10 @@
 Over stdio by default; ``--http PORT`` serves Streamable HTTP on 127.0.0.1 (DNS-rebinding
 protection on), ``--websocket PORT`` a WebSocket endpoint. ``NAME`` is the variable
 holding the server (default ``app``); ``-m MODULE[:NAME]`` imports a module instead of a
-file. Two functions wire it into the CLI: :func:`add_parser` and :func:`run`.
+file. ``--store redis://HOST:PORT/DB`` keeps sessions and stream events in Redis/Valkey so
+that several processes serve one deployment; they share the secret from
+``$MCP_SANSIO_SECRET`` or ``--secret-file``. Two functions wire it into the CLI:
+:func:`add_parser` and :func:`run`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Final
 import anyio
 
 from mcp_sansio.server import MCPServer
+from mcp_sansio_base.serving import open_shared
 
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
@@ -49,6 +53,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
+    parser.add_argument("--store", metavar="URL",
+                        help="with --http: keep sessions and stream events in Redis/Valkey (redis://HOST:PORT/DB,"
+                             " rediss://, valkey://): any process behind a balancer serves any session")
+    parser.add_argument("--secret-file", metavar="PATH",
+                        help="read the secret every process shares from PATH (default: $MCP_SANSIO_SECRET,"
+                             " else random)")
     return parser
 
 
@@ -114,6 +124,20 @@ def _load_module(name: str) -> Any:
         raise ServeError(f"{name}: {type(exc).__name__}: {exc}") from exc
 
 
+def _secret(path: str | None) -> bytes | None:
+    """The secret in ``path`` (surrounding whitespace dropped), or ``None`` (the driver
+    then reads ``$MCP_SANSIO_SECRET``)."""
+    if path is None:
+        return None
+    try:
+        secret = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ServeError(f"--secret-file: {exc}") from exc
+    if len(secret) < 16:
+        raise ServeError(f"--secret-file: {path} holds {len(secret)} bytes; the secret needs at least 16")
+    return secret
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C,
     1 when the address cannot be bound, 2 when there is no server to run)."""
@@ -125,18 +149,32 @@ def run(args: argparse.Namespace) -> int:
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")
+    try:
+        secret = _secret(args.secret_file)
+    except ServeError as exc:
+        print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_USAGE
+    if args.store is not None and args.http is None:
+        print("mcp-sansio serve: error: --store needs --http", file=sys.stderr)
+        return _EXIT_USAGE
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
                   flush=True)
-        call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening)
+        try:
+            store = None if args.store is None else open_shared(args.store)
+        except (ValueError, ImportError) as exc:
+            print(f"mcp-sansio serve: error: --store: {exc}", file=sys.stderr)
+            return _EXIT_USAGE
+        call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
+                                 secret=secret, store=store)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws)
+                                 ready=listening_ws, secret=secret)
     else:
-        call = functools.partial(serve.serve_stdio, app)
+        call = functools.partial(serve.serve_stdio, app, secret=secret)
     try:
         if args.driver == "sync":
             call()
