@@ -1,0 +1,220 @@
+"""Several HTTP servers over one shared store: any one serves any session, a stream resumed
+at another server than the one running its request is relayed there, and a worker's local
+idle expiry or shutdown leaves a shared session to the others."""
+
+from __future__ import annotations
+
+from pair import StepLoop
+from server_http_helpers import RawHttp, Response
+
+from mcp_sansio.server import Context, MCPServer
+from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore
+from mcp_sansio_base.server import ServerRunner
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "c", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+SLOW = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
+
+
+class Worker:
+    """One server of a deployment, with its handlers run on a step loop."""
+
+    def __init__(self, app: MCPServer, sessions: MemorySessionStore, events: MemoryEventStore,
+                 key: bytes, **config: object) -> None:
+        self.server = HttpServer(app, secret=b"k" * 32, config=HttpConfig.loopback(**config),
+                                 sessions=sessions, events=events, instance_key=key)
+        self.loop = StepLoop(lambda: 0.0)
+        self.runner = ServerRunner(self.server, self.loop)
+
+    def relay(self, events: MemoryEventStore) -> None:
+        """What the driver's relay task does once."""
+        relayed = events.follow(self.server.follows(), 0.0)
+        if relayed:
+            self.server.receive_relayed(relayed, 0.0)
+            self.runner.pump()
+
+
+def _shared() -> tuple[MemorySessionStore, MemoryEventStore]:
+    sessions, events = MemorySessionStore(), MemoryEventStore()
+    sessions.shared = events.shared = True
+    return sessions, events
+
+
+def _open(worker: Worker) -> str:
+    conn = RawHttp(worker.server)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200
+    session_id: str = answer.headers["mcp-session-id"]
+    assert conn.request(body=INITIALIZED, headers={"mcp-session-id": session_id}) is not None
+    return session_id
+
+
+def _post(worker: Worker, session_id: str, body: object) -> tuple[RawHttp, Response | None]:
+    conn = RawHttp(worker.server)
+    return conn, conn.request(body=body, headers={"mcp-session-id": session_id})
+
+
+def _resume(worker: Worker, session_id: str, last: str) -> tuple[RawHttp, Response | None]:
+    conn = RawHttp(worker.server)
+    return conn, conn.request("GET", headers={"mcp-session-id": session_id, "last-event-id": last},
+                              accept="text/event-stream")
+
+
+def test_sessions_opened_by_two_workers_get_different_ids() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    assert _open(one) != _open(two)
+
+
+def test_a_session_ended_at_one_worker_is_not_found_at_another_that_served_it() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    session_id = _open(one)
+    assert _post(two, session_id, {"jsonrpc": "2.0", "id": 2, "method": "ping"})[1] is not None
+    conn = RawHttp(one.server)
+    deleted = conn.request("DELETE", headers={"mcp-session-id": session_id})
+    assert deleted is not None and deleted.status == 200
+    _, answer = _post(two, session_id, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert answer is not None and answer.status == 404
+
+
+def test_a_shared_session_idle_at_one_worker_stays_in_the_store() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one = Worker(app, sessions, events, b"1" * 32, session_idle_timeout=10.0)
+    session_id = _open(one)
+    one.server.handle_timeout(11.0)
+    assert sessions.load(session_id) is not None
+    one.server.close(12.0)
+    assert sessions.load(session_id) is not None
+
+
+def test_an_unshared_session_idle_is_forgotten() -> None:
+    sessions, events = MemorySessionStore(), MemoryEventStore()
+    one = Worker(MCPServer("s"), sessions, events, b"1" * 32, session_idle_timeout=10.0)
+    session_id = _open(one)
+    one.server.handle_timeout(11.0)
+    assert sessions.load(session_id) is None
+
+
+def test_a_stream_resumed_at_another_worker_is_relayed_to_its_end_once() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.report_progress(1, 3)
+        ctx.close_sse_stream()  # the client's connection drops here
+        ctx.report_progress(2, 3)
+        await gate
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, {**SLOW, "params": {"name": "slow", "_meta": {"progressToken": "t"}}})
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None and first.complete
+    assert [e["params"]["progress"] for e in first.events if e is not None] == [1]
+    resumed_conn, resumed = _resume(two, session_id, first.last_id)
+    assert resumed is not None and resumed.status == 200 and not resumed.complete
+    assert [e["params"]["progress"] for e in resumed.events if e is not None] == [2]  # the replay
+    assert two.server.follows()
+    two.relay(events)
+    two.relay(events)  # nothing new: nothing sent twice
+    gate.set_result(None)
+    one.loop.run_ready()
+    one.runner.pump()
+    two.relay(events)
+    resumed_conn.read()
+    assert resumed.complete
+    texts = [e.get("result", {}).get("content", [{}])[0].get("text") for e in resumed.events if e]
+    assert texts == [None, "done"]
+    assert len(set(resumed.ids)) == len(resumed.ids)
+    assert two.server.follows() == []
+
+
+def test_a_relay_for_an_overtaken_position_is_dropped() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        ctx.report_progress(1, 2)
+        await gate
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, {**SLOW, "params": {"name": "slow", "_meta": {"progressToken": "t"}}})
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    _resume(two, session_id, first.last_id)
+    stale = events.follow(two.server.follows(), 0.0)  # read, then overtaken before it is handed over
+    again_conn, again = _resume(two, session_id, first.last_id)  # the client came back (replays progress 1)
+    assert again is not None and not again.complete
+    two.server.receive_relayed(stale, 0.0)
+    again_conn.read()
+    assert [e["params"]["progress"] for e in again.events if e] == [1]
+
+
+def test_a_stream_resumed_at_the_worker_running_it_is_not_followed() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one = Worker(app, sessions, events, b"1" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await gate
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, SLOW)
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    resumed_conn, resumed = _resume(one, session_id, first.last_id)
+    assert one.server.follows() == []
+    gate.set_result(None)
+    one.loop.run_ready()
+    one.runner.pump()
+    resumed_conn.read()
+    assert resumed is not None and resumed.complete and resumed.events[-1]["id"] == 7
+
+
+def test_leaving_a_followed_stream_stops_following_it() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await gate
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, SLOW)
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    resumed_conn, _ = _resume(two, session_id, first.last_id)
+    assert two.server.follows()
+    two.server.connection_lost(resumed_conn.id, 1.0)
+    assert two.server.follows() == []
