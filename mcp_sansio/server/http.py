@@ -308,13 +308,10 @@ class HttpServer(Endpoint):
         start = dict(self._following)
         for item in relayed:
             key = (item.session_id, item.stream)
-            if start.get(key) != item.since:
-                continue  # read for an earlier position (the stream was resumed again since)
-            legacy = self._legacy.get(item.session_id)
-            exchange = None if legacy is None else legacy.live.get(item.stream)
-            ex = None if exchange is None else self._exchanges.get(exchange)
-            if key not in self._following or legacy is None or ex is None:
-                continue
+            if start.get(key) != item.since or key not in self._following:
+                continue  # read for an earlier position (resumed again since), or no longer followed
+            legacy = self._legacy[item.session_id]  # followed: its session and exchange are here
+            ex = self._exchanges[legacy.live[item.stream]]
             self._following[key] = item.event_id
             if item.data:
                 self.http.send(ex.id, sse_event(item.data, item.event_id))
@@ -342,7 +339,7 @@ class HttpServer(Endpoint):
         if ex is not None:
             self._emit(ex, data, legacy, status, now if final else None)
         elif stream is not None:  # its stream broke: keep the event for a resumption
-            self.event_store.append(legacy.id, stream, data, final)
+            self._append(legacy, stream, data, final)
             if final:
                 self._stream_done(legacy, stream)
 
@@ -365,12 +362,8 @@ class HttpServer(Endpoint):
     def _request(self, req: RequestReceived, now: float) -> None:
         try:
             self._dispatch(req, now)
-        except StoreUnavailable as exc:
-            if req.exchange in self._exchanges:
-                del self._exchanges[req.exchange]
-                self.http.abort(req.exchange)
-            else:
-                self._plain(req, 503, f"Service Unavailable: {exc}", now)
+        except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
+            self._plain(req, 503, f"Service Unavailable: {exc}", now)
 
     def _dispatch(self, req: RequestReceived, now: float) -> None:
         config = self.config
@@ -589,7 +582,7 @@ class HttpServer(Endpoint):
             self._start_sse(ex, legacy)
         event_id = None
         if legacy is not None:
-            event_id = self.event_store.append(legacy.id, legacy.stream_of[ex.id], data, now is not None)
+            event_id = self._append(legacy, legacy.stream_of[ex.id], data, now is not None)
         self.http.send(ex.id, sse_event(data, event_id))
         if now is not None:
             self._exchanges.pop(ex.id, None)
@@ -620,8 +613,17 @@ class HttpServer(Endpoint):
             legacy.next_stream += 1
             stream = legacy.stream_of[ex.id] = legacy.next_stream
         legacy.live[stream] = ex.id
-        priming = self.event_store.append(legacy.id, stream, b"")
-        self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+        priming = self._append(legacy, stream, b"", False)
+        if priming is not None:
+            self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+
+    def _append(self, legacy: Legacy, stream: int, data: bytes, final: bool) -> str | None:
+        """Keep an event for resumption; its id, or ``None`` when the store failed (the
+        event is still sent, without an id: that stream cannot be resumed past it)."""
+        try:
+            return self.event_store.append(legacy.id, stream, data, final)
+        except StoreUnavailable:
+            return None
 
     def _headers(self, legacy: Legacy | None) -> list[Header]:
         return [] if legacy is None else [("mcp-session-id", legacy.id)]
@@ -682,8 +684,11 @@ class HttpServer(Endpoint):
             subscriptions=sorted(session.subscriptions),
         )
         if record != legacy.saved:
+            try:
+                self.session_store.save(record)
+            except StoreUnavailable:
+                return  # served here all the same; the next request tries again
             legacy.saved = record
-            self.session_store.save(record)
 
     def _end_session(self, legacy: Legacy, now: float, reason: str, *, forget: bool = True) -> None:
         """End ``legacy`` here; ``forget``: in the stores too (else other workers go on
@@ -693,8 +698,11 @@ class HttpServer(Endpoint):
         for key in [k for k in self._following if k[0] == legacy.id]:
             del self._following[key]
         if forget:
-            self.session_store.delete(legacy.id)
-            self.event_store.forget(legacy.id)
+            try:
+                self.session_store.delete(legacy.id)
+                self.event_store.forget(legacy.id)
+            except StoreUnavailable:
+                pass  # a shared store's TTL forgets it
         for exchange in [e for e, ex in self._exchanges.items() if ex.legacy is legacy]:
             del self._exchanges[exchange]
             self.http.abort(exchange)

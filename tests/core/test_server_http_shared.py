@@ -9,7 +9,7 @@ from server_http_helpers import RawHttp, Response
 
 from mcp_sansio.server import Context, MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore
+from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore, SessionRecord, StoreUnavailable
 from mcp_sansio_base.server import ServerRunner
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -129,6 +129,7 @@ def test_a_stream_resumed_at_another_worker_is_relayed_to_its_end_once() -> None
     assert two.server.follows()
     two.relay(events)
     two.relay(events)  # nothing new: nothing sent twice
+    events.append(session_id, two.server.follows()[0].stream, b"")  # an event without data is not sent
     gate.set_result(None)
     one.loop.run_ready()
     one.runner.pump()
@@ -145,13 +146,14 @@ def test_a_relay_for_an_overtaken_position_is_dropped() -> None:
     sessions, events = _shared()
     app = MCPServer("s")
     one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
-    gate = one.loop.future()
+    gate, end = one.loop.future(), one.loop.future()
 
     @app.tool()
     async def slow(ctx: Context) -> str:
         ctx.close_sse_stream()
-        ctx.report_progress(1, 2)
         await gate
+        ctx.report_progress(1, 2)
+        await end
         return "done"
 
     session_id = _open(one)
@@ -161,7 +163,11 @@ def test_a_relay_for_an_overtaken_position_is_dropped() -> None:
     first = conn.read()
     assert first is not None
     _resume(two, session_id, first.last_id)
+    gate.set_result(None)
+    one.loop.run_ready()
+    one.runner.pump()
     stale = events.follow(two.server.follows(), 0.0)  # read, then overtaken before it is handed over
+    assert stale
     again_conn, again = _resume(two, session_id, first.last_id)  # the client came back (replays progress 1)
     assert again is not None and not again.complete
     two.server.receive_relayed(stale, 0.0)
@@ -218,3 +224,98 @@ def test_leaving_a_followed_stream_stops_following_it() -> None:
     assert two.server.follows()
     two.server.connection_lost(resumed_conn.id, 1.0)
     assert two.server.follows() == []
+
+
+class _Down(MemorySessionStore):
+    """A store that stopped answering (until ``up``): ``load`` and ``save`` fail."""
+
+    up = False
+
+    def load(self, session_id: str) -> SessionRecord | None:
+        if not self.up:
+            raise StoreUnavailable("the store at redis://x is down")
+        return super().load(session_id)
+
+    def save(self, record: SessionRecord) -> None:
+        if not self.up:
+            raise StoreUnavailable("the store at redis://x is down")
+        super().save(record)
+
+
+def test_a_request_the_store_cannot_serve_gets_503() -> None:
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=_Down())
+    answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                                     headers={"mcp-session-id": "abc"})
+    assert answer is not None and answer.status == 503 and b"redis://x is down" in answer.body
+
+
+def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> None:
+    store = _Down()
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    conn = RawHttp(server)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200
+    session_id = answer.headers["mcp-session-id"]
+    store.up = True
+    assert _status(conn.request(body=INITIALIZED, headers={"mcp-session-id": session_id})) == 202
+    assert store.load(session_id) is not None
+
+
+def test_events_the_store_cannot_keep_are_sent_without_ids() -> None:
+    class Down(MemoryEventStore):
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
+            raise StoreUnavailable("down")
+
+        def forget(self, session_id: str) -> None:
+            raise StoreUnavailable("down")
+
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(response_mode="sse"),
+                        events=Down())
+    conn = RawHttp(server)
+    session_id = _open_on(conn)
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                          headers={"mcp-session-id": session_id})
+    assert answer is not None and answer.complete
+    assert answer.events == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    assert answer.ids == [""]
+    deleted = conn.request("DELETE", headers={"mcp-session-id": session_id})
+    assert deleted is not None and deleted.status == 200
+
+
+def _open_on(conn: RawHttp) -> str:
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.complete
+    session_id: str = answer.headers["mcp-session-id"]
+    conn.request(body=INITIALIZED, headers={"mcp-session-id": session_id})
+    return session_id
+
+
+def _status(answer: Response | None) -> int:
+    assert answer is not None
+    return answer.status
+
+
+def test_a_session_ended_while_followed_stops_its_relays() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await gate
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, SLOW)
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    _resume(two, session_id, first.last_id)
+    wants = two.server.follows()
+    deleted = RawHttp(two.server).request("DELETE", headers={"mcp-session-id": session_id})
+    assert deleted is not None and deleted.status == 200
+    assert two.server.follows() == []
+    two.server.receive_relayed(events.follow(wants, 0.0), 0.0)  # the store forgot them anyway: nothing
