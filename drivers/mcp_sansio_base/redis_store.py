@@ -167,7 +167,7 @@ class RedisStore:
         Blocking: a driver calls it off its loop."""
         after: dict[str, str] = {}
         streams: dict[str, dict[int, str]] = {}
-        since = {(w.session_id, w.stream): w.after for w in wants}
+        positions = {(w.session_id, w.stream): w.after for w in wants}
         for want in wants:
             parsed = _parse_id(want.after)
             if parsed is None:
@@ -197,7 +197,7 @@ class RedisStore:
                     continue
                 out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{entry}",
                                    data=fields[b"d"], final=b"f" in fields,
-                                   since=since[session_id, stream]))
+                                   since=positions[session_id, stream]))
         return out
 
 

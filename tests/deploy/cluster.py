@@ -51,9 +51,9 @@ class Proc:
                  cwd: Path | None = None) -> None:
         self.args = list(args)
         self.port = port
-        self.output: IO[bytes] = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self.output,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.output: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop())
+        self.proc = subprocess.Popen(self.args, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True)
 
     @property
     def pid(self) -> int:
@@ -92,8 +92,8 @@ class Proc:
 def redis_server() -> Proc:
     require("redis-server")
     port = free_port()
-    proc = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                port)
+    proc = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no"], port)
     proc.wait_ready()
     return proc
 
