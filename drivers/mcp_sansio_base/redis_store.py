@@ -189,15 +189,24 @@ class RedisStore:
             key_text = _text(key)
             wanted = streams.get(key_text, {})
             session_id = key_text[len(self.prefix) + 2:]
+            last: dict[int, str] = {}
             for entry_id, fields in entries:
                 stream = _stream(fields)
                 entry = _text(entry_id)
                 since = wanted.get(stream)
                 if since is None or _entry_key(entry) <= _entry_key(since):
                     continue
+                last[stream] = entry
                 out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{entry}",
                                    data=fields[b"d"], final=b"f" in fields,
                                    since=positions[session_id, stream]))
+            newest = _text(entries[-1][0]) if entries else None
+            for stream, since in wanted.items():
+                if newest is not None and _entry_key(newest) > _entry_key(last.get(stream, since)):
+                    # only other streams' events came: move this one's position past them (no
+                    # data, nothing is sent), or the next XREAD would return them at once again
+                    out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{newest}",
+                                       data=b"", since=positions[session_id, stream]))
         return out
 
 

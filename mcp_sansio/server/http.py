@@ -44,6 +44,7 @@ from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
 from .session import ServerSession
 from .stores import (
+    INBOX_STREAM,
     EventStore,
     Follow,
     MemoryEventStore,
@@ -167,6 +168,7 @@ class HttpServer(Endpoint):
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: dict[str, Legacy] = {}
         self._following: dict[tuple[str, int], str] = {}  # (session, stream) -> last event relayed
+        self._inboxes: dict[str, None] = {}  # the sessions whose inbox may matter here (a shared store)
         self._exchanges: dict[int, Exchange] = {}
         self._open = 0
         self._now = 0.0  # the latest time the server was told: for requests that wait their turn
@@ -295,19 +297,30 @@ class HttpServer(Endpoint):
     # ------------------------------------------------------------ streams other workers produce
 
     def follows(self) -> list[Follow]:
-        """The streams resumed here whose requests run on another worker: the driver
-        passes them to ``event_store.follow`` (off its loop) and what it returns to
-        :meth:`receive_relayed`. Changes nothing."""
-        return [Follow(session_id=sid, stream=stream, after=after)
-                for (sid, stream), after in self._following.items()]
+        """The streams resumed here whose requests run on another worker, and the inboxes
+        of the sessions whose calls run here (answers and cancellations other workers
+        received): the driver passes them to ``event_store.follow`` (off its loop) and what
+        it returns to :meth:`receive_relayed`. Changes nothing."""
+        follows = [Follow(session_id=sid, stream=stream, after=after)
+                   for (sid, stream), after in self._following.items()]
+        for sid in self._inboxes:
+            legacy = self._legacy[sid]
+            if legacy.session.calls and legacy.inbox_after is not None:
+                follows.append(Follow(session_id=sid, stream=INBOX_STREAM, after=legacy.inbox_after))
+        return follows
 
     def receive_relayed(self, relayed: Sequence[Relayed], now: float) -> None:
         """Events another worker stored for streams this one follows: each goes to the
         client once, in order; a final one ends its stream. Events of streams no longer
         followed (the client left again) are dropped: the store still has them."""
         start = dict(self._following)
+        inboxes = {sid: self._legacy[sid].inbox_after for sid in self._inboxes}
         for item in relayed:
             key = (item.session_id, item.stream)
+            if item.stream == INBOX_STREAM:
+                if inboxes.get(item.session_id) == item.since:  # else: gone, or read for an earlier position
+                    self._inbox_message(self._legacy[item.session_id], item, now)
+                continue
             if start.get(key) != item.since or key not in self._following:
                 continue  # read for an earlier position (resumed again since), or no longer followed
             legacy = self._legacy[item.session_id]  # followed: its session and exchange are here
@@ -322,6 +335,12 @@ class HttpServer(Endpoint):
                 self.http.end(ex.id, now=now)
                 self._stream_done(legacy, item.stream)
         self._pump(now)
+
+    def _inbox_message(self, legacy: Legacy, item: Relayed, now: float) -> None:
+        """An answer or a cancellation another worker received for a session of ours."""
+        legacy.inbox_after = item.event_id
+        if item.data:  # (none: the store's position moved past events of other streams)
+            legacy.session.receive_message(item.data, now, None)  # unknown ids: discarded (not ours)
 
     # ------------------------------------------------------------ legacy session host
 
@@ -472,6 +491,9 @@ class HttpServer(Endpoint):
             legacy.expires_at = now + self.config.session_idle_timeout
             legacy.session.receive_message(req.body, now, req.exchange)
             self._remember(legacy)
+            if self.event_store.shared and (peek.method == "notifications/cancelled" or (
+                    peek.id is not UNSET and not isinstance(peek.method, str))):
+                self._append(legacy, INBOX_STREAM, req.body, False)  # for the worker it concerns
         if ex.mode is Mode.PENDING and (peek.id is UNSET or not isinstance(peek.method, str)):
             del self._exchanges[req.exchange]  # a notification or a response: accepted, no body
             self.http.respond(req.exchange, 202, self._headers(legacy), now=now)
@@ -621,9 +643,13 @@ class HttpServer(Endpoint):
         """Keep an event for resumption; its id, or ``None`` when the store failed (the
         event is still sent, without an id: that stream cannot be resumed past it)."""
         try:
-            return self.event_store.append(legacy.id, stream, data, final)
+            event_id = self.event_store.append(legacy.id, stream, data, final)
         except StoreUnavailable:
             return None
+        if self.event_store.shared and legacy.inbox_after is None and stream != INBOX_STREAM:
+            legacy.inbox_after = event_id  # the client's answers to what we send come after it
+            self._inboxes[legacy.id] = None
+        return event_id
 
     def _headers(self, legacy: Legacy | None) -> list[Header]:
         return [] if legacy is None else [("mcp-session-id", legacy.id)]
@@ -645,7 +671,7 @@ class HttpServer(Endpoint):
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        legacy.session = ServerSession(self.app, legacy.host)
+        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
         self._legacy[session_id] = legacy
         return legacy
 
@@ -663,7 +689,7 @@ class HttpServer(Endpoint):
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        session = legacy.session = ServerSession(self.app, legacy.host)
+        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
         session.phase = Phase.READY
         session.protocol_version = record.protocol_version
         session.rules = VERSIONS.get(record.protocol_version)
@@ -697,6 +723,7 @@ class HttpServer(Endpoint):
         legacy.session.close(now, reason)
         for key in [k for k in self._following if k[0] == legacy.id]:
             del self._following[key]
+        self._inboxes.pop(legacy.id, None)
         if forget:
             try:
                 self.session_store.delete(legacy.id)

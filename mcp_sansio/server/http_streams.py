@@ -66,10 +66,11 @@ class Legacy:
         finished_streams: the latest streams whose final response was sent (bounded).
         next_stream: the last stream number given.
         saved: what the session store holds of it.
+        inbox_after: where this worker reads the session's inbox from (a shared store).
     """
 
-    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "live", "next_stream",
-                 "saved", "session", "stream_of")
+    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "inbox_after", "live",
+                 "next_stream", "saved", "session", "stream_of")
 
     def __init__(self, session_id: str, expires_at: float) -> None:
         self.id = session_id
@@ -82,6 +83,7 @@ class Legacy:
         self.finished_streams: OrderedDict[int, None] = OrderedDict()
         self.next_stream = 0
         self.saved: SessionRecord | None = None
+        self.inbox_after: str | None = None
 
 
 class LegacyHost(SubHost):

@@ -17,15 +17,21 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import msgspec
 
 from ..errors import McpSansioError
 from ..types import ClientCapabilities, Implementation, LoggingLevel
 
-__all__ = ["EventStore", "Follow", "MemoryEventStore", "MemorySessionStore", "Relayed", "Replay",
-           "SessionRecord", "SessionStore", "StoreUnavailable"]
+__all__ = ["INBOX_STREAM", "EventStore", "Follow", "MemoryEventStore", "MemorySessionStore", "Relayed",
+           "Replay", "SessionRecord", "SessionStore", "StoreUnavailable"]
+
+
+INBOX_STREAM: Final = 2**62
+"""The stream number of a session's inbox: the client's answers and cancellations, which any
+worker may receive, kept for the worker whose handler waits for them (never replayed to a
+client; the SSE streams of a session are numbered below it)."""
 
 
 class StoreUnavailable(McpSansioError):
@@ -200,15 +206,13 @@ class MemoryEventStore:
         self._next.pop(session_id, None)
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
-        """The events after each of ``wants`` (at once: ``timeout`` is not waited)."""
+        """The events of each of ``wants``' stream stored after its position (at once:
+        ``timeout`` is not waited)."""
         out: list[Relayed] = []
         for want in wants:
-            replay = self.replay(want.session_id, want.after)
-            for event_id, data in [] if replay is None else replay.events:
-                final = event_id == f"{want.stream}-{self._final_seq(want.session_id, want.stream)}"
-                out.append(Relayed(session_id=want.session_id, stream=want.stream, event_id=event_id,
-                                   data=data, final=final, since=want.after))
+            after = int(want.after.rpartition("-")[2] or 0)
+            for stream, seq, data, final in self._events.get(want.session_id, ()):
+                if stream == want.stream and seq > after:
+                    out.append(Relayed(session_id=want.session_id, stream=stream, event_id=f"{stream}-{seq}",
+                                       data=data, final=final, since=want.after))
         return out
-
-    def _final_seq(self, session_id: str, stream: int) -> int:
-        return next((n for s, n, _, final in self._events.get(session_id, ()) if s == stream and final), -1)

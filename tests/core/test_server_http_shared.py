@@ -9,11 +9,19 @@ from server_http_helpers import RawHttp, Response
 
 from mcp_sansio.server import Context, MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore, SessionRecord, StoreUnavailable
+from mcp_sansio.server.stores import (
+    INBOX_STREAM,
+    Follow,
+    MemoryEventStore,
+    MemorySessionStore,
+    Relayed,
+    SessionRecord,
+    StoreUnavailable,
+)
 from mcp_sansio_base.server import ServerRunner
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
+    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
     "clientInfo": {"name": "c", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 SLOW = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
@@ -35,6 +43,11 @@ class Worker:
         if relayed:
             self.server.receive_relayed(relayed, 0.0)
             self.runner.pump()
+
+
+def _streams(server: HttpServer) -> list[Follow]:
+    """What ``server`` follows, but the inboxes."""
+    return [f for f in server.follows() if f.stream != INBOX_STREAM]
 
 
 def _shared() -> tuple[MemorySessionStore, MemoryEventStore]:
@@ -194,7 +207,7 @@ def test_a_stream_resumed_at_the_worker_running_it_is_not_followed() -> None:
     first = conn.read()
     assert first is not None
     resumed_conn, resumed = _resume(one, session_id, first.last_id)
-    assert one.server.follows() == []
+    assert _streams(one.server) == []
     gate.set_result(None)
     one.loop.run_ready()
     one.runner.pump()
@@ -221,9 +234,9 @@ def test_leaving_a_followed_stream_stops_following_it() -> None:
     first = conn.read()
     assert first is not None
     resumed_conn, _ = _resume(two, session_id, first.last_id)
-    assert two.server.follows()
+    assert _streams(two.server)
     two.server.connection_lost(resumed_conn.id, 1.0)
-    assert two.server.follows() == []
+    assert _streams(two.server) == []
 
 
 class _Down(MemorySessionStore):
@@ -319,3 +332,83 @@ def test_a_session_ended_while_followed_stops_its_relays() -> None:
     assert deleted is not None and deleted.status == 200
     assert two.server.follows() == []
     two.server.receive_relayed(events.follow(wants, 0.0), 0.0)  # the store forgot them anyway: nothing
+
+
+def _asking(app: MCPServer, worker: Worker) -> tuple[str, RawHttp, Response]:
+    """A session whose call ``ask`` runs at ``worker``, waiting for the client's answer."""
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Who?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"hello {answer.content['name'] if answer.content else '?'}"
+
+    session_id = _open(worker)
+    conn, _ = _post(worker, session_id, {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                         "params": {"name": "ask"}})
+    worker.runner.pump()
+    worker.loop.run_ready()
+    response = conn.read()
+    assert response is not None
+    return session_id, conn, response
+
+
+def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    session_id, conn, response = _asking(app, one)
+    question = next(e for e in response.events if e and e.get("method") == "elicitation/create")
+    answer = {"jsonrpc": "2.0", "id": question["id"],
+              "result": {"action": "accept", "content": {"name": "Ada"}}}
+    _, accepted = _post(two, session_id, answer)
+    assert accepted is not None and accepted.status == 202
+    assert [f.stream for f in one.server.follows()] == [INBOX_STREAM]
+    one.relay(events)
+    one.loop.run_ready()
+    one.runner.pump()
+    conn.read()
+    assert response.complete and response.events[-1]["result"]["content"][0]["text"] == "hello Ada"
+    assert one.server.follows() == []  # no call runs here any more
+
+
+def test_a_cancellation_posted_to_another_worker_reaches_the_call() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    session_id, _, _ = _asking(app, one)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    _post(two, session_id, {"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": "x", "progress": 1}})  # not for the inbox
+    _post(two, session_id, cancel)
+    one.relay(events)
+    one.loop.run_ready()
+    one.runner.pump()
+    assert one.server.follows() == [] and one.runner.running == 0
+
+
+def test_workers_number_their_questions_apart() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    session_id, _, first = _asking(app, one)
+    conn, _ = _post(two, session_id, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                                      "params": {"name": "ask"}})
+    two.runner.pump()
+    two.loop.run_ready()
+    other = conn.read()
+    assert other is not None
+    ids = [next(e["id"] for e in r.events if e and e.get("method") == "elicitation/create")
+           for r in (first, other)]
+    assert ids[0] != ids[1]
+
+
+def test_an_inbox_position_moves_past_other_streams_and_stale_reads_are_dropped() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one = Worker(app, sessions, events, b"1" * 32)
+    session_id, _, _ = _asking(app, one)
+    (want,) = one.server.follows()
+    moved = Relayed(session_id=session_id, stream=INBOX_STREAM, event_id="9-99", data=b"", since=want.after)
+    stale = Relayed(session_id=session_id, stream=INBOX_STREAM, event_id="9-98", data=b"{}", since="9-1")
+    one.server.receive_relayed([moved, stale], 0.0)
+    assert one.server.follows()[0].after == "9-99"
