@@ -106,9 +106,9 @@ def worker_env(store: str) -> dict[str, str]:
     return env
 
 
-def serve_worker(store: str, port: int | None = None, driver: str = "asyncio") -> Proc:
+def serve_worker(store: str, port: int | None = None, driver: str = "asyncio", app: str = APP) -> Proc:
     port = port or free_port()
-    args = [sys.executable, "-m", "mcp_sansio_cli", "serve", APP, "--http", str(port), "--store", store,
+    args = [sys.executable, "-m", "mcp_sansio_cli", "serve", app, "--http", str(port), "--store", store,
             "--driver", driver]
     return Proc(args, port, worker_env(store))
 
@@ -180,14 +180,15 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def serve_cluster(directory: Path, workers: int = 3, driver: str = "asyncio") -> Iterator[Cluster]:
-    """3 ``mcp-sansio serve --http --store`` workers behind HAProxy, over a fresh Redis."""
+def serve_cluster(directory: Path, workers: int = 3, driver: str = "asyncio", app: str = APP
+                  ) -> Iterator[Cluster]:
+    """3 ``mcp-sansio serve --http --store`` workers of ``app`` behind HAProxy, over a fresh Redis."""
     redis = redis_server()
     store = f"redis://127.0.0.1:{redis.port}/0"
     procs: list[Proc] = []
     balancer = None
     try:
-        procs = [serve_worker(store, driver=driver) for _ in range(workers)]
+        procs = [serve_worker(store, driver=driver, app=app) for _ in range(workers)]
         for proc in procs:
             proc.wait_ready()
         balancer = haproxy([p.port for p in procs], directory)
@@ -211,3 +212,19 @@ def uvicorn_cluster(directory: Path, workers: int = 3) -> Iterator[Cluster]:
     finally:
         for proc in [*([balancer] if balancer else []), server, redis]:
             proc.stop()
+
+
+def main() -> None:
+    """``python tests/deploy/cluster.py APP.py``: run APP behind HAProxy (3 workers, one Redis)
+    until stdin closes or SIGTERM; the balancer's URL is the first line printed."""
+    import signal as signals
+
+    app = sys.argv[1] if len(sys.argv) > 1 else APP
+    signals.signal(signals.SIGTERM, lambda *_: sys.exit(0))
+    with tempfile.TemporaryDirectory() as directory, serve_cluster(Path(directory), app=app) as running:
+        print(running.url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
