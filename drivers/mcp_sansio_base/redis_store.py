@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import msgspec
@@ -37,6 +37,7 @@ from mcp_sansio.server.stores import Follow, Relayed, Replay, SessionRecord, Sto
 __all__ = ["RedisStore", "open_store"]
 
 T = TypeVar("T")
+Entries = list[tuple[bytes, dict[bytes, bytes]]]  # XRANGE's answer (redis-py types it loosely)
 
 _SCHEMES: Final = {"redis": "redis", "rediss": "rediss", "valkey": "redis", "valkeys": "rediss",
                    "unix": "unix"}
@@ -100,7 +101,7 @@ class RedisStore:
     def load(self, session_id: str) -> SessionRecord | None:
         """The session ``session_id`` (its TTL starts again), or ``None``."""
         key = self.prefix + "s:" + session_id
-        raw: bytes | None = self._call(lambda: self._client.getex(key, ex=self.session_ttl))
+        raw = cast("bytes | None", self._call(lambda: self._client.getex(key, ex=self.session_ttl)))
         if raw is None:
             return None
         try:
@@ -133,7 +134,7 @@ class RedisStore:
             pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
             pipe.xtrim(key, minid=oldest, approximate=True)
             pipe.expire(key, self.event_ttl)
-            return pipe.execute()  # type: ignore[no-any-return]  # redis-py is untyped here
+            return pipe.execute()
 
         entry = self._call(run)[0]
         return f"{stream}.{_text(entry)}"
@@ -145,7 +146,7 @@ class RedisStore:
             return None
         stream, entry = parsed
         key = self.prefix + "e:" + session_id
-        entries = self._call(lambda: self._client.xrange(key, min=entry))
+        entries = cast(Entries, self._call(lambda: self._client.xrange(key, min=entry)))
         if not entries or _text(entries[0][0]) != entry or _stream(entries[0][1]) != stream:
             return None  # forgotten (trimmed, expired) or never issued
         finished = b"f" in entries[0][1]
@@ -181,12 +182,13 @@ class RedisStore:
             return []
         block = max(1, round(min(timeout, self.follow_timeout) * 1000))
         try:
-            answer = self._follower.xread(after, block=block)  # type: ignore[arg-type]  # str keys
+            answer = cast("list[tuple[bytes, Entries]] | None",
+                          self._follower.xread(cast(Any, after), block=block))  # str keys and ids
         except RedisError:
             return []  # the driver asks again; nothing was consumed
         out: list[Relayed] = []
-        for key, entries in answer or []:
-            key_text = _text(key)
+        for raw_key, entries in answer or []:
+            key_text = _text(raw_key)
             wanted = streams.get(key_text, {})
             session_id = key_text[len(self.prefix) + 2:]
             last: dict[int, str] = {}
