@@ -19,6 +19,11 @@ Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
   by length (``XADD MAXLEN ~``, ``?max_events=``, default 1000) and age (``XTRIM MINID ~``
   and the key's TTL, ``?event_ttl=`` seconds, default 3600). An event id is
   ``<stream>.<entry id>``: opaque to clients.
+- ``<prefix>i:<session id>``: the session's inbox (``INBOX_STREAM``: the client's answers and
+  cancellations, for the worker whose call waits), bounded alike. A key of its own, so that a
+  worker following it is not woken by the session's SSE events; since entry ids are times on
+  the one Redis clock, a position in the events reads the inbox from 1 ms before it (a
+  message read twice is harmless: an answer or cancellation of no pending request is dropped).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import msgspec
 import redis
 from redis.exceptions import RedisError
 
-from mcp_sansio.server.stores import Follow, Relayed, Replay, SessionRecord, StoreUnavailable
+from mcp_sansio.server.stores import INBOX_STREAM, Follow, Relayed, Replay, SessionRecord, StoreUnavailable
 
 __all__ = ["RedisStore", "open_store"]
 
@@ -116,14 +121,14 @@ class RedisStore:
 
     def delete(self, session_id: str) -> None:
         """Forget ``session_id`` and its events."""
-        keys = (self.prefix + "s:" + session_id, self.prefix + "e:" + session_id)
+        keys = [self.prefix + kind + session_id for kind in ("s:", "e:", "i:")]
         self._call(lambda: self._client.delete(*keys))
 
     # ------------------------------------------------------------ EventStore
 
     def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
         """Keep one event of ``stream`` (one round trip); its id."""
-        key = self.prefix + "e:" + session_id
+        key = self.prefix + ("i:" if stream == INBOX_STREAM else "e:") + session_id
         fields: dict[Any, Any] = {"s": stream, "d": data}
         if final:
             fields["f"] = 1
@@ -159,8 +164,8 @@ class RedisStore:
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
-        key = self.prefix + "e:" + session_id
-        self._call(lambda: self._client.delete(key))
+        keys = (self.prefix + "e:" + session_id, self.prefix + "i:" + session_id)
+        self._call(lambda: self._client.delete(*keys))
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
         """The events stored after each of ``wants``, waiting up to ``timeout`` (at most
@@ -173,8 +178,14 @@ class RedisStore:
             parsed = _parse_id(want.after)
             if parsed is None:
                 continue
-            key = self.prefix + "e:" + want.session_id
             entry = parsed[1]
+            if want.stream == INBOX_STREAM:
+                key = self.prefix + "i:" + want.session_id
+                ms, _, seq = entry.partition("-")
+                if parsed[0] != INBOX_STREAM and int(ms):  # a position in the events: see the docstring
+                    entry = f"{int(ms) - 1}-{seq}"
+            else:
+                key = self.prefix + "e:" + want.session_id
             if key not in after or _entry_key(entry) < _entry_key(after[key]):
                 after[key] = entry
             streams.setdefault(key, {})[want.stream] = entry
