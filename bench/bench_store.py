@@ -30,8 +30,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
-from bench_server import ADD, INIT, PY, _body, call, cpu_ns, free_port, http_server
+if __name__ == "__main__":  # run as a script: make the package ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_server import ADD, INIT, PY, call, cpu_ns, free_port, http_server
 
 SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_http; "
              "from mcp_sansio.server.http import HttpConfig; "
@@ -42,6 +46,19 @@ SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_h
 # Redis round trips per call, by the code: a JSON answer: EXPIRE (touch); an SSE answer: the
 # touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline.
 ROUND_TRIPS = {"JSON": 1, "SSE": 3}
+
+
+def _body(response: http.client.HTTPResponse) -> dict[str, object]:
+    """The JSON-RPC answer in a JSON or SSE response."""
+    data = response.read()
+    if not response.getheader("content-type", "").startswith("text/event-stream"):
+        return cast("dict[str, object]", json.loads(data))
+    for line in data.split(b"\n"):
+        if line.startswith(b"data:") and line[5:].strip():
+            message: dict[str, object] = json.loads(line[5:])
+            if "id" in message:
+                return message
+    raise AssertionError(f"no answer in {data!r}")
 
 
 def redis_commands(port: int) -> int:
