@@ -24,10 +24,15 @@ Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
   worker following it is not woken by the session's SSE events; since entry ids are times on
   the one Redis clock, a position in the events reads the inbox from 1 ms before it (a
   message read twice is harmless: an answer or cancellation of no pending request is dropped).
+- ``<prefix>r:<session id>``: stream number -> ``[worker, request id]``: who produces each
+  request's stream; ``<prefix>w:<worker>``: that worker's heartbeat (a key with a 5 s TTL its
+  relay renews every second). A worker following a stream whose producer's heartbeat is gone
+  reports it abandoned, and the core answers the request with an error for the dead worker.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast
@@ -48,6 +53,10 @@ _SCHEMES: Final = {"redis": "redis", "rediss": "rediss", "valkey": "redis", "val
                    "unix": "unix"}
 _encode: Final = msgspec.json.Encoder().encode
 _decode_record: Final = msgspec.json.Decoder(SessionRecord).decode
+_decode_producer: Final = msgspec.json.Decoder(tuple[str, int | str]).decode
+HEARTBEAT_TTL: Final = 5
+"""Seconds a worker's heartbeat lives: how long a killed worker's streams wait for it."""
+HEARTBEAT_EVERY: Final = 1.0
 
 
 class RedisStore:
@@ -78,6 +87,9 @@ class RedisStore:
         self.follow_timeout = follow_timeout
         self.round_trips = 0
         """Round trips made for the core's calls (not :meth:`follow`): what a bench reports."""
+        self.worker = os.urandom(8).hex()
+        """This process's name in the store (its heartbeat, the producer of its streams)."""
+        self._beat_at = 0.0
         real = _redis_url(url)
         self._client: redis.Redis = redis.Redis.from_url(
             real, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
@@ -121,24 +133,30 @@ class RedisStore:
 
     def delete(self, session_id: str) -> None:
         """Forget ``session_id`` and its events."""
-        keys = [self.prefix + kind + session_id for kind in ("s:", "e:", "i:")]
+        keys = [self.prefix + kind + session_id for kind in ("s:", "e:", "i:", "r:")]
         self._call(lambda: self._client.delete(*keys))
 
     # ------------------------------------------------------------ EventStore
 
-    def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
-        """Keep one event of ``stream`` (one round trip); its id."""
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
+        """Keep one event of ``stream`` (one round trip); its id (``request_id``: with a
+        stream's first event, the request it answers, produced by this worker)."""
         key = self.prefix + ("i:" if stream == INBOX_STREAM else "e:") + session_id
         fields: dict[Any, Any] = {"s": stream, "d": data}
         if final:
             fields["f"] = 1
         oldest = f"{int(time.time() * 1000) - self.event_ttl * 1000}-0"
+        producers = self.prefix + "r:" + session_id
 
         def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
             pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
             pipe.xtrim(key, minid=oldest, approximate=True)
             pipe.expire(key, self.event_ttl)
+            if request_id is not None:
+                pipe.hset(producers, str(stream), _encode((self.worker, request_id)))
+                pipe.expire(producers, self.event_ttl)
             return pipe.execute()
 
         entry = self._call(run)[0]
@@ -151,7 +169,15 @@ class RedisStore:
             return None
         stream, entry = parsed
         key = self.prefix + "e:" + session_id
-        entries = cast(Entries, self._call(lambda: self._client.xrange(key, min=entry)))
+
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.xrange(key, min=entry)
+            pipe.hget(self.prefix + "r:" + session_id, str(stream))
+            return pipe.execute()
+
+        answer = self._call(run)
+        entries, producer = cast(Entries, answer[0]), cast("bytes | None", answer[1])
         if not entries or _text(entries[0][0]) != entry or _stream(entries[0][1]) != stream:
             return None  # forgotten (trimmed, expired) or never issued
         finished = b"f" in entries[0][1]
@@ -160,17 +186,23 @@ class RedisStore:
             if _stream(fields) == stream:
                 events.append((f"{stream}.{_text(entry_id)}", fields[b"d"]))
                 finished = finished or b"f" in fields
-        return Replay(stream=stream, events=events, finished=finished)
+        request_id = None if producer is None else _producer(producer)[1]
+        return Replay(stream=stream, events=events, finished=finished, request_id=request_id)
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
-        keys = (self.prefix + "e:" + session_id, self.prefix + "i:" + session_id)
+        keys = [self.prefix + kind + session_id for kind in ("e:", "i:", "r:")]
         self._call(lambda: self._client.delete(*keys))
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
         """The events stored after each of ``wants``, waiting up to ``timeout`` (at most
-        ``follow_timeout``) for the first (``XREAD BLOCK`` on a connection of its own).
-        Blocking: a driver calls it off its loop."""
+        ``follow_timeout``) for the first (``XREAD BLOCK`` on a connection of its own), and
+        an ``abandoned`` mark for a stream whose producer's heartbeat is gone. Renews this
+        worker's heartbeat (a driver calls it, with no ``wants`` too, at least every
+        second). Blocking: a driver calls it off its loop."""
+        self._heartbeat()
+        if not wants:
+            return []
         after: dict[str, str] = {}
         streams: dict[str, dict[int, str]] = {}
         positions = {(w.session_id, w.stream): w.after for w in wants}
@@ -220,7 +252,39 @@ class RedisStore:
                     # data, nothing is sent), or the next XREAD would return them at once again
                     out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{newest}",
                                        data=b"", since=positions[session_id, stream]))
-        return out
+        moved = {(r.session_id, r.stream) for r in out}
+        quiet = [w for w in wants if w.stream != INBOX_STREAM and (w.session_id, w.stream) not in moved]
+        return out + self._abandoned(quiet)
+
+    def _heartbeat(self) -> None:
+        now = time.monotonic()
+        if now - self._beat_at < HEARTBEAT_EVERY:
+            return
+        try:
+            self._follower.set(self.prefix + "w:" + self.worker, b"1", ex=HEARTBEAT_TTL)
+        except RedisError:
+            return  # the next call tries again
+        self._beat_at = now
+
+    def _abandoned(self, quiet: Sequence[Follow]) -> list[Relayed]:
+        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone."""
+        if not quiet:
+            return []
+        try:
+            pipe = self._follower.pipeline(transaction=False)
+            for want in quiet:
+                pipe.hget(self.prefix + "r:" + want.session_id, str(want.stream))
+            producers = cast("list[bytes | None]", pipe.execute())
+            workers = [None if p is None else _producer(p)[0] for p in producers]
+            pipe = self._follower.pipeline(transaction=False)
+            for worker in workers:
+                pipe.exists(self.prefix + "w:" + (worker or "?"))
+            alive = cast("list[int]", pipe.execute())
+        except RedisError:
+            return []
+        return [Relayed(session_id=w.session_id, stream=w.stream, event_id=w.after, data=b"", since=w.after,
+                        abandoned=True)
+                for w, worker, up in zip(quiet, workers, alive, strict=True) if worker is not None and not up]
 
 
 def open_store(url: str) -> RedisStore:
@@ -259,6 +323,14 @@ def _safe(url: str) -> str:
         return url
     netloc = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+
+
+def _producer(raw: bytes) -> tuple[str, int | str | None]:
+    """``(worker, request id)`` of a stream, as stored (an unreadable one: nobody's)."""
+    try:
+        return _decode_producer(raw)
+    except msgspec.DecodeError:
+        return "?", None
 
 
 def _text(value: bytes | str) -> str:

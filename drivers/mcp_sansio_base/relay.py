@@ -43,12 +43,11 @@ async def relay_anyio(server: HttpServer, runner: ServerRunner) -> None:
     if not store.shared:
         return
     while True:
-        wants = server.follows()
-        if not wants:
-            await anyio.sleep(IDLE_POLL)
-            continue
+        wants = server.follows()  # none: the call only renews this worker's heartbeat
         relayed = await anyio.to_thread.run_sync(store.follow, wants, FOLLOW_WAIT, abandon_on_cancel=True)
         _deliver(server, runner, relayed, anyio.current_time())
+        if not wants:
+            await anyio.sleep(IDLE_POLL)
 
 
 async def relay_asyncio(server: HttpServer, runner: ServerRunner) -> None:
@@ -58,12 +57,11 @@ async def relay_asyncio(server: HttpServer, runner: ServerRunner) -> None:
         return
     loop = asyncio.get_running_loop()
     while True:
-        wants = server.follows()
-        if not wants:
-            await asyncio.sleep(IDLE_POLL)
-            continue
+        wants = server.follows()  # none: the call only renews this worker's heartbeat
         relayed = await loop.run_in_executor(None, store.follow, wants, FOLLOW_WAIT)
         _deliver(server, runner, relayed, loop.time())
+        if not wants:
+            await asyncio.sleep(IDLE_POLL)
 
 
 class RelayThread:
@@ -103,12 +101,11 @@ class RelayThread:
     def _run(self) -> None:
         store = self._server.event_store
         while not self._stop.is_set():
-            wants = self._wants
-            if not wants:
-                self._stop.wait(IDLE_POLL)
-                continue
+            wants = self._wants  # none: the call only renews this worker's heartbeat
             relayed = store.follow(wants, FOLLOW_WAIT)
             if relayed:
                 with self._lock:
                     self._results.append(relayed)
                 self._wake()
+            if not wants:
+                self._stop.wait(IDLE_POLL)

@@ -168,6 +168,7 @@ class HttpServer(Endpoint):
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: dict[str, Legacy] = {}
         self._following: dict[tuple[str, int], str] = {}  # (session, stream) -> last event relayed
+        self._follow_request: dict[tuple[str, int], int | str | None] = {}  # ... -> the request it answers
         self._inboxes: dict[str, None] = {}  # the sessions whose inbox may matter here (a shared store)
         self._exchanges: dict[int, Exchange] = {}
         self._open = 0
@@ -326,10 +327,18 @@ class HttpServer(Endpoint):
             legacy = self._legacy[item.session_id]  # followed: its session and exchange are here
             ex = self._exchanges[legacy.live[item.stream]]
             self._following[key] = item.event_id
-            if item.data:
-                self.http.send(ex.id, sse_event(item.data, item.event_id))
-            if item.final:
+            data, final = item.data, item.final
+            event_id: str | None = item.event_id
+            if item.abandoned:  # its worker died: answer for it, for this and any later resumption
+                request_id = self._follow_request.get(key)
+                data = b"" if request_id is None else jsonrpc.encode_error(
+                    request_id, jsonrpc.INTERNAL_ERROR, "the server process running this request stopped")
+                event_id, final = self._append(legacy, item.stream, data, True), True
+            if data:
+                self.http.send(ex.id, sse_event(data, event_id))
+            if final:
                 del self._following[key]
+                self._follow_request.pop(key, None)
                 self._exchanges.pop(ex.id, None)
                 ex.mode = Mode.DONE
                 self.http.end(ex.id, now=now)
@@ -484,6 +493,7 @@ class HttpServer(Endpoint):
                wants_sse: bool, now: float) -> None:
         """Hand a message to its session, with this exchange as its channel."""
         ex = Exchange(req.exchange, legacy, wants_json, wants_sse)
+        ex.request_id = peek.id if isinstance(peek.id, int | str) and isinstance(peek.method, str) else None
         self._exchanges[req.exchange] = ex
         if legacy is None:
             self.modern.receive_message(req.body, now, req.exchange)
@@ -555,6 +565,7 @@ class HttpServer(Endpoint):
         elif self.event_store.shared and stream != 0 and not produced_here:
             # another worker runs the request: relay what it stores from here on
             self._following[legacy.id, stream] = events[-1][0] if events else last
+            self._follow_request[legacy.id, stream] = replay.request_id
 
     def _delete(self, req: RequestReceived, now: float) -> None:
         session_id = req.header("mcp-session-id")
@@ -582,6 +593,7 @@ class HttpServer(Endpoint):
         if stream is not None and legacy.live.get(stream) == ex.id:
             del legacy.live[stream]
             self._following.pop((legacy.id, stream), None)
+            self._follow_request.pop((legacy.id, stream), None)
 
     # ------------------------------------------------------------ responses
 
@@ -635,15 +647,16 @@ class HttpServer(Endpoint):
             legacy.next_stream += 1
             stream = legacy.stream_of[ex.id] = legacy.next_stream
         legacy.live[stream] = ex.id
-        priming = self._append(legacy, stream, b"", False)
+        priming = self._append(legacy, stream, b"", False, ex.request_id)
         if priming is not None:
             self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
 
-    def _append(self, legacy: Legacy, stream: int, data: bytes, final: bool) -> str | None:
+    def _append(self, legacy: Legacy, stream: int, data: bytes, final: bool,
+                request_id: int | str | None = None) -> str | None:
         """Keep an event for resumption; its id, or ``None`` when the store failed (the
         event is still sent, without an id: that stream cannot be resumed past it)."""
         try:
-            event_id = self.event_store.append(legacy.id, stream, data, final)
+            event_id = self.event_store.append(legacy.id, stream, data, final, request_id)
         except StoreUnavailable:
             return None
         if self.event_store.shared and legacy.inbox_after is None and stream != INBOX_STREAM:
@@ -723,6 +736,7 @@ class HttpServer(Endpoint):
         legacy.session.close(now, reason)
         for key in [k for k in self._following if k[0] == legacy.id]:
             del self._following[key]
+            self._follow_request.pop(key, None)
         self._inboxes.pop(legacy.id, None)
         if forget:
             try:

@@ -40,9 +40,10 @@ class Exchange:
         wants_json: its ``Accept`` takes JSON.
         wants_sse: its ``Accept`` takes an event stream.
         mode: what was sent so far.
+        request_id: the JSON-RPC id of the request it carries, if it is one.
     """
 
-    __slots__ = ("id", "legacy", "mode", "wants_json", "wants_sse")
+    __slots__ = ("id", "legacy", "mode", "request_id", "wants_json", "wants_sse")
 
     def __init__(self, exchange: int, legacy: Legacy | None, wants_json: bool, wants_sse: bool) -> None:
         self.id = exchange
@@ -50,6 +51,7 @@ class Exchange:
         self.wants_json = wants_json
         self.wants_sse = wants_sse
         self.mode = Mode.PENDING
+        self.request_id: int | str | None = None
 
 
 class Legacy:

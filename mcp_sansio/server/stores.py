@@ -56,6 +56,8 @@ class Replay(msgspec.Struct, frozen=True, kw_only=True):
     stream: int
     events: list[tuple[str, bytes]]
     finished: bool = False
+    request_id: int | str | None = None
+    """The request the stream answers, when known."""
 
 
 class Follow(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,6 +81,8 @@ class Relayed(msgspec.Struct, frozen=True, kw_only=True):
     since: str = ""
     """The ``after`` of the :class:`Follow` it answers: a relay overtaken by a newer
     resumption of the stream is dropped."""
+    abandoned: bool = False
+    """The worker producing the stream is gone (no ``data``): nothing more will come."""
 
 
 class SessionStore(Protocol):
@@ -117,9 +121,11 @@ class EventStore(Protocol):
 
     shared: bool
 
-    def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
         """Keep one event (the JSON of a message; ``final``: the stream's last) of
-        ``stream``; its event id."""
+        ``stream``; its event id. ``request_id`` comes with a stream's first event: the
+        request it answers (another worker relaying it answers for it if its producer dies)."""
         ...
 
     def replay(self, session_id: str, last_event_id: str) -> Replay | None:
@@ -175,11 +181,15 @@ class MemoryEventStore:
     def __init__(self, max_events: int = 1000) -> None:
         self._events: dict[str, deque[tuple[int, int, bytes, bool]]] = {}
         self._next: dict[str, int] = {}
+        self._requests: dict[tuple[str, int], int | str] = {}
         self._max = max_events
         self.shared = False
 
-    def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
         """Keep one event; its id."""
+        if request_id is not None:
+            self._requests[session_id, stream] = request_id
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
         events = self._events.setdefault(session_id, deque(maxlen=self._max))
@@ -198,12 +208,15 @@ class MemoryEventStore:
             return None
         later = [e for e in events if e[0] == stream and e[1] > seq]
         return Replay(stream=stream, events=[(f"{s}-{n}", data) for s, n, data, _ in later],
-                      finished=seen[3] or any(e[3] for e in later))
+                      finished=seen[3] or any(e[3] for e in later),
+                      request_id=self._requests.get((session_id, stream)))
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
         self._events.pop(session_id, None)
         self._next.pop(session_id, None)
+        for key in [k for k in self._requests if k[0] == session_id]:
+            del self._requests[key]
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
         """The events of each of ``wants``' stream stored after its position (at once:

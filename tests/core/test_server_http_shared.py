@@ -276,7 +276,8 @@ def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> Non
 
 def test_events_the_store_cannot_keep_are_sent_without_ids() -> None:
     class Down(MemoryEventStore):
-        def append(self, session_id: str, stream: int, data: bytes, final: bool = False) -> str:
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+                   request_id: int | str | None = None) -> str:
             raise StoreUnavailable("down")
 
         def forget(self, session_id: str) -> None:
@@ -412,3 +413,57 @@ def test_an_inbox_position_moves_past_other_streams_and_stale_reads_are_dropped(
     stale = Relayed(session_id=session_id, stream=INBOX_STREAM, event_id="9-98", data=b"{}", since="9-1")
     one.server.receive_relayed([moved, stale], 0.0)
     assert one.server.follows()[0].after == "9-99"
+
+
+def _abandoning(events: MemoryEventStore) -> tuple[Worker, str, RawHttp, Response, str]:
+    """A call running at worker one, its stream resumed at worker two (which follows it)."""
+    sessions = MemorySessionStore()
+    sessions.shared = True
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await one.loop.future()  # never: its worker dies
+        return "never"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, SLOW)
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None
+    resumed_conn, resumed = _resume(two, session_id, first.last_id)
+    assert resumed is not None
+    return two, session_id, resumed_conn, resumed, first.last_id
+
+
+def test_a_followed_stream_whose_worker_died_is_answered_with_an_error_for_every_resumption() -> None:
+    events = MemoryEventStore()
+    events.shared = True
+    two, session_id, conn, resumed, last = _abandoning(events)
+    (want,) = _streams(two.server)
+    two.server.receive_relayed([Relayed(session_id=session_id, stream=want.stream, event_id=want.after,
+                                        data=b"", since=want.after, abandoned=True)], 1.0)
+    conn.read()
+    assert resumed.complete and resumed.events[-1]["id"] == 7
+    assert resumed.events[-1]["error"]["code"] == -32603
+    _, again = _resume(two, session_id, last)  # the client comes back: the error, at once
+    assert again is not None and again.complete and again.events[-1]["error"]["code"] == -32603
+
+
+def test_an_abandoned_stream_of_no_known_request_just_ends() -> None:
+    class Forgetful(MemoryEventStore):
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+                   request_id: int | str | None = None) -> str:
+            return super().append(session_id, stream, data, final)
+
+    events = Forgetful()
+    events.shared = True
+    two, session_id, conn, resumed, _ = _abandoning(events)
+    (want,) = _streams(two.server)
+    two.server.receive_relayed([Relayed(session_id=session_id, stream=want.stream, event_id=want.after,
+                                        data=b"", since=want.after, abandoned=True)], 1.0)
+    conn.read()
+    assert resumed.complete and [e for e in resumed.events if e] == []

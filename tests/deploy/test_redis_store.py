@@ -132,3 +132,21 @@ def test_a_store_url_carries_its_settings() -> None:
 def test_a_store_url_of_another_scheme_is_refused() -> None:
     with pytest.raises(ValueError, match="redis://"):
         open_store("memcached://h:1")
+
+
+def test_a_stream_whose_producer_stopped_beating_is_abandoned(redis_proc: Proc) -> None:
+    url = f"redis://127.0.0.1:{redis_proc.port}/0?prefix=beat:"
+    producer, follower = open_store(url), open_store(url)
+    priming = producer.append("s8", 3, b"", False, 7)
+    assert producer.follow([], 0.0) == []  # renews its heartbeat
+    want = Follow(session_id="s8", stream=3, after=priming)
+    assert follower.follow([want], 0.05) == []  # alive: nothing yet
+    replay = follower.replay("s8", priming)
+    assert replay is not None and replay.request_id == 7
+    raw = redis.Redis(port=redis_proc.port)
+    raw.delete(f"beat:w:{producer.worker}")  # as if killed: its heartbeat lapses
+    (gone,) = follower.follow([want], 0.05)
+    assert gone.abandoned and gone.since == priming and gone.data == b""
+    raw.close()
+    producer.close()
+    follower.close()
