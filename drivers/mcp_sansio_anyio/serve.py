@@ -210,7 +210,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         """Send what the core queued for ``conn`` (awaiting the socket: a client that does
         not read holds only its own writer); once it is closing, end our side and read what
         the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        # OSError: a client that reset the connection (a balancer's health check) fails shutdown()
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
                 await conn.wake.wait()
                 conn.wake = anyio.Event()

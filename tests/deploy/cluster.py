@@ -130,6 +130,7 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-keep-alive 2s
+    timeout check 2s
     # a new server connection per request: round-robin applies to every request
     option http-server-close
     # a refused connection (a killed worker) is retried on another server
@@ -150,7 +151,7 @@ backend workers
 def haproxy(ports: Sequence[int], directory: Path) -> Proc:
     require("haproxy")
     port = free_port()
-    servers = "\n".join(f"    server w{i} 127.0.0.1:{p} check inter 200ms fall 1 rise 1"
+    servers = "\n".join(f"    server w{i} 127.0.0.1:{p} check inter 300ms fall 2 rise 1"
                         for i, p in enumerate(ports))
     config = directory / "haproxy.cfg"
     config.write_text(HAPROXY_CONFIG.format(port=port, servers=servers))
@@ -172,11 +173,27 @@ class Cluster:
     def worker_of(self, pid: int) -> Proc:
         return next(w for w in self.workers if w.pid == pid)
 
-    def wait_up(self, timeout: float = 30.0) -> None:
-        """Wait until HAProxy's checks see every worker up (``show stat`` has no socket here:
-        a few round-robin requests must each reach a worker)."""
-        for worker in self.workers:
-            worker.wait_ready(timeout)
+    def wait_up(self, timeout: float = 60.0) -> None:
+        """Wait until HAProxy's checks see the workers up: a worker answers (405: a GET
+        without a session) rather than HAProxy (503), several times in a row."""
+        import http.client
+
+        deadline = time.monotonic() + timeout
+        answered = 0
+        while answered < 2 * len(self.workers):
+            conn = http.client.HTTPConnection("127.0.0.1", self.balancer.port, timeout=10)
+            try:
+                conn.request("GET", "/mcp", headers={"accept": "text/event-stream"})
+                status = conn.getresponse().status
+            except OSError:
+                status = 0
+            finally:
+                conn.close()
+            answered = answered + 1 if status == 405 else 0
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"HAProxy sees no worker up (last status {status})")
+            if not answered:
+                time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -192,7 +209,9 @@ def serve_cluster(directory: Path, workers: int = 3, driver: str = "asyncio", ap
         for proc in procs:
             proc.wait_ready()
         balancer = haproxy([p.port for p in procs], directory)
-        yield Cluster(redis, procs, balancer)
+        cluster = Cluster(redis, procs, balancer)
+        cluster.wait_up()
+        yield cluster
     finally:
         for proc in [*([balancer] if balancer else []), *procs, redis]:
             proc.stop()
@@ -208,7 +227,9 @@ def uvicorn_cluster(directory: Path, workers: int = 3) -> Iterator[Cluster]:
     try:
         server.wait_ready()
         balancer = haproxy([server.port], directory)
-        yield Cluster(redis, [server], balancer)
+        cluster = Cluster(redis, [server], balancer)
+        cluster.wait_up()
+        yield cluster
     finally:
         for proc in [*([balancer] if balancer else []), server, redis]:
             proc.stop()

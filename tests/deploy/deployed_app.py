@@ -36,7 +36,8 @@ async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False
         ctx.report_progress(step, n, f"{os.getpid()}")
         if poll and step == 1:
             ctx.close_sse_stream()
-        await anyio.sleep(delay)
+        if delay:
+            await anyio.sleep(delay)
     return f"counted {n} at {os.getpid()}"
 
 

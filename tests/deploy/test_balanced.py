@@ -127,6 +127,21 @@ def test_answers_posted_to_any_worker_reach_the_waiting_handler(which: str, clus
             assert text(client.call_tool("ask", {}, timeout=20)) == "hello Ada"
 
 
+@pytest.mark.parametrize("driver", ["anyio", "trio", "sync"])
+def test_every_driver_serves_a_session_across_workers(driver: str, tmp_path: Path) -> None:
+    with serve_cluster(tmp_path, driver=driver) as running, \
+            connect_http(running.url, config=LEGACY, on_elicitation=name_ada) as client:
+        pids = {text(client.call_tool("whoami", {})) for _ in range(6)}
+        assert pids == {str(w.pid) for w in running.workers}
+        progress: list[float] = []
+        delay = 0.0 if driver == "sync" else 0.05  # (the blocking driver's handlers await no sleep)
+        result = client.call_tool("count", {"n": 3, "delay": delay, "poll": True},
+                                  on_progress=lambda p, total, message: progress.append(p))
+        assert text(result).startswith("counted 3") and progress == [1, 2, 3]
+        for _ in range(3):
+            assert text(client.call_tool("ask", {}, timeout=20)) == "hello Ada"
+
+
 # ---------------------------------------------------------------- a stream that drops
 
 
