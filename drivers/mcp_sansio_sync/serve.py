@@ -164,7 +164,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             selector.unregister(conn.sock)
         conn.sock.close()
 
-    def write() -> None:
+    def write() -> None:  # after every pump: the relay thread also learns what to follow now
+        if relay is not None:
+            relay.publish()
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
             data = endpoint.data_to_send(cid)
@@ -195,6 +197,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             runner.pump()  # the core closes it (its CloseConnection), else:
             close(conn)
 
+    relay: RelayThread | None = None
     loop = StepLoop(time.monotonic, write)
     runner = ServerRunner(endpoint, loop, on_event)
     listener = socket.create_server((host, port))
@@ -233,8 +236,6 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
                         wake_r.recv(4096)
                     relay.deliver(time.monotonic())
                 runner.pump()
-                if relay is not None:
-                    relay.publish()
             now = time.monotonic()
             for conn in [c for c in lingering.values() if c.linger_until <= now]:
                 close(conn)
