@@ -36,6 +36,7 @@ class SessionHost(Protocol):
     """What a :class:`ServerSession` needs of the transport it lives in."""
 
     secret: bytes
+    id_key: bytes
     wall_offset: float
 
     def new_call(self, session: ServerSession) -> int:
@@ -72,11 +73,12 @@ class SubHost:
     to the transport's :class:`Endpoint`; a subclass says where ``send`` and ``finish``
     write (an SSE stream, a WebSocket connection)."""
 
-    __slots__ = ("_server", "secret", "wall_offset")
+    __slots__ = ("_server", "id_key", "secret", "wall_offset")
 
     def __init__(self, server: Endpoint) -> None:
         self._server = server
         self.secret = server.secret
+        self.id_key = server.id_key
         self.wall_offset = server.wall_offset
 
     def new_call(self, session: ServerSession) -> int:
@@ -119,6 +121,10 @@ class Endpoint(abc.ABC):
             raise LocalProtocolError("the server secret must be at least 16 bytes")
         self.app = app
         self.secret = secret
+        self.id_key = secret
+        """The key naming what this process creates (tasks, sessions): ``secret`` unless a
+        transport of a multi-worker deployment takes the driver's random key of this process
+        (ids named by a key every worker shares would collide across workers)."""
         self.wall_offset = wall_offset
         self._events: deque[Event] = deque()
         self._calls: dict[int, ServerSession] = {}

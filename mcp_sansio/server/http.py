@@ -154,7 +154,7 @@ class HttpServer(Endpoint):
                  events: EventStore | None = None, exchanges: HttpExchanges | None = None,
                  instance_key: bytes | None = None) -> None:
         super().__init__(app, secret=secret, wall_offset=wall_offset)
-        self._instance_key = instance_key or secret
+        self.id_key = instance_key or secret
         self._stream_base = 0 if instance_key is None else int.from_bytes(instance_key[:4]) << 20
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
@@ -679,7 +679,7 @@ class HttpServer(Endpoint):
 
     def _new_session(self, now: float) -> Legacy:
         ticket = f"session/{self.new_ticket()}".encode()
-        digest = hmac.new(self._instance_key, ticket, hashlib.sha256).digest()
+        digest = hmac.new(self.id_key, ticket, hashlib.sha256).digest()
         session_id = base64.urlsafe_b64encode(digest[:24]).decode()
         legacy = Legacy(session_id, now + self.config.session_idle_timeout)
         legacy.next_stream = self._stream_base

@@ -131,7 +131,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
         return None
     wall = now + session.host.wall_offset
     ticket = session.host.new_ticket()
-    digest = hmac.new(session.host.secret, f"task/{ticket}".encode(), hashlib.sha256).digest()
+    digest = hmac.new(session.host.id_key, f"task/{ticket}".encode(), hashlib.sha256).digest()
     task_id = base64.urlsafe_b64encode(digest[:18]).decode()
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message

@@ -5,9 +5,9 @@ idle expiry or shutdown leaves a shared session to the others."""
 from __future__ import annotations
 
 from pair import StepLoop
-from server_http_helpers import RawHttp, Response
+from server_http_helpers import MODERN_HEADERS, RawHttp, Response, modern_body
 
-from mcp_sansio.server import Context, MCPServer
+from mcp_sansio.server import TASKS_EXTENSION, Context, MCPServer, ToolCallReceived
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import (
     INBOX_STREAM,
@@ -467,3 +467,19 @@ def test_an_abandoned_stream_of_no_known_request_just_ends() -> None:
                                         data=b"", since=want.after, abandoned=True)], 1.0)
     conn.read()
     assert resumed.complete and [e for e in resumed.events if e] == []
+
+
+def test_workers_sharing_a_secret_name_their_tasks_apart() -> None:
+    app = MCPServer("s")
+    app.add_tool(lambda: "done", name="slow", task_support="optional")
+    ids = []
+    for key in (b"1" * 32, b"2" * 32):
+        worker = HttpServer(app, secret=b"k" * 32, config=HttpConfig.loopback(), instance_key=key)
+        conn = RawHttp(worker)
+        conn.request(body=modern_body(1, "tools/call", {"name": "slow"},
+                                      capabilities={"extensions": {TASKS_EXTENSION: {}}}),
+                     headers={**MODERN_HEADERS, "mcp-method": "tools/call", "mcp-name": "slow"})
+        event = worker.next_event()
+        assert isinstance(event, ToolCallReceived)
+        ids.append(worker.start_task(event.call, now=1.0))
+    assert None not in ids and ids[0] != ids[1]
