@@ -44,7 +44,8 @@ SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_h
              "asyncio.run(serve_http(app, port=int(sys.argv[2]), store=store, "
              "config=HttpConfig.loopback(response_mode='sse')))")
 # Redis round trips per call, by the code: a JSON answer: EXPIRE (touch); an SSE answer: the
-# touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline.
+# touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline (the priming's
+# also HSET+EXPIRE: who produces the stream, for the request): 9 commands in 3 round trips.
 ROUND_TRIPS = {"JSON": 1, "SSE": 3}
 
 
