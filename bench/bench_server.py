@@ -181,34 +181,47 @@ def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
     for driver in ("asyncio", "sync"):
         yield "HTTP JSON", f"mcp-sansio h11 ({driver})", http(
             lambda p, d=driver: [*serve, "--driver", d, "--http", str(p)])  # type: ignore[misc]
+    yield "HTTP JSON", "floor (bare h11)", http(lambda p: [PY, str(HERE / "h11_floor_server.py"), str(p)])
     yield "HTTP JSON", "mcp-sansio ASGI (uvicorn)", http(lambda p: [PY, "-c", ASGI_SERVE, ADD, str(p),
                                                                    "json"])
+    yield "HTTP JSON", "floor (bare ASGI, uvicorn)", http(lambda p: [PY, str(HERE / "asgi_floor_app.py"),
+                                                                    str(p)])
     yield "HTTP SSE", "SDK MCPServer (uvicorn)", http(lambda p: [PY, SDK, "--http", str(p)])
     yield "HTTP SSE", "mcp-sansio h11 (asyncio)", http(lambda p: [PY, "-c", SSE_SERVE, ADD, str(p)])
+    yield "HTTP SSE", "floor (bare h11)", http(lambda p: [PY, str(HERE / "h11_floor_server.py"), str(p),
+                                                         "sse"])
     yield "HTTP SSE", "mcp-sansio ASGI (uvicorn)", http(lambda p: [PY, "-c", ASGI_SERVE, ADD, str(p), "sse"])
+    yield "HTTP SSE", "floor (bare ASGI, uvicorn)", http(lambda p: [PY, str(HERE / "asgi_floor_app.py"),
+                                                                   str(p), "sse"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds over every row, best kept")
+    parser.add_argument("--only", help="run only the rows whose transport starts with this")
     options = parser.parse_args()
-    results: list[dict[str, object]] = []
-    for transport, server, run in rows(options.calls):
-        results.append({"transport": transport, "server": server, "us_per_call": run()})
-        print(f"  {transport:10} {server:28} {results[-1]['us_per_call']:8.1f} us", file=sys.stderr,
-              flush=True)
-    sdk = {r["transport"]: r["us_per_call"] for r in results if str(r["server"]).startswith("SDK")}
-    floor = next(r["us_per_call"] for r in results if str(r["server"]).startswith("floor"))
-    print(f"\nServer CPU per tools/call ({options.calls} sequential calls after a warm-up; "
-          f"load {os.getloadavg()[0]:.2f})\n")
+    table = [r for r in rows(options.calls) if options.only is None or r[0].startswith(options.only)]
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(options.rounds):  # alternate: every contender once per round
+        for transport, server, run in table:
+            us = run()
+            best[transport, server] = min(us, best.get((transport, server), us))
+            print(f"  {transport:10} {server:28} {us:8.1f} us", file=sys.stderr, flush=True)
+    results = [{"transport": t, "server": n, "us_per_call": us} for (t, n), us in best.items()]
+    print(f"\nServer CPU per tools/call ({options.calls} sequential calls after a warm-up, best of "
+          f"{options.rounds} alternated rounds; load {os.getloadavg()[0]:.2f})\n")
     print("| transport | server | CPU us/call | SDK / this | this / floor |")
     print("|---|---|---|---|---|")
-    for r in results:
-        us = float(r["us_per_call"])  # type: ignore[arg-type]
-        ratio = float(sdk[r["transport"]]) / us  # type: ignore[arg-type]
-        versus = f"{us / float(floor):.2f}x" if r["transport"] == "stdio" else ""  # type: ignore[arg-type]
-        print(f"| {r['transport']} | {r['server']} | {us:.1f} | {ratio:.1f}x | {versus} |")
+    for (transport, server), us in best.items():
+        sdk = next((v for (t, n), v in best.items() if t == transport and n.startswith("SDK")), None)
+        family = "ASGI" if "ASGI" in server else "h11" if "h11" in server else ""
+        floor = next((v for (t, n), v in best.items() if t == transport and n.startswith("floor")
+                      and family in n), None)
+        versus = f"{us / floor:.2f}x" if floor is not None else ""
+        ratio = f"{sdk / us:.1f}x" if sdk is not None else ""
+        print(f"| {transport} | {server} | {us:.1f} | {ratio} | {versus} |")
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2))
 

@@ -30,6 +30,7 @@ from mcp_sansio_base.steploop import StepLoop
 __all__ = ["SECRET", "Faults", "HttpPair", "Pair", "StepLoop"]
 
 SECRET: Final = b"pair-harness-secret-0123456789ab"
+ENTROPY: Final = b"pair-harness-entropy-0123456789abcdef"
 """The server key every pair uses (state sealed in one test is readable in another)."""
 
 
@@ -132,7 +133,7 @@ class Pair(_Pair):
     def __init__(self, app: MCPServer, *, config: ClientConfig | None = None,
                  answers: Mapping[str, object] | None = None, faults: Faults | None = None,
                  capabilities: ClientCapabilities | None = None) -> None:
-        self.server: StdioServer = StdioServer(app, secret=SECRET)
+        self.server: StdioServer = StdioServer(app, secret=SECRET, entropy=ENTROPY)
         super().__init__(self.server, answers, faults)
         self.client: StdioClient = StdioClient(config or ClientConfig(), capabilities=capabilities)
         self._in_flight: list[tuple[float, bool, bytes]] = []  # (arrives at, to server, bytes)
@@ -200,7 +201,8 @@ class HttpPair(_Pair):
     def __init__(self, app: MCPServer, *, config: ClientConfig | None = None,
                  answers: Mapping[str, object] | None = None, http: HttpConfig | None = None,
                  faults: Faults | None = None, capabilities: ClientCapabilities | None = None) -> None:
-        self.server: HttpServer = HttpServer(app, secret=SECRET, config=http or HttpConfig.loopback())
+        self.server: HttpServer = HttpServer(app, secret=SECRET, entropy=ENTROPY,
+                                             config=http or HttpConfig.loopback())
         super().__init__(self.server, answers, faults)
         self.client: HttpClient = HttpClient(self.URL, config=config or ClientConfig(),
                                              capabilities=capabilities)

@@ -31,6 +31,7 @@ __all__ = [
 
 Json = dict[str, Any]
 SECRET: Final = b"server-tests-secret-0123456789ab"
+ENTROPY: Final = b"server-tests-entropy-0123456789abcdef"
 MODERN: Final = "2026-07-28"
 
 
@@ -40,7 +41,7 @@ def server_for(app: MCPServer | None = None, **config: Any) -> StdioServer:
         app = MCPServer("test")
     if config:
         app.config = ServerConfig(**config)
-    return StdioServer(app, secret=SECRET)
+    return StdioServer(app, secret=SECRET, entropy=ENTROPY)
 
 
 def send(server: StdioServer, *messages: Mapping[str, object], now: float = 0.0) -> None:

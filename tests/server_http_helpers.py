@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import h11
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 
 from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig, HttpServer
@@ -24,7 +24,8 @@ MODERN_HEADERS: Final = {"mcp-protocol-version": "2026-07-28"}
 
 def http_server(app: MCPServer | None = None, **config: Any) -> HttpServer:
     """An HTTP server for ``app`` with DNS-rebinding protection (``config`` overrides)."""
-    return HttpServer(app or MCPServer("s"), secret=SECRET, config=HttpConfig.loopback(**config))
+    return HttpServer(app or MCPServer("s"), secret=SECRET, entropy=ENTROPY,
+                      config=HttpConfig.loopback(**config))
 
 
 def modern_body(rid: int | str, method: str, params: Mapping[str, object] | None = None,
@@ -67,9 +68,9 @@ class Response:
 class RawHttp:
     """One connection to an :class:`HttpServer`, written and read by hand."""
 
-    def __init__(self, server: HttpServer, now: float = 0.0) -> None:
+    def __init__(self, server: HttpServer, now: float = 0.0, peer: str | None = None) -> None:
         self.server = server
-        self.id = server.connection_made(now)
+        self.id = server.connection_made(now, peer)
         self.h11 = h11.Connection(h11.CLIENT)
         self.responses: list[Response] = []
         self.closed = False

@@ -25,3 +25,11 @@ def test_the_server_core_by_hand_answers_the_call() -> None:
     with contextlib.redirect_stdout(out):
         exec(BLOCKS[1], {})
     assert '"text":"5"' in out.getvalue()
+
+
+def test_the_authorization_example_protects_the_app_and_scopes_its_tool() -> None:
+    namespace: dict[str, object] = {}
+    exec(BLOCKS[2], namespace)
+    app = namespace["app"]
+    assert app.auth.required_scopes == ("mcp",)  # type: ignore[attr-defined]
+    assert app.registry.tools["write"].scopes == ("files:write",)  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     SharedStore,
     http_endpoint,
+    peer_host,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -181,7 +182,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.wake.set()
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
-        conn = _Conn(endpoint.connection_made(anyio.current_time()), stream)
+        peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
+        conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
         conns[conn.id] = conn
         runner.pump()
         async with stream, anyio.create_task_group() as tasks:

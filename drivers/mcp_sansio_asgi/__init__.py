@@ -16,7 +16,6 @@ route a session's requests to one worker (sticky by ``Mcp-Session-Id``).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -31,7 +30,7 @@ from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import SharedStore, open_shared, server_secret
+from mcp_sansio_base.serving import SharedStore, open_shared, peer_host, server_entropy, server_secret
 
 __all__ = ["AsgiApp"]
 
@@ -89,9 +88,9 @@ class AsgiApp:
         async with anyio.create_task_group() as group:
             sessions, events = self._stores
             offset = time.time() - anyio.current_time()
-            server = HttpServer(self.app, secret=self._secret, wall_offset=offset, config=self.config,
-                                sessions=sessions, events=events, exchanges=self._exchanges,
-                                instance_key=os.urandom(32))
+            server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
+                                config=self.config,
+                                sessions=sessions, events=events, exchanges=self._exchanges)
             self._server = server
             self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake), self._on_event)
             group.start_soon(relay_anyio, server, self._runner)
@@ -127,7 +126,7 @@ class AsgiApp:
         exchanges = self._exchanges
         query = scope.get("query_string", b"")
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"])
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")))
         self._waiters[exchange] = anyio.Event()
         try:
             while (message := await receive())["type"] == "http.request":

@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -26,6 +26,7 @@ from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     SharedStore,
     http_endpoint,
+    peer_host,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -33,6 +34,7 @@ from mcp_sansio_base.serving import (
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ = 65536
+T = TypeVar("T")
 
 
 class _Primitives:
@@ -57,6 +59,9 @@ class _Primitives:
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         return self._loop.call_at(when, callback)
+
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        return self._loop.run_in_executor(None, fn)
 
     async def drain(self) -> None:
         """Wait for the handlers still running (they were cancelled) to end."""
@@ -278,7 +283,8 @@ class _ConnectionProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a stream server's transport
-        self._id = self._endpoint.connection_made(self._loop.time())
+        self._id = self._endpoint.connection_made(self._loop.time(),
+                                                  peer_host(transport.get_extra_info("peername")))
         self._links[self._id] = _Link(transport)
         self._runner.pump()
 

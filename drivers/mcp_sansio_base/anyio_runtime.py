@@ -7,15 +7,18 @@ task sleeping until its time; every task lives in the task group the server runs
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import msgspec
 
 from .server import Cancellable, FutureLike
 
 __all__ = ["AnyioFuture", "AnyioPrimitives"]
+
+T = TypeVar("T")
 
 
 class AnyioFuture:
@@ -80,6 +83,10 @@ class AnyioPrimitives:
 
     def clock(self) -> float:
         return anyio.current_time()
+
+    async def run_blocking(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a worker thread (abandoned, not waited for, if cancelled)."""
+        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
         scope = anyio.CancelScope()

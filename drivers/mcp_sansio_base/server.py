@@ -3,15 +3,20 @@
 :class:`ServerRunner` drains a server transport's events, runs each handler (a plain
 ``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
 the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation. It asks the driver for five primitives only
-(:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, and write
-what the transport has to send. The protocol decisions stay in the core.
+response, and honours cancellation. It asks the driver for six primitives only
+(:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, write
+what the transport has to send, and run a blocking function off the loop. When the
+transport asks for a bearer token's verdict (``TokenVerificationRequired``), the runner
+runs the app's ``auth.verifier`` that last way and hands the verdict back. The protocol
+decisions stay in the core.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -29,9 +34,16 @@ from mcp_sansio.server import (
     HandlerCallReceived,
     InputRequired,
     Pending,
+    Principal,
+    TokenRejected,
+    TokenVerdict,
+    TokenVerificationRequired,
+    VerifierUnavailable,
 )
 
 __all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+
+log = logging.getLogger("mcp_sansio.server")
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -88,6 +100,11 @@ class Primitives(Protocol):
         """Write what the transport has to send (``data_to_send`` or its connections')."""
         ...
 
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        """Run ``fn``, which may block on I/O, without stalling the loop: in a worker
+        thread on an event loop, inline where there is none (the blocking driver)."""
+        ...
+
 
 class ServerRunner:
     """Runs the handlers of one server transport on a driver's loop.
@@ -127,6 +144,8 @@ class ServerRunner:
                     task.cancel()
             elif isinstance(event, AnswerReceived | AnswerFailed):
                 self._answer(event)
+            elif isinstance(event, TokenVerificationRequired):
+                self._p.spawn(self._verify(event.ticket, event.token))
             elif isinstance(event, ConnectionTerminated):
                 self.terminated = True
                 if self._on_event is not None:
@@ -200,6 +219,26 @@ class ServerRunner:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
+        self.pump()
+
+    async def _verify(self, ticket: int, token: str) -> None:
+        """Run the app's token verifier off the loop; give the core its verdict."""
+        auth = self.endpoint.app.auth
+        verdict: TokenVerdict = VerifierUnavailable(detail="the server has no token verifier")
+        if auth is not None:
+            verify = auth.verifier.verify
+            try:
+                if inspect.iscoroutinefunction(verify):  # an AsyncTokenVerifier: awaited on the loop
+                    verdict = await cast("Awaitable[TokenVerdict]", verify(token))
+                else:
+                    verdict = await self._p.run_blocking(lambda: cast("TokenVerdict", verify(token)))
+            except Exception as exc:  # a verifier's failure is no verdict; its text may hold anything
+                log.warning("the token verifier raised %s", type(exc).__name__)
+                verdict = VerifierUnavailable(detail=type(exc).__name__)
+            if not isinstance(verdict, Principal | TokenRejected | VerifierUnavailable):
+                log.warning("the token verifier answered a %s, not a verdict", type(verdict).__name__)
+                verdict = VerifierUnavailable(detail="no verdict")
+        self.endpoint.token_verified(ticket, verdict, now=self._p.clock())
         self.pump()
 
     def _respond(self, call: int, value: object) -> None:

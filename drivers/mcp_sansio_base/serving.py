@@ -25,7 +25,9 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
 
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 import time
 from typing import Final, Protocol
 
@@ -35,7 +37,9 @@ from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
 __all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
-           "server_secret", "stdio_endpoint", "websocket_endpoint"]
+           "peer_host", "server_entropy", "server_secret", "stdio_endpoint", "websocket_endpoint"]
+
+_log = logging.getLogger("mcp_sansio.serve")
 
 SECRET_ENV: Final = "MCP_SANSIO_SECRET"
 """The environment variable every worker of a deployment reads its shared secret from."""
@@ -57,7 +61,7 @@ def server_secret(secret: bytes | None) -> bytes:
     if secret is not None:
         return secret
     env = os.environ.get(SECRET_ENV)
-    return env.encode() if env else os.urandom(32)
+    return env.encode() if env else secrets.token_bytes(32)
 
 
 def open_shared(store: str | SharedStore | None) -> SharedStore | None:
@@ -73,6 +77,32 @@ def open_shared(store: str | SharedStore | None) -> SharedStore | None:
     return open_store(store)
 
 
+def server_entropy() -> bytes:
+    """32 fresh bytes from the OS's CSPRNG, this process's alone: session and task ids
+    are drawn from them, so no two processes (workers, restarts) share a sequence."""
+    return secrets.token_bytes(32)
+
+
+def _warn_public_bind(host: str, origins: tuple[str, ...] | None) -> None:
+    """Tell the operator what a public bind lets in from browsers (none, or everyone)."""
+    if is_loopback(host):
+        return
+    if origins is None:
+        _log.warning("serving on %s with allowed_origins=None: any web page may call this server", host)
+    elif not origins:
+        _log.warning("serving on %s with no allowed origins: requests from web pages (with an Origin "
+                     "header) get 403; name the origins of your web clients (--allow-origin)", host)
+
+
+def peer_host(address: object) -> str | None:
+    """The host part of a socket's peer address (``("10.0.0.7", 51234)`` -> ``"10.0.0.7"``),
+    which the server's per-client limits count by; ``None`` when there is none (a Unix
+    socket)."""
+    if isinstance(address, tuple | list) and address and isinstance(address[0], str):
+        return address[0]
+    return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback name or address (DNS-rebinding protection applies)."""
     return host in ("localhost", "::1") or host.startswith("127.")
@@ -80,18 +110,21 @@ def is_loopback(host: str) -> bool:
 
 def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioServer:
     """The stdio transport for ``app``; ``now`` is the driver's clock (for the wall offset)."""
-    return StdioServer(app, secret=server_secret(secret), wall_offset=time.time() - now)
+    return StdioServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                       wall_offset=time.time() - now)
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
                   now: float, store: str | SharedStore | None = None) -> HttpServer:
     """The Streamable HTTP transport for ``app`` bound to ``host`` (``config``, or loopback
-    protection on a loopback bind), keeping sessions in ``store``."""
+    protection on a loopback bind), keeping sessions in ``store``; a public bind that lets no
+    browser page in says so."""
     if config is None:
         config = HttpConfig.loopback() if is_loopback(host) else HttpConfig()
+    _warn_public_bind(host, config.allowed_origins)
     shared = open_shared(store)
-    return HttpServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config,
-                      sessions=shared, events=shared, instance_key=os.urandom(32))
+    return HttpServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                      wall_offset=time.time() - now, config=config, sessions=shared, events=shared)
 
 
 def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,
@@ -99,4 +132,6 @@ def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: 
     """The WebSocket transport for ``app`` bound to ``host``."""
     if config is None:
         config = WebSocketConfig.loopback() if is_loopback(host) else WebSocketConfig()
-    return WebSocketServer(app, secret=server_secret(secret), wall_offset=time.time() - now, config=config)
+    _warn_public_bind(host, config.allowed_origins)
+    return WebSocketServer(app, secret=server_secret(secret), entropy=server_entropy(),
+                           wall_offset=time.time() - now, config=config)

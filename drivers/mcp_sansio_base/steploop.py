@@ -11,10 +11,12 @@ and the runner answers its call with that error.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, TypeVar, cast
 
 __all__ = ["StepCancelled", "StepFuture", "StepLoop", "StepTask"]
+
+T = TypeVar("T")
 
 
 class StepCancelled(BaseException):
@@ -124,6 +126,15 @@ class StepLoop:
 
     def clock(self) -> float:
         return self._clock()
+
+    def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
+        """Run ``fn`` now, inline (there is no loop to keep running); its result, resolved."""
+        future = StepFuture()
+        try:
+            future.set_result(fn())
+        except Exception as exc:  # the awaiting task sees it raised
+            future.set_exception(exc)
+        return cast("Awaitable[T]", future)  # awaiting it gives fn's result
 
     def call_at(self, when: float, callback: Callable[[], None]) -> StepTimer:
         timer = StepTimer(when, callback)

@@ -23,8 +23,14 @@ from typing import Any, Final
 
 import anyio
 
+from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import MCPServer
-from mcp_sansio_base.serving import open_shared
+from mcp_sansio.server.http import HttpConfig
+from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
+from mcp_sansio.server.websocket import WebSocketConfig
+from mcp_sansio_base.serving import is_loopback, open_shared
+
+from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
 __all__ = ["ServeError", "add_parser", "load_app", "run"]
 
@@ -51,6 +57,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     transport.add_argument("--websocket", type=_port, metavar="PORT",
                            help="serve WebSocket (subprotocol mcp) on PORT")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind with --http or --websocket")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="an origin (https://app.example.com) whose web pages may call the server "
+                             "(repeatable; default: none but the server's own on loopback)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="a name the Host header may carry (repeatable; default: the loopback names "
+                             "on a loopback bind, any name otherwise)")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
     parser.add_argument("--store", metavar="URL",
@@ -59,6 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--secret-file", metavar="PATH",
                         help="read the secret every process shares from PATH (default: $MCP_SANSIO_SECRET,"
                              " else random)")
+    add_auth_arguments(parser)
     return parser
 
 
@@ -138,20 +151,42 @@ def _secret(path: str | None) -> bytes | None:
     return secret
 
 
+def _bind_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``allowed_hosts``/``allowed_origins`` from ``--allow-host``/``--allow-origin`` and the
+    bind address (loopback: the loopback names as ``Host``, plus any named).
+
+    Raises:
+        LocalProtocolError: an ``--allow-origin`` that is no origin.
+    """
+    origins = tuple(args.allow_origin)
+    check_origins(origins)
+    hosts: tuple[str, ...] | None = tuple(args.allow_host) or None
+    if is_loopback(args.host):
+        hosts = (*LOOPBACK_HOSTS, *(hosts or ()))
+    return {"allowed_hosts": hosts, "allowed_origins": origins}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C,
     1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
         app = load_app(args.target, args.module)
-    except ServeError as exc:
+        auth = auth_settings(args)
+    except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if auth is not None:
+        app.auth = auth
+        print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
+              f"{', '.join(auth.authorization_servers)}; metadata at {resource_metadata_url(auth)})",
+              file=sys.stderr, flush=True)
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[args.driver]
     serve = importlib.import_module(f"{module}.serve")
     try:
+        options = _bind_options(args)
         secret = _secret(args.secret_file)
-    except ServeError as exc:
+    except (LocalProtocolError, ServeError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
     if args.store is not None and args.http is None:
@@ -167,12 +202,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"mcp-sansio serve: error: --store: {exc}", file=sys.stderr)
             return _EXIT_USAGE
         call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
-                                 secret=secret, store=store)
+                                 config=HttpConfig(**options), secret=secret, store=store)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws, secret=secret)
+                                 ready=listening_ws, config=WebSocketConfig(**options), secret=secret)
     else:
         call = functools.partial(serve.serve_stdio, app, secret=secret)
     try:

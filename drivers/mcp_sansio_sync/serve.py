@@ -29,6 +29,7 @@ from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     SharedStore,
     http_endpoint,
+    peer_host,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -221,9 +222,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             for data, mask in _wait(selector, loop, stop, due):
                 if data is None:
                     with contextlib.suppress(BlockingIOError):
-                        sock, _ = listener.accept()
+                        sock, address = listener.accept()
                         sock.setblocking(False)
-                        conn = _Conn(endpoint.connection_made(time.monotonic()), sock)
+                        conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address)), sock)
                         conns[conn.id] = conn
                         selector.register(sock, selectors.EVENT_READ, conn)
                 elif isinstance(data, _Conn):

@@ -8,6 +8,17 @@ argument (STYLE.md section 1).
 """
 
 from .app import TASKS_EXTENSION, MCPServer
+from .authz import (
+    AsyncTokenVerifier,
+    AuthSettings,
+    Principal,
+    RejectReason,
+    TokenRejected,
+    TokenVerdict,
+    TokenVerificationRequired,
+    TokenVerifier,
+    VerifierUnavailable,
+)
 from .config import CacheScope, ServerConfig
 from .context import (
     Answered,
@@ -54,6 +65,8 @@ __all__ = [
     "Answered",
     "Ask",
     "AskOutcome",
+    "AsyncTokenVerifier",
+    "AuthSettings",
     "CacheScope",
     "CallCancelled",
     "ClientCapabilityMissing",
@@ -70,12 +83,14 @@ __all__ = [
     "MCPServer",
     "Pending",
     "Phase",
+    "Principal",
     "PromptGetReceived",
     "RegisteredCompletion",
     "RegisteredPrompt",
     "RegisteredResource",
     "RegisteredTemplate",
     "RegisteredTool",
+    "RejectReason",
     "RequestInfo",
     "ResourceReadReceived",
     "ResourceSubscribed",
@@ -84,5 +99,10 @@ __all__ = [
     "ServerSession",
     "StdioServer",
     "TaskSupport",
+    "TokenRejected",
+    "TokenVerdict",
+    "TokenVerificationRequired",
+    "TokenVerifier",
     "ToolCallReceived",
+    "VerifierUnavailable",
 ]

@@ -33,6 +33,7 @@ from ..types import (
     ToolExecution,
     ToolsCapability,
 )
+from .authz import AuthSettings, check_scopes
 from .config import CacheScope, ServerConfig
 from .registry import (
     RegisteredCompletion,
@@ -79,16 +80,21 @@ class MCPServer:
         website_url: ``serverInfo.websiteUrl``.
         icons: ``serverInfo.icons``.
         config: limits and protocol choices (:class:`ServerConfig`).
+        auth: protect the HTTP transports (Streamable HTTP, WebSocket) with OAuth bearer
+            tokens (:class:`~mcp_sansio.server.authz.AuthSettings`); stdio is never
+            protected (its client started the server).
     """
 
     def __init__(self, name: str, *, version: str = "0.1.0", title: str | None = None,
                  description: str | None = None, instructions: str | None = None,
                  website_url: str | None = None, icons: Sequence[Icon] | None = None,
-                 config: ServerConfig | None = None) -> None:
+                 config: ServerConfig | None = None, auth: AuthSettings | None = None) -> None:
         self.info = Implementation(name=name, version=version, title=title, description=description,
                                    website_url=website_url, icons=None if icons is None else list(icons))
         self.instructions = instructions
         self.config = config or ServerConfig()
+        self.auth = auth
+        """How the HTTP transports are protected (``None``: they are not)."""
         self.registry = Registry()
         self.extensions: dict[str, dict[str, object]] = {}
         """Extensions the server declares (``capabilities.extensions``), by identifier."""
@@ -99,12 +105,13 @@ class MCPServer:
              annotations: ToolAnnotations | None = None, input_schema: Mapping[str, object] | None = None,
              output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
              task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
-             meta: Mapping[str, object] | None = None) -> Callable[[F], F]:
+             meta: Mapping[str, object] | None = None,
+             scopes: Sequence[str] = ()) -> Callable[[F], F]:
         """Register the decorated function as a tool (see :meth:`add_tool`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name=name, title=title, description=description, annotations=annotations,
                           input_schema=input_schema, output_schema=output_schema, structured=structured,
-                          task_support=task_support, icons=icons, meta=meta)
+                          task_support=task_support, icons=icons, meta=meta, scopes=scopes)
             return fn
         return register
 
@@ -113,7 +120,7 @@ class MCPServer:
                  input_schema: Mapping[str, object] | None = None,
                  output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
                  task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
-                 meta: Mapping[str, object] | None = None) -> RegisteredTool:
+                 meta: Mapping[str, object] | None = None, scopes: Sequence[str] = ()) -> RegisteredTool:
         """Register ``fn`` (``def`` or ``async def``) as a tool.
 
         Args:
@@ -134,15 +141,22 @@ class MCPServer:
             task_support: may it run as a task (tasks extension).
             icons: display icons.
             meta: the tool's ``_meta``.
+            scopes: OAuth scopes a call needs when the server has ``auth`` (besides its
+                required ones): a token lacking one gets 403 ``insufficient_scope`` naming
+                them, so the client can step up. The tool is listed to every client.
 
         Returns:
             The registration.
 
         Raises:
-            LocalProtocolError: the signature cannot be a tool's, or an ``x-mcp-header``
-                annotation in the schema breaks the spec's rules.
+            LocalProtocolError: the signature cannot be a tool's, an ``x-mcp-header``
+                annotation in the schema breaks the spec's rules, or a scope is no OAuth
+                scope token.
         """
         tool_name = name or fn.__name__
+        if isinstance(scopes, str):
+            raise LocalProtocolError(f"tool {tool_name!r}: scopes is a sequence of scopes, not one string")
+        check_scopes(scopes)
         signature = inspect_handler(fn, name=tool_name)
         schema = dict(input_schema) if input_schema is not None else signature.input_schema()
         out = dict(output_schema) if output_schema is not None else None
@@ -160,7 +174,7 @@ class MCPServer:
             icons=None if icons is None else list(icons), meta=None if meta is None else dict(meta),
         )
         entry = RegisteredTool(tool=tool, signature=signature, structured=is_structured,
-                               task_support=task_support, header_paths=header_paths)
+                               task_support=task_support, header_paths=header_paths, scopes=tuple(scopes))
         self.registry.add_tool(entry)
         if task_support != "forbidden":
             self.extensions.setdefault(TASKS_EXTENSION, {})

@@ -39,6 +39,7 @@ from ..types import (
 )
 
 if TYPE_CHECKING:
+    from .authz import Principal
     from .endpoint import Endpoint, ListKind
     from .events import RequestInfo
 
@@ -221,6 +222,12 @@ class Context:
     def client_capabilities(self) -> ClientCapabilities:
         """What the client declared it can do (for this request, in the stateless era)."""
         return self.request.client_capabilities
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request's access token speaks for (subject, client, scopes, claims), when
+        the server has ``auth``; ``None`` otherwise."""
+        return self.request.principal
 
     @property
     def cancelled(self) -> bool:

@@ -11,6 +11,9 @@ came from. This is the whole interface a handler runner needs (``mcp_sansio_base
 from __future__ import annotations
 
 import abc
+import base64
+import hashlib
+import hmac
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, Protocol
@@ -22,6 +25,7 @@ from .context import Ask, AskOutcome
 
 if TYPE_CHECKING:
     from .app import MCPServer
+    from .authz import TokenVerdict
     from .session import ServerSession
 
 __all__ = ["Endpoint", "ListKind", "SessionHost"]
@@ -36,7 +40,6 @@ class SessionHost(Protocol):
     """What a :class:`ServerSession` needs of the transport it lives in."""
 
     secret: bytes
-    id_key: bytes
     wall_offset: float
 
     def new_call(self, session: ServerSession) -> int:
@@ -53,6 +56,14 @@ class SessionHost(Protocol):
 
     def new_ticket(self) -> int:
         """A fresh ticket."""
+        ...
+
+    def new_id(self, kind: str) -> str:
+        """A fresh unguessable id (a session's, a task's)."""
+        ...
+
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline (a question to the client, a task)."""
         ...
 
     def emit(self, event: Event) -> None:
@@ -73,12 +84,11 @@ class SubHost:
     to the transport's :class:`Endpoint`; a subclass says where ``send`` and ``finish``
     write (an SSE stream, a WebSocket connection)."""
 
-    __slots__ = ("_server", "id_key", "secret", "wall_offset")
+    __slots__ = ("_server", "secret", "wall_offset")
 
     def __init__(self, server: Endpoint) -> None:
         self._server = server
         self.secret = server.secret
-        self.id_key = server.id_key
         self.wall_offset = server.wall_offset
 
     def new_call(self, session: ServerSession) -> int:
@@ -97,6 +107,14 @@ class SubHost:
         """A ticket from the server."""
         return self._server.new_ticket()
 
+    def new_id(self, kind: str) -> str:
+        """An unguessable id from the server."""
+        return self._server.new_id(kind)
+
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline: the server watches it."""
+        self._server.timed(session)
+
     def emit(self, event: Event) -> None:
         """Queue ``event`` on the server."""
         self._server.emit(event)
@@ -107,24 +125,32 @@ class Endpoint(abc.ABC):
 
     Args:
         app: what the server offers.
-        secret: the key sealing ``requestState`` (and naming tasks); at least 16 bytes
-            of the driver's randomness, the same on every worker of a deployment.
+        secret: the key sealing ``requestState``; at least 16 bytes of the driver's
+            randomness, the same on every worker of a deployment.
+        entropy: at least 32 bytes fresh from the operating system's CSPRNG for this
+            process alone (``secrets.token_bytes(32)``), never shared and never the
+            secret: session and task ids are HMAC-SHA256 of it over a counter, so they
+            are unguessable without it and unique across workers and restarts (each
+            draws its own), as MCP asks of session ids ("globally unique and
+            cryptographically secure").
         wall_offset: add to ``now`` to get POSIX time (``time.time() - monotonic()``), for
             expiries that must hold across processes and for task timestamps.
 
     Raises:
-        LocalProtocolError: ``secret`` is shorter than 16 bytes.
+        LocalProtocolError: ``secret`` is shorter than 16 bytes, or ``entropy`` shorter
+            than 32 or equal to the secret.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0) -> None:
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0) -> None:
         if len(secret) < 16:
             raise LocalProtocolError("the server secret must be at least 16 bytes")
+        if len(entropy) < 32 or entropy == secret:
+            raise LocalProtocolError("the server needs 32 or more bytes of its own entropy (not the secret)")
         self.app = app
         self.secret = secret
-        self.id_key = secret
-        """The key naming what this process creates (tasks, sessions): ``secret`` unless a
-        transport of a multi-worker deployment takes the driver's random key of this process
-        (ids named by a key every worker shares would collide across workers)."""
+        self._entropy = entropy
+        self._next_id = 0
+        self._timed: set[ServerSession] = set()  # sessions that armed a deadline since the last timeout
         self.wall_offset = wall_offset
         self._events: deque[Event] = deque()
         self._calls: dict[int, ServerSession] = {}
@@ -155,6 +181,18 @@ class Endpoint(abc.ABC):
         """A fresh ticket for a question to the client."""
         self._next_ticket += 1
         return self._next_ticket
+
+    def timed(self, session: ServerSession) -> None:
+        """``session`` armed a deadline: only such sessions are asked for theirs, so the
+        cost of a deadline query follows the sessions that wait, not all there are."""
+        self._timed.add(session)
+
+    def new_id(self, kind: str) -> str:
+        """A fresh id for a ``kind`` of thing (``session``, ``task``): 192 bits of
+        HMAC-SHA256 under this process's entropy, base64url (32 characters)."""
+        self._next_id += 1
+        digest = hmac.new(self._entropy, f"{kind}/{self._next_id}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:24]).decode("ascii")
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for :meth:`next_event`."""
@@ -253,6 +291,10 @@ class Endpoint(abc.ABC):
             raise LocalProtocolError(f"call {call} is not in progress")
         return session.start_task(call, now=now, message=message)
 
+    def token_verified(self, ticket: int, verdict: TokenVerdict, *, now: float) -> None:  # noqa: B027
+        """The verdict on the token of ``TokenVerificationRequired`` ``ticket`` (see
+        ``server.authz``); a transport that checks no tokens (stdio) ignores it."""
+
     def close_sse_stream(self, call: int, *, now: float) -> bool:
         """End the response stream of ``call`` early so the client resumes it later (SSE
         polling); only the HTTP transport has such streams: here, ``False``."""
@@ -305,16 +347,18 @@ class Endpoint(abc.ABC):
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of any session; changes nothing."""
-        deadlines = [d for s in self.sessions() if (d := s.next_deadline()) is not None]
+        deadlines = [d for s in self._timed if (d := s.next_deadline()) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
-        """Fire every session deadline due at ``now``.
+        """Fire every session deadline due at ``now``; forget sessions with none left.
 
         Events: ``AnswerFailed`` (timeout) for questions the client left unanswered.
         """
-        for session in list(self.sessions()):
+        for session in list(self._timed):
             session.handle_timeout(now)
+            if session.next_deadline() is None:
+                self._timed.discard(session)
 
     def _owner(self, call: int) -> ServerSession | None:
         session = self._calls.get(call)

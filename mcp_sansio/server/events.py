@@ -17,6 +17,7 @@ import msgspec
 from ..errors import ConnectionClosed, McpSansioError, RemoteProtocolError, RequestError, RequestTimeout
 from ..events import ErrorData, Event, FailureReason, RequestId
 from ..types import ClientCapabilities, Implementation, LoggingLevel
+from .authz import Principal
 from .registry import (
     RegisteredCompletion,
     RegisteredPrompt,
@@ -59,6 +60,8 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
         state: what the handler kept in ``ctx.state`` in the previous round of a
             multi round-trip request (empty on the first).
         task_id: the task this run belongs to (tasks extension), if any.
+        principal: who the request's access token speaks for, when the server has
+            ``auth`` (``None`` without it, and on stdio).
     """
 
     request_id: RequestId
@@ -71,6 +74,7 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     log_level: LoggingLevel | None = None
     state: Mapping[str, object] = msgspec.field(default_factory=dict)
     task_id: str | None = None
+    principal: Principal | None = None
 
 
 class HandlerCallReceived(Event, frozen=True, kw_only=True):

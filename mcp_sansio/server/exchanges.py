@@ -83,16 +83,18 @@ class HttpExchanges:
 
     # ------------------------------------------------------------ input
 
-    def begin(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]]) -> int:
-        """A request head arrived (ASGI's scope); its exchange id. Header names are
-        lower-cased and values decoded as Latin-1, as HTTP/1.1 carries them."""
+    def begin(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]],
+              peer: str | None = None) -> int:
+        """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
+        known); its exchange id. Header names are lower-cased and values decoded as
+        Latin-1, as HTTP/1.1 carries them."""
         self._next_exchange += 1
         exchange = self._next_exchange
         head = RequestReceived(
             exchange=exchange, connection=exchange, method=method, target=target,
             headers=tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
                           for name, value in headers),
-            body=b"",
+            body=b"", peer=peer,
         )
         self._exchanges[exchange] = _Exchange(head)
         return exchange

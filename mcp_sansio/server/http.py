@@ -15,10 +15,9 @@ body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). 
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
-from collections.abc import Iterable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -29,12 +28,22 @@ from ..errors import LocalProtocolError
 from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
+from .authz import (
+    Allowed,
+    AuthGate,
+    Principal,
+    Refusal,
+    TokenVerdict,
+    protected_resource_metadata,
+    protected_resource_paths,
+)
 from .endpoint import Endpoint
 from .exchanges import HttpExchanges
 from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from .http_headers import (
     LOOPBACK_HOSTS,
     accepts,
+    check_origins,
     host_allowed,
     origin_allowed,
     param_mismatch,
@@ -74,11 +83,27 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         path: the MCP endpoint's path.
         allowed_hosts: host names the ``Host`` header may name (any port); ``None``: any.
-        allowed_origins: hosts an ``Origin`` header may name (any port); ``None``: any.
+        allowed_origins: origins (``https://app.example.com``: scheme, host and port) a
+            browser page calling the server may have; a request without ``Origin`` (not
+            from a browser) always passes, and so does the server's own origin when
+            ``allowed_hosts`` checks the ``Host``. Default: none. ``None``: any (an
+            explicit opt-out of the spec's MUST).
         response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
             ``"json"`` or ``"sse"`` (always).
-        max_connections: connections served at once (more are closed at once).
-        max_sessions: handshake-era sessions at once (more ``initialize`` get 503).
+        max_connections: connections served at once. A connection past it takes the
+            place of the connection idle longest (of the peer holding the most), and is
+            closed at once only when none is idle.
+        max_connections_per_peer: connections one peer (client address) may hold; past
+            it, its own idle connection goes, or the new one.
+        max_sessions: handshake-era sessions at once. Past it, an ``initialize`` ends
+            the least recently active idle session that never served a request (an
+            opened-and-abandoned one); a session in use is never ended for a new one:
+            when none can go, ``initialize`` gets 503.
+        max_sessions_per_peer: sessions one peer may hold; past it, an ``initialize``
+            from it ends its own least recently active idle session (else 429), so one
+            client cannot fill the table. With ``auth`` the peer is the principal (the
+            token's issuer and subject), whatever address it comes from: users behind one
+            NAT or proxy do not share a cap, and one user cannot escape it by moving.
         session_idle_timeout: seconds without a request after which a session ends.
         sse_retry_ms: the ``retry`` hint of the priming event of resumable streams.
         limits: the HTTP/1.1 bounds.
@@ -86,10 +111,12 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] | None = None
-    allowed_origins: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = ()
     response_mode: Literal["auto", "json", "sse"] = "auto"
     max_connections: int = 1024
-    max_sessions: int = 1024
+    max_connections_per_peer: int = 256
+    max_sessions: int = 4096
+    max_sessions_per_peer: int = 256
     session_idle_timeout: float = 1800.0
     sse_retry_ms: int = 1000
     limits: HttpLimits = HttpLimits()
@@ -97,10 +124,14 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def loopback(cls, **overrides: object) -> HttpConfig:
         """Settings for a server bound to loopback: DNS-rebinding protection on (only
-        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host`` and ``Origin``)."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host``, so only pages of this very
+        server as ``Origin``, unless ``allowed_origins`` names more)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        check_origins(self.allowed_origins)
 
 
 class _PeekMeta(msgspec.Struct):
@@ -137,25 +168,23 @@ class HttpServer(Endpoint):
 
     Args:
         app: what the server offers.
-        secret: see :class:`Endpoint` (it also names sessions: the same on every worker).
+        secret: see :class:`Endpoint`.
+        entropy: see :class:`Endpoint` (session ids come from it).
         wall_offset: see :class:`Endpoint`.
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
         exchanges: take HTTP messages from a host server (ASGI) instead of bytes: the
             driver then feeds and drains these, and the byte-level methods refuse.
-        instance_key: random bytes of this process (from the driver) naming its sessions
-            and numbering its SSE streams apart from other workers' (default: derived
-            from ``secret``, for one process).
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
-                 events: EventStore | None = None, exchanges: HttpExchanges | None = None,
-                 instance_key: bytes | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
-        self.id_key = instance_key or secret
-        self._stream_base = 0 if instance_key is None else int.from_bytes(instance_key[:4]) << 20
+                 events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
+        # this process's SSE streams and questions to clients are numbered from here: apart
+        # from other workers' in a shared session (a random 32-bit base, 2**20 apart)
+        self._stream_base = int.from_bytes(hashlib.sha256(b"streams/" + entropy).digest()[:4], "big") << 20
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
         self.http: HttpConnections | HttpExchanges
@@ -166,27 +195,49 @@ class HttpServer(Endpoint):
         self.modern = ServerSession(app, self, channel_ids=True)
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
-        self._legacy: dict[str, Legacy] = {}
+        self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
+        self._peer_sessions: Counter[str | None] = Counter()
         self._following: dict[tuple[str, int], str] = {}  # (session, stream) -> last event relayed
         self._follow_request: dict[tuple[str, int], int | str | None] = {}  # ... -> the request it answers
         self._inboxes: dict[str, None] = {}  # the sessions whose inbox may matter here (a shared store)
         self._exchanges: dict[int, Exchange] = {}
-        self._open = 0
+        self._peers: dict[int, str | None] = {}  # open connection -> its peer
+        self._peer_connections: Counter[str | None] = Counter()
         self._now = 0.0  # the latest time the server was told: for requests that wait their turn
+        auth = app.auth
+        self.gate: AuthGate[RequestReceived] | None = None
+        """The bearer check (``None``: the app has no ``auth``)."""
+        self._metadata_paths: frozenset[str] = frozenset()
+        if auth is not None:
+            self.gate = AuthGate(auth, app.registry, wall_offset, self.new_ticket, self.emit)
+            self._metadata_paths = protected_resource_paths(auth, self.config.path)
 
     # ------------------------------------------------------------ driver: connections
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its connection id (closed at once past ``max_connections``).
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its connection id.
 
-        Actions: ``CloseConnection`` when over the limit.
+        Past ``max_connections_per_peer`` the peer's own idle connection is closed, past
+        ``max_connections`` the idle one of the peer holding the most; if none is idle,
+        the new connection is closed at once. A flood of connections thus displaces idle
+        ones, never a request in progress.
+
+        Actions: ``CloseConnection``.
         """
         wire = self._bytes()
-        conn = wire.connection_made(now)
-        self._open += 1
-        if self._open > self.config.max_connections:
-            wire.connection_lost(conn, now)
-            self._pump(now)
+        conn = wire.connection_made(now, peer)
+        self._peers[conn] = peer
+        self._peer_connections[peer] += 1
+        config = self.config
+        if self._peer_connections[peer] > config.max_connections_per_peer:
+            among: list[int] = [c for c, p in self._peers.items() if p == peer and c != conn]
+        elif len(self._peers) > config.max_connections:
+            heaviest = max(self._peer_connections, key=lambda p: self._peer_connections[p])
+            among = [c for c, p in self._peers.items() if p == heaviest and c != conn]
+        else:
+            return conn
+        wire.close(wire.idle_connection(among) or conn)
+        self._pump(now)
         return conn
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -215,20 +266,30 @@ class HttpServer(Endpoint):
     def next_action(self) -> CloseConnection | None:
         """The next connection to close."""
         action = None if self._wire is None else self._wire.next_action()
-        if action is not None:
-            self._open -= 1
+        if action is not None and action.connection in self._peers:
+            peer = self._peers.pop(action.connection)
+            self._peer_connections[peer] -= 1
+            if not self._peer_connections[peer]:
+                del self._peer_connections[peer]
         return action
 
     def next_deadline(self) -> float | None:
-        """The earliest deadline: connections, sessions, questions, tasks; changes nothing."""
-        deadlines = [d for d in (super().next_deadline(), self.http.next_deadline()) if d is not None]
-        deadlines += [legacy.expires_at for legacy in self._legacy.values()]
+        """The earliest deadline: connections, sessions, questions, tasks, token verdicts;
+        changes nothing."""
+        gate = None if self.gate is None else self.gate.next_deadline()
+        deadlines = [d for d in (super().next_deadline(), self.http.next_deadline(), gate) if d is not None]
+        if self._legacy:  # least recently active first: the first expires first
+            deadlines.append(next(iter(self._legacy.values())).expires_at)
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
-        """Fire what is due: slow requests (408), idle sessions, unanswered questions."""
+        """Fire what is due: slow requests (408), idle sessions, unanswered questions,
+        overdue token verdicts (503)."""
         self.http.handle_timeout(now)
-        for legacy in [s for s in self._legacy.values() if s.expires_at <= now]:
+        if self.gate is not None:
+            for req, refusal in self.gate.handle_timeout(now):
+                self._refuse(req, refusal, now)
+        while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
             self._end_session(legacy, now, "the session expired", forget=not self.session_store.shared)
         super().handle_timeout(now)
         self._pump(now)
@@ -245,6 +306,15 @@ class HttpServer(Endpoint):
         for exchange in list(self._exchanges):
             self.http.abort(exchange)
         self._exchanges.clear()
+
+    def token_verified(self, ticket: int, verdict: TokenVerdict, *, now: float) -> None:
+        """The verifier's ``verdict`` on the token of ``TokenVerificationRequired`` ``ticket``:
+        the requests that waited for it go on, or get 401/403/503 (a late or unknown
+        ticket is ignored)."""
+        if self.gate is not None:
+            for req, outcome in self.gate.verified(ticket, verdict, now):
+                self._admit(req, outcome, now)
+        self._pump(now)
 
     def exchanges_changed(self, now: float) -> None:
         """The driver fed the exchanges (a request completed, a client left): act on it."""
@@ -388,29 +458,62 @@ class HttpServer(Endpoint):
                 self._closed(event, now)
 
     def _request(self, req: RequestReceived, now: float) -> None:
+        config = self.config
+        path = req.target.partition("?")[0]
+        if path != config.path and path not in self._metadata_paths:
+            self._plain(req, 404, "Not Found", now)
+        elif not host_allowed(host := req.header("host"), config.allowed_hosts):
+            self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
+        elif path != config.path:
+            self._metadata(req, now)
+        elif not origin_allowed(req.header("origin"), config.allowed_origins, host=host,
+                                host_checked=config.allowed_hosts is not None):
+            self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
+        elif self.gate is None:
+            self._guarded(req, None, now)
+        else:
+            credentials = [value for name, value in req.headers if name == "authorization"]
+            outcome = self.gate.check(credentials, req, now)
+            if outcome is not None:  # else held until its token's verdict
+                self._admit(req, outcome, now)
+
+    def _metadata(self, req: RequestReceived, now: float) -> None:
+        """The protected resource metadata (RFC 9728), public: no token, any origin."""
+        gate = self.gate
+        assert gate is not None  # only a gate makes metadata paths (both are set at construction)
+        if req.method != "GET":
+            self.http.respond(req.exchange, 405, [("allow", "GET")], now=now)
+            return
+        body = protected_resource_metadata(gate.settings, self.app.registry)
+        headers = [_JSON, ("access-control-allow-origin", "*"), ("cache-control", "max-age=300")]
+        self.http.respond(req.exchange, 200, headers, body, now=now)
+
+    def _admit(self, req: RequestReceived, outcome: Allowed | Refusal, now: float) -> None:
+        if isinstance(outcome, Refusal):
+            self._refuse(req, outcome, now)
+        else:
+            self._guarded(req, outcome.principal, now)
+
+    def _refuse(self, req: RequestReceived, refusal: Refusal, now: float) -> None:
+        self.http.respond(req.exchange, refusal.status, list(refusal.headers), refusal.body, now=now)
+
+    def _guarded(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         try:
-            self._dispatch(req, now)
+            self._dispatch(req, principal, now)
         except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
             self._plain(req, 503, f"Service Unavailable: {exc}", now)
 
-    def _dispatch(self, req: RequestReceived, now: float) -> None:
-        config = self.config
-        if req.target.partition("?")[0] != config.path:
-            self._plain(req, 404, "Not Found", now)
-        elif not host_allowed(req.header("host"), config.allowed_hosts):
-            self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
-        elif not origin_allowed(req.header("origin"), config.allowed_origins):
-            self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
-        elif req.method == "POST":
-            self._post(req, now)
+    def _dispatch(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
+        if req.method == "POST":
+            self._post(req, principal, now)
         elif req.method == "GET":
-            self._get(req, now)
+            self._get(req, principal, now)
         elif req.method == "DELETE":
-            self._delete(req, now)
+            self._delete(req, principal, now)
         else:
             self.http.respond(req.exchange, 405, [("allow", "GET, POST, DELETE")], now=now)
 
-    def _post(self, req: RequestReceived, now: float) -> None:
+    def _post(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         wants_json, wants_sse = accepts(req.header("accept"))
         if not wants_json and not wants_sse:
             self._plain(req, 406, "Not Acceptable: accept application/json or text/event-stream", now)
@@ -427,13 +530,15 @@ class HttpServer(Endpoint):
             self._error(req, 400, None, code, f"{'Parse error' if parse else 'Invalid request'}: {exc}", now)
             return
         rid = peek.id if isinstance(peek.id, int | str) else None
+        if principal is not None and self._lacks_tool_scope(req, peek, principal, now):
+            return
         meta = None if peek.params is None else peek.params.meta
         version = None if meta is None else meta.protocol_version
         session_id = req.header("mcp-session-id")
         if version is not None and isinstance(peek.method, str):
-            self._post_modern(req, peek, rid, version, wants_json, wants_sse, now)
+            self._post_modern(req, peek, rid, version, wants_json, wants_sse, principal, now)
         elif session_id is not None:
-            legacy = self._find(session_id, now)
+            legacy = self._find(session_id, now, principal)
             if legacy is None:
                 self._error(req, 404, rid, _SESSION_NOT_FOUND, "Session not found", now)
                 return
@@ -443,13 +548,15 @@ class HttpServer(Endpoint):
                 self._error(req, 400, rid, jsonrpc.INVALID_REQUEST,
                             f"Bad Request: unsupported MCP-Protocol-Version {header.strip()!r}", now)
                 return
-            self._route(req, legacy, peek, wants_json, wants_sse, now)
+            self._route(req, legacy, peek, wants_json, wants_sse, principal, now)
         elif peek.method == "initialize" and rid is not None:
-            if len(self._legacy) >= self.config.max_sessions:
-                message = "Service Unavailable: too many sessions"
-                self._error(req, 503, rid, jsonrpc.INTERNAL_ERROR, message, now)
+            peer = req.peer if principal is None else principal.identity  # who the session counts against
+            refusal = self._make_room(peer, now)
+            if refusal is not None:
+                self._error(req, refusal[0], rid, jsonrpc.INTERNAL_ERROR, refusal[1], now)
                 return
-            self._route(req, self._new_session(now), peek, wants_json, wants_sse, now)
+            self._route(req, self._new_session(peer, now, principal), peek, wants_json, wants_sse,
+                        principal, now)
         elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
             message = "Invalid params: a request of this revision needs _meta with its protocol version"
             self._error(req, 400, rid, jsonrpc.INVALID_PARAMS, message, now)
@@ -458,12 +565,22 @@ class HttpServer(Endpoint):
             self._error(req, 400, rid, -32000, message, now)
 
     def _post_modern(self, req: RequestReceived, peek: _Peek, rid: int | str | None, version: str,
-                     wants_json: bool, wants_sse: bool, now: float) -> None:
+                     wants_json: bool, wants_sse: bool, principal: Principal | None, now: float) -> None:
         problem = self._header_problem(req, peek, version)
         if problem is not None:
             self._error(req, 400, rid, HEADER_MISMATCH, f"Header mismatch: {problem}", now)
             return
-        self._route(req, None, peek, wants_json, wants_sse, now)
+        self._route(req, None, peek, wants_json, wants_sse, principal, now)
+
+    def _lacks_tool_scope(self, req: RequestReceived, peek: _Peek, principal: Principal, now: float) -> bool:
+        """Refuse (403 ``insufficient_scope``) a call of a tool whose scopes the token lacks."""
+        name = None if peek.params is None else peek.params.name
+        called = peek.method == "tools/call" and isinstance(name, str)
+        tool = self.app.registry.tools.get(name) if called and isinstance(name, str) else None
+        refusal = None if tool is None or self.gate is None else self.gate.scope_check(principal, tool.scopes)
+        if refusal is not None:
+            self._refuse(req, refusal, now)
+        return refusal is not None
 
     def _header_problem(self, req: RequestReceived, peek: _Peek, version: str) -> str | None:
         """Why the headers of a stateless-era message do not match its body, or ``None``."""
@@ -490,16 +607,18 @@ class HttpServer(Endpoint):
         return param_mismatch(tool.header_paths, arguments, headers)
 
     def _route(self, req: RequestReceived, legacy: Legacy | None, peek: _Peek, wants_json: bool,
-               wants_sse: bool, now: float) -> None:
+               wants_sse: bool, principal: Principal | None, now: float) -> None:
         """Hand a message to its session, with this exchange as its channel."""
         ex = Exchange(req.exchange, legacy, wants_json, wants_sse)
         ex.request_id = peek.id if isinstance(peek.id, int | str) and isinstance(peek.method, str) else None
         self._exchanges[req.exchange] = ex
         if legacy is None:
-            self.modern.receive_message(req.body, now, req.exchange)
+            self.modern.receive_message(req.body, now, req.exchange, principal)
         else:
-            legacy.expires_at = now + self.config.session_idle_timeout
-            legacy.session.receive_message(req.body, now, req.exchange)
+            self._touch(legacy, now)
+            if peek.id is not UNSET and isinstance(peek.method, str) and peek.method != "initialize":
+                legacy.used = True
+            legacy.session.receive_message(req.body, now, req.exchange, principal)
             self._remember(legacy)
             if self.event_store.shared and (peek.method == "notifications/cancelled" or (
                     peek.id is not UNSET and not isinstance(peek.method, str))):
@@ -508,7 +627,7 @@ class HttpServer(Endpoint):
             del self._exchanges[req.exchange]  # a notification or a response: accepted, no body
             self.http.respond(req.exchange, 202, self._headers(legacy), now=now)
 
-    def _get(self, req: RequestReceived, now: float) -> None:
+    def _get(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         if not accepts(req.header("accept"))[1]:
             self._plain(req, 406, "Not Acceptable: the GET stream is text/event-stream", now)
             return
@@ -516,11 +635,12 @@ class HttpServer(Endpoint):
         if session_id is None:
             self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)  # no GET stream statelessly
             return
-        legacy = self._find(session_id, now)
+        legacy = self._find(session_id, now, principal)
         if legacy is None:
             self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
             return
-        legacy.expires_at = now + self.config.session_idle_timeout
+        self._touch(legacy, now)
+        legacy.used = True
         last = req.header("last-event-id")
         if last is not None:
             self._resume(req, legacy, last.strip(), now)
@@ -567,12 +687,12 @@ class HttpServer(Endpoint):
             self._following[legacy.id, stream] = events[-1][0] if events else last
             self._follow_request[legacy.id, stream] = replay.request_id
 
-    def _delete(self, req: RequestReceived, now: float) -> None:
+    def _delete(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         session_id = req.header("mcp-session-id")
         if session_id is None:
             self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)
             return
-        legacy = self._find(session_id, now)
+        legacy = self._find(session_id, now, principal)
         if legacy is None:
             self._error(req, 404, None, _SESSION_NOT_FOUND, "Session not found", now)
             return
@@ -582,6 +702,8 @@ class HttpServer(Endpoint):
     def _closed(self, event: ExchangeClosed, now: float) -> None:
         ex = self._exchanges.pop(event.exchange, None)
         if ex is None:
+            if self.gate is not None:  # perhaps a request waiting for its token's verdict
+                self.gate.discard(lambda req: req.exchange == event.exchange)
             return
         legacy = ex.legacy
         if legacy is None:
@@ -677,29 +799,66 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ sessions
 
-    def _new_session(self, now: float) -> Legacy:
-        ticket = f"session/{self.new_ticket()}".encode()
-        digest = hmac.new(self.id_key, ticket, hashlib.sha256).digest()
-        session_id = base64.urlsafe_b64encode(digest[:24]).decode()
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+    def _new_session(self, peer: str | None, now: float, principal: Principal | None) -> Legacy:
+        session_id = self.new_id("session")
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, peer)
+        legacy.owner = None if principal is None else principal.identity
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
         self._legacy[session_id] = legacy
+        self._peer_sessions[peer] += 1
         return legacy
 
-    def _find(self, session_id: str, now: float) -> Legacy | None:
-        """The live session ``session_id``, or one rebuilt from the session store."""
+    def _touch(self, legacy: Legacy, now: float) -> None:
+        """``legacy`` served a request: it expires later and is the most recently active."""
+        legacy.expires_at = now + self.config.session_idle_timeout
+        self._legacy.move_to_end(legacy.id)
+
+    def _make_room(self, peer: str | None, now: float) -> tuple[int, str] | None:
+        """Make room for a new session of ``peer``: end an idle session if the peer's or the
+        server's limit is reached; the status and message to refuse with when none can go."""
+        config = self.config
+        if self._peer_sessions[peer] >= config.max_sessions_per_peer:
+            victim = self._idle_session(lambda s: s.peer == peer and not s.used) or self._idle_session(
+                lambda s: s.peer == peer)
+            if victim is None:
+                return 429, "Too Many Requests: this client holds too many sessions; end some (DELETE)"
+            self._end_session(victim, now, "its client opened too many sessions")
+        elif len(self._legacy) >= config.max_sessions:
+            victim = self._idle_session(lambda s: not s.used)
+            if victim is None:
+                return 503, "Service Unavailable: too many sessions"
+            self._end_session(victim, now, "the server needed room for a new session")
+        return None
+
+    def _idle_session(self, which: Callable[[Legacy], bool]) -> Legacy | None:
+        """The least recently active session ``which`` accepts that is idle (no request
+        running, no stream open), or ``None``."""
+        for legacy in self._legacy.values():
+            if which(legacy) and not legacy.live and legacy.get_exchange is None and not legacy.session.calls:
+                return legacy
+        return None
+
+    def _find(self, session_id: str, now: float, principal: Principal | None) -> Legacy | None:
+        """The live session ``session_id``, or one rebuilt from the session store; ``None``
+        also when the server checks tokens and the session belongs to another principal
+        (as if it did not exist: 404, as the official SDK answers)."""
+        owner = None if principal is None else principal.identity
         legacy = self._legacy.get(session_id)
         if legacy is not None:
+            if legacy.owner != owner:
+                return None
             if self.session_store.shared and not self.session_store.touch(session_id):
                 self._end_session(legacy, now, "the session ended", forget=False)  # by another worker
                 return None
             return legacy
         record = self.session_store.load(session_id)
-        if record is None or len(self._legacy) >= self.config.max_sessions:
+        if record is None or record.owner != owner or self._make_room(None, now) is not None:
             return None
-        legacy = Legacy(session_id, now + self.config.session_idle_timeout)
+        legacy = Legacy(session_id, now + self.config.session_idle_timeout, None)
+        legacy.used = True
+        legacy.owner = owner
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
@@ -710,6 +869,7 @@ class HttpServer(Endpoint):
         session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
         legacy.saved = record
         self._legacy[session_id] = legacy
+        self._peer_sessions[None] += 1
         return legacy
 
     def _remember(self, legacy: Legacy) -> None:
@@ -720,7 +880,7 @@ class HttpServer(Endpoint):
         record = SessionRecord(
             session_id=legacy.id, protocol_version=session.protocol_version, client_info=session.client_info,
             client_capabilities=session.client_capabilities, log_level=session.log_level,
-            subscriptions=sorted(session.subscriptions),
+            subscriptions=sorted(session.subscriptions), owner=legacy.owner,
         )
         if record != legacy.saved:
             try:
@@ -733,6 +893,10 @@ class HttpServer(Endpoint):
         """End ``legacy`` here; ``forget``: in the stores too (else other workers go on
         serving it, and a shared store's TTL ends it)."""
         del self._legacy[legacy.id]
+        self._timed.discard(legacy.session)
+        self._peer_sessions[legacy.peer] -= 1
+        if not self._peer_sessions[legacy.peer]:
+            del self._peer_sessions[legacy.peer]
         legacy.session.close(now, reason)
         for key in [k for k in self._following if k[0] == legacy.id]:
             del self._following[key]

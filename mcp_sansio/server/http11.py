@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Iterable
 from typing import Final
 
 import h11
@@ -66,6 +67,8 @@ class RequestReceived(msgspec.Struct, frozen=True, kw_only=True):
         target: the request target (path and query).
         headers: every header, names lower-case, values decoded as Latin-1.
         body: the request content.
+        peer: who sent it, as the driver named the connection's peer (an IP address),
+            if it did.
     """
 
     exchange: int
@@ -74,6 +77,7 @@ class RequestReceived(msgspec.Struct, frozen=True, kw_only=True):
     target: str
     headers: tuple[Header, ...]
     body: bytes
+    peer: str | None = None
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (lower-case), the last one if repeated."""
@@ -105,11 +109,12 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("body", "deadline", "exchange", "h11", "head_started", "id", "out", "out_size", "request",
-                 "state")
+    __slots__ = ("body", "deadline", "exchange", "h11", "head_started", "id", "out", "out_size", "peer",
+                 "request", "state")
 
-    def __init__(self, connection: int, limits: HttpLimits, now: float) -> None:
+    def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
         self.id = connection
+        self.peer = peer
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
         self.state = _State.READING
         self.exchange = 0
@@ -143,11 +148,27 @@ class HttpConnections:
 
     # ------------------------------------------------------------ input
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its id."""
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected (from ``peer``, its address, if the driver knows it); its id."""
         self._next_connection += 1
-        self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now)
+        self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
+
+    def idle_connection(self, among: Iterable[int]) -> int | None:
+        """Of the open connections ``among``, the one idle longest (no request begun, none
+        being answered), or ``None``; changes nothing."""
+        idle = [conn for c in among if (conn := self._connections.get(c)) is not None
+                and conn.state is _State.READING and not conn.head_started and conn.deadline is not None]
+        return min(idle, key=lambda conn: conn.deadline or 0.0).id if idle else None
+
+    def close(self, connection: int) -> None:
+        """Close ``connection`` now (its exchange, if any, ends).
+
+        Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
+        """
+        conn = self._connections.get(connection)
+        if conn is not None:
+            self._lost(conn, "the server closed the connection")
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
         """Bytes from ``connection``; ``b""`` when the client closed its side.
@@ -348,7 +369,7 @@ class HttpConnections:
                         for name, value in request.headers.raw_items())
         self._events.append(RequestReceived(
             exchange=conn.exchange, connection=conn.id, method=request.method.decode("latin-1"),
-            target=request.target.decode("latin-1"), headers=headers, body=bytes(conn.body),
+            target=request.target.decode("latin-1"), headers=headers, body=bytes(conn.body), peer=conn.peer,
         ))
         conn.body.clear()
 

@@ -1,8 +1,9 @@
 """HTTP request checks of the Streamable HTTP server: DNS rebinding, Accept, standard headers.
 
 ``Host`` and ``Origin`` are checked against allow-lists (MCP "Streamable HTTP",
-"Security": servers MUST validate ``Origin``; for a server bound to loopback both default
-to the loopback names, so a page on another site reaching it through DNS rebinding is
+"Security": servers MUST validate ``Origin``, on every bind: a present ``Origin`` must be
+an allowed origin or the server's own; for a server bound to loopback ``Host`` defaults to
+the loopback names, so a page on another site reaching it through DNS rebinding is
 refused). In 2026-07-28 a request mirrors its method, name and annotated tool arguments
 into ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers, which the server checks
 against the body (a mismatch is ``-32020`` HeaderMismatch, HTTP 400), decoding the
@@ -16,11 +17,15 @@ import binascii
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from ..errors import LocalProtocolError
+
 __all__ = [
     "LOOPBACK_HOSTS",
     "accepts",
+    "check_origins",
     "decode_header_value",
     "host_allowed",
+    "normalize_origin",
     "origin_allowed",
     "param_mismatch",
     "standard_mismatch",
@@ -36,6 +41,7 @@ _NAMED: Final[Mapping[str, str]] = {
     "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
 }
 _MAX_SAFE_INT: Final = 2**53 - 1
+_DEFAULT_PORTS: Final[Mapping[str, int]] = {"http": 80, "https": 443}
 
 
 def _hostname(authority: str) -> str:
@@ -46,6 +52,34 @@ def _hostname(authority: str) -> str:
     return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
+def _host_port(authority: str, default_port: int) -> tuple[str, int] | None:
+    """``(host, port)`` of an ``authority`` (lower-case host, the default port filled in),
+    or ``None`` when it is not a plain ``host[:port]``."""
+    authority = authority.strip().lower()
+    host = _hostname(authority)
+    rest = authority[len(host):]
+    if not host or any(c in host for c in "/?#@ \\"):
+        return None
+    if not rest:
+        return host, default_port
+    if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6 or not rest[1:].isascii():
+        return None
+    port = int(rest[1:])
+    return (host, port) if 0 < port < 65536 else None
+
+
+def normalize_origin(origin: str) -> str | None:
+    """An ``http(s)`` origin in the form RFC 6454 section 6.1 serializes it, with the port
+    always written (``HTTPS://App.example`` -> ``https://app.example:443``), or ``None``
+    when ``origin`` is not one (``null``, a path, another scheme, a bad port)."""
+    scheme, sep, rest = origin.strip().partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in _DEFAULT_PORTS:
+        return None
+    parts = _host_port(rest, _DEFAULT_PORTS[scheme])
+    return None if parts is None else f"{scheme}://{parts[0]}:{parts[1]}"
+
+
 def host_allowed(host: str | None, allowed: Iterable[str] | None) -> bool:
     """Whether the ``Host`` header names an allowed host (any port); ``allowed`` ``None``
     allows every host."""
@@ -54,16 +88,44 @@ def host_allowed(host: str | None, allowed: Iterable[str] | None) -> bool:
     return host is not None and _hostname(host) in {name.lower() for name in allowed}
 
 
-def origin_allowed(origin: str | None, allowed: Iterable[str] | None) -> bool:
-    """Whether the ``Origin`` header (if any) is an ``http(s)`` origin on an allowed host
-    (any port); ``allowed`` ``None`` allows every origin, and a request without one (not
-    from a browser) passes."""
+def origin_allowed(origin: str | None, allowed: Iterable[str] | None, *, host: str | None = None,
+                   host_checked: bool = False) -> bool:
+    """Whether a request with this ``Origin`` header may be served (MCP "Streamable HTTP",
+    "Security Warning": servers MUST validate ``Origin`` on every connection and answer an
+    invalid one with 403).
+
+    A request without ``Origin`` (not from a browser) passes. A present one passes when
+    it is one of ``allowed`` (origins, compared by scheme, host and port), or when it is
+    the server's own origin as the ``Host`` header names it and that ``Host`` was checked
+    against an allow-list (``host_checked``): a page of the server itself, never a page of
+    another site or of another port. ``allowed`` ``None`` lets every origin pass (an
+    explicit opt-out). ``null`` and anything not an ``http(s)`` origin never pass.
+    """
     if origin is None or allowed is None:
         return True
-    scheme, sep, rest = origin.strip().partition("://")
-    if not sep or scheme.lower() not in ("http", "https") or "/" in rest:
+    normal = normalize_origin(origin)
+    if normal is None:
         return False
-    return _hostname(rest) in {name.lower() for name in allowed}
+    if normal in {normalize_origin(entry) for entry in allowed}:
+        return True
+    if not host_checked or host is None:
+        return False
+    scheme = normal.partition("://")[0]
+    own = _host_port(host, _DEFAULT_PORTS[scheme])
+    return own is not None and f"{scheme}://{own[0]}:{own[1]}" == normal
+
+
+def check_origins(origins: Iterable[str] | None) -> None:
+    """Refuse an ``allowed_origins`` entry that is not an ``http(s)`` origin.
+
+    Raises:
+        LocalProtocolError: an entry such as ``localhost`` or ``https://a.example/path``.
+    """
+    for entry in origins or ():
+        if normalize_origin(entry) is None:
+            raise LocalProtocolError(
+                f"allowed_origins takes origins such as 'https://app.example.com' or "
+                f"'http://localhost:3000' (scheme, host and port), not {entry!r}")
 
 
 def accepts(accept: str | None) -> tuple[bool, bool]:

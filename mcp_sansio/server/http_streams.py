@@ -68,15 +68,22 @@ class Legacy:
         finished_streams: the latest streams whose final response was sent (bounded).
         next_stream: the last stream number given.
         saved: what the session store holds of it.
+        peer: the client address that opened it, or its principal's identity with auth
+            (``None``: unknown, or rebuilt from a store).
+        used: it served a request beyond ``initialize`` (or a stream): one never used is
+            the first to go when the server needs room.
+        owner: the ``Principal.identity`` that opened it (auth on), else ``None``.
         inbox_after: where this worker reads the session's inbox from (a shared store).
     """
 
     __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "inbox_after", "live",
-                 "next_stream", "saved", "session", "stream_of")
+                 "next_stream", "owner", "peer", "saved", "session", "stream_of", "used")
 
-    def __init__(self, session_id: str, expires_at: float) -> None:
+    def __init__(self, session_id: str, expires_at: float, peer: str | None) -> None:
         self.id = session_id
         self.expires_at = expires_at
+        self.peer = peer
+        self.used = False
         self.session: ServerSession
         self.host: LegacyHost
         self.get_exchange: int | None = None
@@ -85,6 +92,7 @@ class Legacy:
         self.finished_streams: OrderedDict[int, None] = OrderedDict()
         self.next_stream = 0
         self.saved: SessionRecord | None = None
+        self.owner: str | None = None
         self.inbox_after: str | None = None
 
 

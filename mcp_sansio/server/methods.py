@@ -37,6 +37,7 @@ from ..types import (
 )
 from ..versions import VERSIONS, VersionRules
 from . import skills, tasks
+from .authz import Principal
 from .calls import Call, CallKind, Round
 from .context import Ask, ClientCapabilityMissing
 from .events import (
@@ -89,6 +90,7 @@ class Request(NamedTuple):
     rules: VersionRules
     modern: bool
     now: float
+    principal: Principal | None = None
 
 
 class Outbound(msgspec.Struct, kw_only=True):

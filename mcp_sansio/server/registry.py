@@ -81,6 +81,8 @@ class RegisteredTool(msgspec.Struct, frozen=True, kw_only=True):
     task_support: TaskSupport = "forbidden"
     header_paths: dict[tuple[str, ...], str] = msgspec.field(default_factory=dict)
     """Arguments mirrored into ``Mcp-Param-*`` headers (``x-mcp-header``), by path."""
+    scopes: tuple[str, ...] = ()
+    """OAuth scopes a call needs (besides the server's required ones) when auth is on."""
 
     @property
     def name(self) -> str:

@@ -35,6 +35,7 @@ from ..modern import MISSING_CLIENT_CAPABILITY, SERVER_INFO_KEY, UNSUPPORTED_PRO
 from ..types import NOTIFICATION_PARAMS, RESULT_TYPES, ClientCapabilities, Implementation, LoggingLevel
 from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
+from .authz import Principal
 from .calls import Call, CallKind
 from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
 from .events import AnswerFailed, AnswerReceived, CallCancelled, RequestInfo
@@ -127,8 +128,10 @@ class ServerSession:
 
     # ---------------------------------------------------------------- input
 
-    def receive_message(self, data: bytes, now: float, channel: int | None = None) -> None:
-        """One JSON-RPC message (or batch) from the client, on ``channel``.
+    def receive_message(self, data: bytes, now: float, channel: int | None = None,
+                        principal: Principal | None = None) -> None:
+        """One JSON-RPC message (or batch) from the client, on ``channel``, on behalf of
+        ``principal`` (the verified access token's, when the transport checks them).
 
         Raises:
             LocalProtocolError: the session is closed.
@@ -159,7 +162,7 @@ class ServerSession:
             return
         kind = jsonrpc.classify(decoded)
         if kind is Kind.REQUEST:
-            self._on_request(decoded, now, channel)
+            self._on_request(decoded, now, channel, principal)
         elif kind is Kind.NOTIFICATION:
             self._on_notification(decoded, now, channel)
         elif kind is Kind.INVALID:
@@ -366,7 +369,8 @@ class ServerSession:
         self.phase = new
         return True
 
-    def _on_request(self, env: Envelope, now: float, channel: int | None) -> None:
+    def _on_request(self, env: Envelope, now: float, channel: int | None,
+                    principal: Principal | None = None) -> None:
         method, rid = env.method, env.id
         assert isinstance(method, str) and isinstance(rid, int | str)  # classify() guarantees it
         key = (channel if self._channel_ids else None, rid)
@@ -402,7 +406,8 @@ class ServerSession:
                 self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now,
                            modern=True)
                 return
-            handler(self, methods.Request(rid, method, channel, key, params, rules, True, now), now)
+            request = methods.Request(rid, method, channel, key, params, rules, True, now, principal)
+            handler(self, request, now)
             return
         if handler is None:
             if spec is _UNKNOWN:
@@ -421,7 +426,7 @@ class ServerSession:
                        "Invalid request: the session is already initialized", now=now)
             return
         rules = self.rules or VERSIONS[LATEST_VERSION]
-        handler(self, methods.Request(rid, method, channel, key, params, rules, False, now), now)
+        handler(self, methods.Request(rid, method, channel, key, params, rules, False, now, principal), now)
 
     def _modern_rules(self, channel: int | None, rid: RequestId, version: str,
                       meta: RequestMeta | None, now: float) -> VersionRules | None:
@@ -515,6 +520,7 @@ class ServerSession:
                                                deadline=now + self.config.request_timeout)
         self._tickets[ticket] = rid
         rec.tickets.add(ticket)
+        self.host.timed(self)
         self.host.send(rec.channel, jsonrpc.encode_request(rid, ask.method, params))
         return ticket
 
@@ -623,12 +629,13 @@ class ServerSession:
             return RequestInfo(
                 request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
                 modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
-                progress_token=meta.progress_token, log_level=meta.log_level,
+                progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
             )
         return RequestInfo(
             request_id=request.request_id, method=request.method,
             protocol_version=self.protocol_version or LATEST_VERSION, modern=False,
             client_info=self.client_info, client_capabilities=self.client_capabilities,
             progress_token=None if meta is None else meta.progress_token, log_level=self.log_level,
+            principal=request.principal,
         )
 

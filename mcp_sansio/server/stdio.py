@@ -35,11 +35,12 @@ class StdioServer(Endpoint):
     Args:
         app: what the server offers.
         secret: see :class:`Endpoint`.
+        entropy: see :class:`Endpoint`.
         wall_offset: see :class:`Endpoint`.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0) -> None:
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.session = ServerSession(app, self)
         self._max_line = app.config.max_line_bytes
         self._lines = LineBuffer(self._max_line)

@@ -47,6 +47,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     client_capabilities: ClientCapabilities
     log_level: LoggingLevel | None = None
     subscriptions: list[str] = msgspec.field(default_factory=list)
+    owner: str | None = None
+    """The ``Principal.identity`` it is bound to (auth on), else ``None``."""
 
 
 class Replay(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,11 +13,8 @@ are wall-clock time derived from ``now`` and the endpoint's ``wall_offset``.
 
 from __future__ import annotations
 
-import base64
 import datetime
 import enum
-import hashlib
-import hmac
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -72,10 +69,12 @@ class TaskRecord:
         error: the inlined JSON-RPC error object, once failed.
         pending: open questions by key, with their tickets.
         status_message: a message for people, if the handler set one.
+        owner: the ``Principal.identity`` of the token that started it (auth on): only
+            that principal may see, update or cancel it.
     """
 
-    __slots__ = ("call", "created_at", "error", "expires_at", "pending", "result", "state", "status_message",
-                 "task_id", "updated_at")
+    __slots__ = ("call", "created_at", "error", "expires_at", "owner", "pending", "result", "state",
+                 "status_message", "task_id", "updated_at")
 
     def __init__(self, task_id: str, call: int, wall: float, expires_at: float) -> None:
         self.task_id = task_id
@@ -87,6 +86,7 @@ class TaskRecord:
         self.error: dict[str, object] | None = None
         self.pending: dict[str, tuple[int, Ask]] = {}
         self.status_message: str | None = None
+        self.owner: str | None = None
 
     def move(self, state: TaskState, wall: float) -> None:
         """Change the status (a terminal status never changes again)."""
@@ -130,12 +130,12 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     if not declares_tasks(rec.info.client_capabilities) or len(session.tasks) >= config.max_tasks:
         return None
     wall = now + session.host.wall_offset
-    ticket = session.host.new_ticket()
-    digest = hmac.new(session.host.id_key, f"task/{ticket}".encode(), hashlib.sha256).digest()
-    task_id = base64.urlsafe_b64encode(digest[:18]).decode()
+    task_id = session.host.new_id("task")
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message
+    task.owner = None if rec.info.principal is None else rec.info.principal.identity
     session.tasks[task_id] = task
+    session.host.timed(session)
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")
@@ -197,6 +197,8 @@ def _iso(wall: float) -> str:
 def _find(session: ServerSession, req: Request) -> TaskRecord | None:
     params: TaskParams = req.params
     task = session.tasks.get(params.task_id)
+    if task is not None and task.owner != (None if req.principal is None else req.principal.identity):
+        task = None  # another principal's task is as good as unknown
     if task is None:
         session.reject(req, jsonrpc.INVALID_PARAMS, f"Unknown task: {params.task_id}")
     return task

@@ -3,7 +3,10 @@
 ``WebSocketServer`` accepts connections whose upgrade request names the subprotocol
 ``mcp`` (RFC 6455 section 4; as the official SDK 1.x serves it, the MCP specification
 itself defines no WebSocket transport) and checks ``Host``/``Origin`` like the HTTP
-server. Each connection is one :class:`ServerSession`, as a stdio connection is. A message
+server. With the app's ``auth``, the upgrade request must carry a valid bearer token
+(``server.authz``: 401/403 before the upgrade, as over Streamable HTTP) and the
+connection closes (1008) when that token expires, since no later message can bring a
+fresh one. Each connection is one :class:`ServerSession`, as a stdio connection is. A message
 over ``max_line_bytes`` closes the connection with 1009; a binary message is refused with
 1003; control frames and the closing handshake are wsproto's and this module's.
 """
@@ -22,9 +25,10 @@ from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
+from .authz import Allowed, AuthGate, Principal, Refusal, TokenVerdict
 from .endpoint import Endpoint, SubHost
 from .http11 import CloseConnection
-from .http_headers import LOOPBACK_HOSTS, host_allowed, origin_allowed
+from .http_headers import LOOPBACK_HOSTS, check_origins, host_allowed, origin_allowed
 from .session import ServerSession
 
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ _SUBPROTOCOL: Final = "mcp"
 _TOO_BIG: Final = 1009
 _UNSUPPORTED: Final = 1003
 _GOING_AWAY: Final = 1001
+_POLICY: Final = 1008
 
 
 class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,34 +49,47 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         path: the path upgrades must name (``None``: any).
         allowed_hosts: host names the ``Host`` header may name; ``None``: any.
-        allowed_origins: hosts an ``Origin`` header may name; ``None``: any.
+        allowed_origins: origins a browser page opening the socket may have, as for
+            ``HttpConfig`` (none by default; the server's own passes when ``Host`` is
+            checked; ``None``: any). Browsers apply no CORS to WebSockets, so this check
+            is the only one.
         max_connections: connections served at once.
+        max_connections_per_peer: connections one peer (address) may hold at once, so
+            that one client cannot take every connection (more are closed at once).
     """
 
     path: str | None = None
     allowed_hosts: tuple[str, ...] | None = None
-    allowed_origins: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = ()
     max_connections: int = 1024
+    max_connections_per_peer: int = 128
 
     @classmethod
     def loopback(cls, **overrides: object) -> WebSocketConfig:
-        """Settings for a loopback bind: only loopback names as ``Host`` and ``Origin``."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS, "allowed_origins": LOOPBACK_HOSTS}
+        """Settings for a loopback bind: only loopback names as ``Host`` (so only this
+        server's own pages as ``Origin``, unless ``allowed_origins`` names more)."""
+        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
         fields.update(overrides)
         return cls(**fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        check_origins(self.allowed_origins)
 
 
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("id", "message", "out", "session", "ws")
+    __slots__ = ("expires_at", "id", "message", "out", "peer", "principal", "session", "ws")
 
-    def __init__(self, connection: int) -> None:
+    def __init__(self, connection: int, peer: str | None) -> None:
         self.id = connection
+        self.peer = peer
         self.ws = WSConnection(ConnectionType.SERVER)
         self.session: ServerSession | None = None
         self.message: list[str] = []
         self.out: list[bytes] = []
+        self.principal: Principal | None = None
+        self.expires_at: float | None = None  # when its token expires (driver clock)
 
 
 class _LinkHost(SubHost):
@@ -100,24 +118,31 @@ class WebSocketServer(Endpoint):
     bytes, ``CloseConnection`` actions, the :class:`Endpoint` API for handlers).
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, wall_offset: float = 0.0,
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: WebSocketConfig | None = None) -> None:
-        super().__init__(app, secret=secret, wall_offset=wall_offset)
+        super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         self.config = config or WebSocketConfig()
         self._links: dict[int, _Link] = {}
         self._actions: deque[CloseConnection] = deque()
         self._closing: dict[int, list[bytes]] = {}
         self._next = 0
+        self.gate: AuthGate[tuple[int, wsevents.Request]] | None = None
+        """The bearer check of upgrade requests (``None``: the app has no ``auth``)."""
+        if app.auth is not None:
+            self.gate = AuthGate(app.auth, app.registry, wall_offset, self.new_ticket, self.emit)
 
     # ------------------------------------------------------------ driver side
 
-    def connection_made(self, now: float) -> int:
-        """A client connected; its id (closed at once past ``max_connections``)."""
+    def connection_made(self, now: float, peer: str | None = None) -> int:
+        """A client connected from ``peer`` (its address, if known); its id (closed at
+        once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
         self._next += 1
-        if len(self._links) >= self.config.max_connections:
+        config = self.config
+        mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
+        if len(self._links) >= config.max_connections or mine >= config.max_connections_per_peer:
             self._actions.append(CloseConnection(connection=self._next))
             return self._next
-        self._links[self._next] = _Link(self._next)
+        self._links[self._next] = _Link(self._next, peer)
         return self._next
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -167,6 +192,33 @@ class WebSocketServer(Endpoint):
         """The next connection to close (write its ``data_to_send`` first)."""
         return self._actions.popleft() if self._actions else None
 
+    def token_verified(self, ticket: int, verdict: TokenVerdict, *, now: float) -> None:
+        """The verdict on an upgrade request's token: upgrade, or refuse with 401/403/503."""
+        if self.gate is None:
+            return
+        for (connection, request), outcome in self.gate.verified(ticket, verdict, now):
+            link = self._links.get(connection)
+            if link is not None:
+                self._admit(link, request, outcome, now)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline: sessions, token verdicts, token expiries; changes nothing."""
+        deadlines = [super().next_deadline(), None if self.gate is None else self.gate.next_deadline(),
+                     *(link.expires_at for link in self._links.values())]
+        return min((d for d in deadlines if d is not None), default=None)
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire what is due: sessions' deadlines, overdue verdicts (503), expired tokens
+        (the connection closes with 1008)."""
+        super().handle_timeout(now)
+        if self.gate is not None:
+            for (connection, _), refusal in self.gate.handle_timeout(now):
+                link = self._links.get(connection)
+                if link is not None:
+                    self._reject(link, refusal, now)
+        for link in [lk for lk in self._links.values() if lk.expires_at is not None and lk.expires_at <= now]:
+            self._fail(link, "the access token expired", now, _POLICY)
+
     def close(self, now: float) -> None:
         """Shut down: every connection gets a Close frame (1001) and closes."""
         for link in list(self._links.values()):
@@ -201,7 +253,7 @@ class WebSocketServer(Endpoint):
 
     def _on_event(self, link: _Link, event: wsevents.Event, now: float) -> None:
         if isinstance(event, wsevents.Request):
-            self._upgrade(link, event)
+            self._upgrade(link, event, now)
         elif isinstance(event, wsevents.TextMessage):
             self._text(link, event, now)
         elif isinstance(event, wsevents.BytesMessage):
@@ -212,20 +264,47 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, event.response())
             self._drop(link, now, "the client closed the connection")
 
-    def _upgrade(self, link: _Link, request: wsevents.Request) -> None:
+    def _upgrade(self, link: _Link, request: wsevents.Request, now: float) -> None:
         config = self.config
         origin = next((value.decode("latin-1") for name, value in request.extra_headers
                        if name.lower() == b"origin"), None)
         path_ok = config.path is None or request.target.partition("?")[0] == config.path
         if (not path_ok or _SUBPROTOCOL not in request.subprotocols
                 or not host_allowed(request.host, config.allowed_hosts)
-                or not origin_allowed(origin, config.allowed_origins)):
+                or not origin_allowed(origin, config.allowed_origins, host=request.host,
+                                      host_checked=config.allowed_hosts is not None)):
             status = 404 if not path_ok else 403 if _SUBPROTOCOL in request.subprotocols else 400
             self._send_ws(link, wsevents.RejectConnection(status_code=status, has_body=False))
             self._drop(link, 0.0, "the upgrade was refused")
             return
+        if self.gate is None:
+            self._accept(link, None, now)
+            return
+        credentials = [value.decode("latin-1") for name, value in request.extra_headers
+                       if name.lower() == b"authorization"]
+        outcome = self.gate.check(credentials, (link.id, request), now)
+        if outcome is not None:  # else held until its token's verdict
+            self._admit(link, request, outcome, now)
+
+    def _admit(self, link: _Link, request: wsevents.Request, outcome: Allowed | Refusal, now: float) -> None:
+        if isinstance(outcome, Refusal):
+            self._reject(link, outcome, now)
+        else:
+            self._accept(link, outcome.principal, now)
+
+    def _accept(self, link: _Link, principal: Principal | None, now: float) -> None:
         self._send_ws(link, wsevents.AcceptConnection(subprotocol=_SUBPROTOCOL))
+        link.principal = principal
+        if principal is not None and principal.expires_at is not None:
+            link.expires_at = principal.expires_at - self.wall_offset
         link.session = ServerSession(self.app, _LinkHost(self, link))
+
+    def _reject(self, link: _Link, refusal: Refusal, now: float) -> None:
+        headers = [(name.encode(), value.encode()) for name, value in refusal.headers]
+        rejection = wsevents.RejectConnection(status_code=refusal.status, headers=headers, has_body=True)
+        self._send_ws(link, rejection)
+        self._send_ws(link, wsevents.RejectData(data=refusal.body))
+        self._drop(link, now, "the upgrade was refused")
 
     def _text(self, link: _Link, event: wsevents.TextMessage, now: float) -> None:
         link.message.append(event.data)
@@ -235,7 +314,7 @@ class WebSocketServer(Endpoint):
             return
         if event.message_finished and link.session is not None:
             text, link.message = "".join(link.message), []
-            link.session.receive_message(text.encode("utf-8", "surrogatepass"), now)
+            link.session.receive_message(text.encode("utf-8", "surrogatepass"), now, None, link.principal)
 
     def _fail(self, link: _Link, reason: str, now: float, code: int) -> None:
         """Close ``link`` for a protocol violation by the client."""
@@ -249,6 +328,8 @@ class WebSocketServer(Endpoint):
     def _drop(self, link: _Link, now: float, reason: str) -> None:
         if self._links.pop(link.id, None) is None:
             return
+        if self.gate is not None and link.session is None:  # perhaps waiting for its token's verdict
+            self.gate.discard(lambda held: held[0] == link.id)
         if link.session is not None:
             link.session.close(now, reason)
         if link.out:

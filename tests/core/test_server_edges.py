@@ -30,7 +30,7 @@ def test_a_config_that_cannot_work_is_refused(kwargs: dict[str, Any]) -> None:
 
 def test_a_short_secret_is_refused() -> None:
     with pytest.raises(LocalProtocolError, match="16 bytes"):
-        StdioServer(MCPServer("s"), secret=b"short")
+        StdioServer(MCPServer("s"), secret=b"short", entropy=b"e" * 32)
 
 
 def test_only_so_many_cancelled_calls_are_remembered() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from server_helpers import SECRET
+from server_helpers import ENTROPY, SECRET
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import MCPServer
@@ -143,7 +143,8 @@ def _serve(server: HttpServer, exchanges: HttpExchanges, body: dict[str, object]
 
 def test_an_http_server_over_exchanges_serves_the_handshake_era() -> None:
     exchanges = HttpExchanges()
-    server = HttpServer(MCPServer("asgi"), secret=SECRET, config=HttpConfig.loopback(), exchanges=exchanges)
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback(),
+                        exchanges=exchanges)
     start, body = _serve(server, exchanges, {
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -155,7 +156,7 @@ def test_an_http_server_over_exchanges_serves_the_handshake_era() -> None:
 
 
 def test_an_http_server_over_exchanges_refuses_bytes() -> None:
-    server = HttpServer(MCPServer("asgi"), secret=SECRET, exchanges=HttpExchanges())
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, entropy=ENTROPY, exchanges=HttpExchanges())
     for call in (lambda: server.connection_made(0.0), lambda: server.receive_data(1, b"x", 0.0),
                  lambda: server.connection_lost(1, 0.0), lambda: server.data_to_send(1),
                  server.connections_with_data):
@@ -165,7 +166,8 @@ def test_an_http_server_over_exchanges_refuses_bytes() -> None:
 
 def test_an_http_server_over_exchanges_checks_the_host_header() -> None:
     exchanges = HttpExchanges()
-    server = HttpServer(MCPServer("asgi"), secret=SECRET, config=HttpConfig.loopback(), exchanges=exchanges)
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback(),
+                        exchanges=exchanges)
     start, _ = _serve(server, exchanges, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                       [(b"host", b"evil.example"), *HEAD[1:]])
     assert start.status == 421

@@ -9,6 +9,7 @@ import pytest
 from pair import StepLoop
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, http_server, modern_body
 
+from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import CallCancelled, Context, MCPServer, ToolCallReceived
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.http11 import HttpLimits
@@ -68,6 +69,24 @@ def test_initialize_opens_a_session_with_a_visible_ascii_id() -> None:
     session_id = answer.headers["mcp-session-id"]
     assert all(0x21 <= ord(c) <= 0x7E for c in session_id) and len(session_id) == 32
     assert answer.json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_session_ids_never_repeat_across_workers_or_restarts_sharing_a_secret() -> None:
+    # Two workers (or one restarted) with the deployment's one secret: ids come from each
+    # process's own entropy, so an id seen before names nothing in another process.
+    def ids(entropy: bytes) -> list[str]:
+        server = HttpServer(_app(), secret=b"k" * 32, entropy=entropy, config=HttpConfig.loopback())
+        return [_session(server)[1] for _ in range(3)]
+
+    first, second = ids(b"a" * 32), ids(b"b" * 32)
+    assert len(set(first + second)) == 6
+
+
+def test_the_entropy_must_be_long_and_not_the_secret() -> None:
+    with pytest.raises(LocalProtocolError, match="entropy"):
+        HttpServer(_app(), secret=b"k" * 32, entropy=b"k" * 32)
+    with pytest.raises(LocalProtocolError, match="entropy"):
+        HttpServer(_app(), secret=b"k" * 32, entropy=b"e" * 31)
 
 
 def test_a_session_serves_its_requests_as_json() -> None:
@@ -146,11 +165,53 @@ def test_loopback_names_are_accepted(host: str) -> None:
     assert answer is not None and answer.status == 200
 
 
-def test_without_allow_lists_any_host_passes() -> None:
-    server = HttpServer(_app(), secret=b"s" * 16, config=HttpConfig())
-    answer = RawHttp(server).request(body=INIT, headers={"host": "example.com",
-                                                         "origin": "https://x.example"})
+def test_without_allow_lists_any_host_passes_but_no_foreign_origin() -> None:
+    server = HttpServer(_app(), secret=b"s" * 16, entropy=b"e" * 32, config=HttpConfig())
+    plain = RawHttp(server).request(body=INIT, headers={"host": "example.com"})
+    assert plain is not None and plain.status == 200
+    foreign = RawHttp(server).request(body=INIT, headers={"host": "example.com", "origin": "https://x.example"})
+    assert foreign is not None and foreign.status == 403
+
+
+def test_a_public_bind_refuses_even_its_own_origin_when_the_host_is_unchecked() -> None:
+    # With no Host allow-list, a page "of this server" may be a DNS-rebinding page.
+    server = HttpServer(_app(), secret=b"s" * 16, entropy=b"e" * 32, config=HttpConfig())
+    answer = RawHttp(server).request(body=INIT, headers={"host": "evil.example", "origin": "http://evil.example"})
+    assert answer is not None and answer.status == 403
+
+
+@pytest.mark.parametrize(("origin", "status"), [
+    ("https://app.example.com", 200),
+    ("HTTPS://App.Example.com:443", 200),
+    ("https://app.example.com:8443", 403),
+    ("http://app.example.com", 403),
+    ("https://app.example.com.evil.example", 403),
+])
+def test_allowed_origins_compare_scheme_host_and_port(origin: str, status: int) -> None:
+    config = HttpConfig(allowed_origins=("https://app.example.com",))
+    answer = RawHttp(HttpServer(_app(), secret=b"s" * 16, entropy=b"e" * 32, config=config)).request(
+        body=INIT, headers={"host": "mcp.example.com", "origin": origin})
+    assert answer is not None and answer.status == status
+
+
+@pytest.mark.parametrize("origin", ["https://localhost:1", "http://localhost:3000", "http://127.0.0.1:9",
+                                    "https://localhost"])
+def test_loopback_refuses_a_page_on_another_loopback_port_or_scheme(origin: str) -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, headers={"host": "localhost:8000",
+                                                                      "origin": origin})
+    assert answer is not None and answer.status == 403
+
+
+def test_allowed_origins_none_is_an_explicit_opt_out() -> None:
+    server = HttpServer(_app(), secret=b"s" * 16, entropy=b"e" * 32, config=HttpConfig(allowed_origins=None))
+    answer = RawHttp(server).request(body=INIT, headers={"host": "example.com", "origin": "https://x.example"})
     assert answer is not None and answer.status == 200
+
+
+@pytest.mark.parametrize("entry", ["localhost", "https://app.example.com/path", "null", "ftp://x.example"])
+def test_an_allowed_origin_that_is_no_origin_is_refused_at_configuration(entry: str) -> None:
+    with pytest.raises(LocalProtocolError, match="allowed_origins takes origins"):
+        HttpConfig(allowed_origins=(entry,))
 
 
 @pytest.mark.parametrize(("accept", "status"), [("text/html", 406), ("image/*", 406)])
@@ -482,26 +543,105 @@ def test_an_idle_session_expires() -> None:
     assert answer is not None and answer.status == 404
 
 
-def test_too_many_sessions_are_refused() -> None:
+def _opened(server: HttpServer, peer: str | None = None, *, use: bool = False) -> str:
+    """A session opened from ``peer`` (and used: one ping) on a connection of its own."""
+    conn = RawHttp(server, peer=peer)
+    answer = conn.request(body=INIT)
+    assert answer is not None and answer.status == 200, answer and answer.body
+    session_id = answer.headers["mcp-session-id"]
+    if use:
+        assert _status(conn.request(body={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                                    headers=_sid(session_id))) == 200
+    return session_id
+
+
+def _ping(server: HttpServer, session_id: str, peer: str | None = None) -> int:
+    return _status(RawHttp(server, peer=peer).request(body={"jsonrpc": "2.0", "id": 5, "method": "ping"},
+                                                      headers=_sid(session_id)))
+
+
+def test_an_abandoned_session_gives_its_place_to_a_new_client() -> None:
     server = http_server(_app(), max_sessions=1)
-    _session(server)
-    answer = RawHttp(server).request(body=INIT)
+    abandoned = _opened(server, "10.0.0.1")
+    fresh = _opened(server, "10.0.0.2")
+    assert _ping(server, abandoned) == 404 and _ping(server, fresh) == 200
+
+
+def test_a_session_in_use_is_never_ended_for_a_new_one() -> None:
+    server = http_server(_app(), max_sessions=1)
+    used = _opened(server, "10.0.0.1", use=True)
+    answer = RawHttp(server, peer="10.0.0.2").request(body=INIT)
     assert answer is not None and answer.status == 503
+    assert _ping(server, used) == 200
 
 
-def test_too_many_connections_are_closed_at_once() -> None:
+def test_a_thousand_abandoned_initializes_lock_nobody_out() -> None:
+    server = http_server(_app())
+    for _ in range(1100):
+        _opened(server, "10.6.6.6")
+    assert _ping(server, _opened(server, "10.0.0.2", use=True)) == 200
+
+
+def test_one_peer_past_its_limit_ends_its_own_oldest_idle_session_not_others() -> None:
+    server = http_server(_app(), max_sessions_per_peer=3)
+    other = _opened(server, "10.0.0.2", use=True)
+    mine = [_opened(server, "10.6.6.6", use=True) for _ in range(3)]
+    newest = _opened(server, "10.6.6.6")
+    assert [_ping(server, s) for s in mine] == [404, 200, 200]
+    assert _ping(server, newest) == 200 and _ping(server, other) == 200
+
+
+def test_a_peer_whose_sessions_are_all_busy_gets_429() -> None:
+    app = _app()
+
+    @app.tool()
+    async def wait() -> str:
+        raise AssertionError("never completes in this test")
+
+    server = http_server(app, max_sessions_per_peer=1)
+    session_id = _opened(server, "10.6.6.6")
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "wait", "arguments": {}}}
+    RawHttp(server, peer="10.6.6.6").request(body=call, headers=_sid(session_id))
+    answer = RawHttp(server, peer="10.6.6.6").request(body=INIT)
+    assert answer is not None and answer.status == 429
+    assert "too many sessions" in answer.json()["error"]["message"]
+
+
+def test_a_new_connection_past_the_limit_displaces_the_idle_one() -> None:
     server = http_server(_app(), max_connections=1)
-    RawHttp(server)
+    idle = RawHttp(server)
+    fresh = RawHttp(server)
+    idle.read()
+    assert idle.closed and _status(fresh.request(body=INIT)) == 200
+
+
+def test_a_new_connection_past_the_limit_is_closed_when_none_is_idle() -> None:
+    server = http_server(_app(), max_connections=1)
+    busy = RawHttp(server)
+    busy.send_raw(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\n{")
     extra = RawHttp(server)
     extra.read()
-    assert extra.closed
+    busy.read()
+    assert extra.closed and not busy.closed
+
+
+def test_a_connection_flood_from_one_peer_displaces_only_its_own_idle_connections() -> None:
+    server = http_server(_app(), max_connections_per_peer=2)
+    victim = RawHttp(server, peer="10.0.0.2")
+    flood = [RawHttp(server, peer="10.6.6.6") for _ in range(50)]
+    for conn in [victim, *flood]:
+        conn.read()
+    assert not victim.closed and sum(not conn.closed for conn in flood) == 2
+    assert _status(victim.request(body=INIT)) == 200
 
 
 def test_a_session_is_rebuilt_from_a_shared_store() -> None:
     store, events = MemorySessionStore(), MemoryEventStore()
-    first = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store, events=events)
+    first = HttpServer(_app(), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
+                       sessions=store, events=events)
     _, session_id = _session(first)
-    other = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store, events=events)
+    other = HttpServer(_app(), secret=b"k" * 32, entropy=b"f" * 32, config=HttpConfig.loopback(),
+                       sessions=store, events=events)
     answer = RawHttp(other).request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
                                     headers=_sid(session_id))
     assert answer is not None and answer.status == 200 and answer.json()["result"]["tools"]
@@ -510,9 +650,11 @@ def test_a_session_is_rebuilt_from_a_shared_store() -> None:
 
 def test_a_stored_session_is_not_rebuilt_past_the_limit() -> None:
     store = MemorySessionStore()
-    first = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    first = HttpServer(_app(), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
+                       sessions=store)
     _, session_id = _session(first)
-    full = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(max_sessions=0), sessions=store)
+    full = HttpServer(_app(), secret=b"k" * 32, entropy=b"f" * 32,
+                      config=HttpConfig.loopback(max_sessions=0), sessions=store)
     answer = RawHttp(full).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
                                    headers=_sid(session_id))
     assert answer is not None and answer.status == 404
@@ -690,7 +832,8 @@ def test_finished_streams_are_remembered_boundedly() -> None:
 
 def test_a_failed_initialize_stores_nothing() -> None:
     store = MemorySessionStore()
-    server = HttpServer(_app(), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    server = HttpServer(_app(), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
+                        sessions=store)
     answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
     assert answer is not None and "error" in answer.json()
     assert store._records == {}

@@ -33,7 +33,7 @@ class Worker:
     def __init__(self, app: MCPServer, sessions: MemorySessionStore, events: MemoryEventStore,
                  key: bytes, **config: object) -> None:
         self.server = HttpServer(app, secret=b"k" * 32, config=HttpConfig.loopback(**config),
-                                 sessions=sessions, events=events, instance_key=key)
+                                 sessions=sessions, events=events, entropy=key)
         self.loop = StepLoop(lambda: 0.0)
         self.runner = ServerRunner(self.server, self.loop)
 
@@ -256,7 +256,8 @@ class _Down(MemorySessionStore):
 
 
 def test_a_request_the_store_cannot_serve_gets_503() -> None:
-    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=_Down())
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
+                        sessions=_Down())
     answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
                                      headers={"mcp-session-id": "abc"})
     assert answer is not None and answer.status == 503 and b"redis://x is down" in answer.body
@@ -264,7 +265,8 @@ def test_a_request_the_store_cannot_serve_gets_503() -> None:
 
 def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> None:
     store = _Down()
-    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(), sessions=store)
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
+                        sessions=store)
     conn = RawHttp(server)
     answer = conn.request(body=INIT)
     assert answer is not None and answer.status == 200
@@ -283,7 +285,8 @@ def test_events_the_store_cannot_keep_are_sent_without_ids() -> None:
         def forget(self, session_id: str) -> None:
             raise StoreUnavailable("down")
 
-    server = HttpServer(MCPServer("s"), secret=b"k" * 32, config=HttpConfig.loopback(response_mode="sse"),
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32,
+                        config=HttpConfig.loopback(response_mode="sse"),
                         events=Down())
     conn = RawHttp(server)
     session_id = _open_on(conn)
@@ -474,7 +477,7 @@ def test_workers_sharing_a_secret_name_their_tasks_apart() -> None:
     app.add_tool(lambda: "done", name="slow", task_support="optional")
     ids = []
     for key in (b"1" * 32, b"2" * 32):
-        worker = HttpServer(app, secret=b"k" * 32, config=HttpConfig.loopback(), instance_key=key)
+        worker = HttpServer(app, secret=b"k" * 32, config=HttpConfig.loopback(), entropy=key)
         conn = RawHttp(worker)
         conn.request(body=modern_body(1, "tools/call", {"name": "slow"},
                                       capabilities={"extensions": {TASKS_EXTENSION: {}}}),

@@ -79,7 +79,7 @@ def test_task_ids_are_unguessable_and_distinct() -> None:
     server = server_for(_app())
     _, first = _started(server, rid=1)
     _, second = _started(server, rid=2)
-    assert first != second and len(first) == 24
+    assert first != second and len(first) == 32
 
 
 def test_starting_twice_keeps_the_task() -> None:
@@ -353,3 +353,26 @@ def test_a_handler_whose_client_takes_no_task_goes_on_synchronously() -> None:
     runner.pump()
     loop.run_ready()
     assert take(server)[0]["result"]["content"][0]["text"] == "task=None id=None"
+
+
+def test_a_task_belongs_to_the_principal_whose_token_started_it() -> None:
+    import json
+
+    from mcp_sansio.server import Principal
+
+    alice, bob = Principal(subject="alice", issuer="https://as"), Principal(subject="bob", issuer="https://as")
+    server = server_for(_app())
+
+    def receive(message: dict[str, object], principal: Principal) -> None:
+        server.session.receive_message(json.dumps(message).encode(), 0.0, None, principal)
+
+    receive(modern_request(1, "tools/call", {"name": "slow"}, capabilities=EXT), alice)
+    [event] = take_events(server)
+    assert isinstance(event, ToolCallReceived) and event.request.principal == alice
+    task_id = server.start_task(event.call, now=1.0)
+    take(server)
+    for method in ("tasks/get", "tasks/cancel"):
+        receive(modern_request(2, method, {"taskId": task_id}, capabilities=EXT), bob)
+        assert take(server)[0]["error"] == {"code": -32602, "message": f"Unknown task: {task_id}"}
+    receive(modern_request(3, "tasks/get", {"taskId": task_id}, capabilities=EXT), alice)
+    assert take(server)[0]["result"]["status"] == "working"

@@ -14,6 +14,7 @@ import anyio
 import uvicorn
 
 from mcp_sansio import Context, MCPServer
+from mcp_sansio.server.http import HttpConfig
 
 app = MCPServer("asgi-test-server", version="1.0.0")
 
@@ -44,7 +45,10 @@ async def sleep(seconds: float) -> str:
     return "slept"
 
 
-asgi = app.asgi(secret=b"shared by every worker 0123456789")
+# ASGI_APP_PUBLIC=1: as deployed behind a public name (no Host allow-list, no allowed origins).
+PUBLIC = os.environ.get("ASGI_APP_PUBLIC") == "1"
+asgi = app.asgi(secret=b"shared by every worker 0123456789",
+                **({"config": HttpConfig()} if PUBLIC else {}))
 
 
 def main() -> None:
@@ -52,8 +56,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     options = parser.parse_args()
-    uvicorn.run("asgi_app:asgi", host="127.0.0.1", port=options.port, workers=options.workers,
-                log_level="warning", app_dir=os.path.dirname(__file__))
+    uvicorn.run("asgi_app:asgi", host="0.0.0.0" if PUBLIC else "127.0.0.1", port=options.port,
+                workers=options.workers, log_level="warning", app_dir=os.path.dirname(__file__))
 
 
 if __name__ == "__main__":

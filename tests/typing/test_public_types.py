@@ -155,3 +155,39 @@ def test_connection_failure_types() -> None:
     assert isinstance(error, ConnectionClosed) and isinstance(SendQueueFull("x"), ConnectionClosed)
     assert_type(ClientConfig().max_send_queue_bytes, int)
     assert {"ConnectError", "SendQueueFull", "SocketFailure", "SocketStage"} <= set(mcp_sansio.__all__)
+
+
+
+def test_server_authorization_types() -> None:
+    from mcp_sansio.server import (
+        AuthSettings,
+        Context,
+        Principal,
+        RequestInfo,
+        TokenRejected,
+        TokenVerdict,
+        TokenVerificationRequired,
+        TokenVerifier,
+        VerifierUnavailable,
+    )
+    from mcp_sansio_authz import IntrospectionVerifier, JwtVerifier
+
+    def handler(ctx: Context, info: RequestInfo) -> None:
+        assert_type(ctx.principal, Principal | None)
+        assert_type(info.principal, Principal | None)
+
+    principal = Principal(subject="a", scopes=("mcp",))
+    assert_type(principal.identity, str)
+    assert_type(principal.scopes, tuple[str, ...])
+    assert_type(principal.expires_at, float | None)
+    verdict: TokenVerdict = TokenRejected(reason=mcp_sansio.server.RejectReason.EXPIRED)
+    assert isinstance(verdict, Principal | TokenRejected | VerifierUnavailable)
+    assert_type(TokenVerificationRequired(ticket=1, token="t").token, str)
+    jwt_verifier: TokenVerifier = JwtVerifier(jwks_url="https://as/jwks", issuer="https://as",
+                                              audience="https://rs")
+    introspection: TokenVerifier = IntrospectionVerifier(endpoint="https://as/i", client_id="c",
+                                                         client_secret="s", audience="https://rs")
+    settings = AuthSettings(resource="https://rs/mcp", authorization_servers=("https://as",),
+                            verifier=jwt_verifier)
+    assert_type(settings.required_scopes, tuple[str, ...])
+    assert callable(handler) and introspection is not None
