@@ -824,12 +824,15 @@ class HttpServer(Endpoint):
                 lambda s: s.peer == peer)
             if victim is None:
                 return 429, "Too Many Requests: this client holds too many sessions; end some (DELETE)"
-            self._end_session(victim, now, "its client opened too many sessions")
+            # (with a shared store only this worker's copy: it may be busy at another worker)
+            self._end_session(victim, now, "its client opened too many sessions",
+                              forget=not self.session_store.shared)
         elif len(self._legacy) >= config.max_sessions:
             victim = self._idle_session(lambda s: not s.used)
             if victim is None:
                 return 503, "Service Unavailable: too many sessions"
-            self._end_session(victim, now, "the server needed room for a new session")
+            self._end_session(victim, now, "the server needed room for a new session",
+                              forget=not self.session_store.shared)
         return None
 
     def _idle_session(self, which: Callable[[Legacy], bool]) -> Legacy | None:

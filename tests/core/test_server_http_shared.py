@@ -4,6 +4,7 @@ idle expiry or shutdown leaves a shared session to the others."""
 
 from __future__ import annotations
 
+import pytest
 from pair import StepLoop
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, modern_body
 
@@ -486,3 +487,16 @@ def test_workers_sharing_a_secret_name_their_tasks_apart() -> None:
         assert isinstance(event, ToolCallReceived)
         ids.append(worker.start_task(event.call, now=1.0))
     assert None not in ids and ids[0] != ids[1]
+
+
+@pytest.mark.parametrize("limits", [{"max_sessions": 1}, {"max_sessions_per_peer": 1}])
+def test_a_worker_making_room_drops_only_its_copy_of_a_shared_session(limits: dict[str, int]) -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    one = Worker(app, sessions, events, b"1" * 32, **limits)
+    two = Worker(app, sessions, events, b"2" * 32)
+    first = _open(one)
+    second = _open(one)  # the first, idle here, makes room
+    assert first != second and sessions.load(first) is not None
+    _, answer = _post(two, first, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert answer is not None and answer.status == 200  # it lives on elsewhere
