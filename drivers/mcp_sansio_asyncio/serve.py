@@ -232,8 +232,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             link = links.pop(action.connection, None)
             if link is not None:  # its last bytes, our side's end, then read and drop until the client's
                 link.transport.write(endpoint.data_to_send(action.connection))
-                if link.transport.can_write_eof():
-                    link.transport.write_eof()
+                if link.transport.can_write_eof() and _half_close(link.transport):
                     loop.call_later(LINGER_SECONDS, link.transport.close)
                 else:
                     link.transport.close()
@@ -258,6 +257,16 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         runner.cancel_all()
         for link in links.values():
             link.transport.close()
+
+
+def _half_close(transport: asyncio.Transport) -> bool:
+    """End our side of ``transport``; ``False`` when the peer is gone already (a balancer
+    that closed first: ``shutdown()`` fails with ENOTCONN, which must not reach a handler)."""
+    try:
+        transport.write_eof()
+    except OSError:
+        return False
+    return True
 
 
 class _Link:
