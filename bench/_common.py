@@ -332,3 +332,32 @@ def print_targets(goals: Sequence[Target]) -> None:
 def targets_json(goals: Sequence[Target]) -> list[dict[str, object]]:
     """The goals with their verdicts, for ``--json``."""
     return [{**t._asdict(), "verdict": t.verdict} for t in goals]
+
+
+OTEL_ENV: Final = "MCP_SANSIO_BENCH_OTEL"
+"""Set in a worker's environment to configure OpenTelemetry's SDK before it connects:
+``sdk`` (a global tracer provider with an in-memory exporter behind a simple span
+processor, and a meter provider with an in-memory reader: every span and metric
+recorded), ``sampled-out`` (the same, with a sampler that records no span: propagation
+and metrics only), ``metrics`` (the meter provider alone); unset, nothing is configured
+(the drivers' telemetry is off)."""
+
+
+def configure_otel_from_env() -> None:
+    """Configure the OpenTelemetry SDK as :data:`OTEL_ENV` asks (see there)."""
+    mode = os.environ.get(OTEL_ENV)
+    if mode not in ("sdk", "sampled-out", "metrics"):
+        return
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    if mode != "metrics":
+        provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF) if mode == "sampled-out" else None)
+        provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+        trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))

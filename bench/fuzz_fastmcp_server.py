@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from fastmcp import FastMCP  # type: ignore[import-not-found]  # the corpus venv has it, ours does not
+from fastmcp import FastMCP
 from pydantic import BaseModel, Field
 
 app = FastMCP("fastmcp-corpus")

@@ -24,6 +24,7 @@ from bench._common import (
     Call,
     Results,
     check_text,
+    configure_otel_from_env,
     first_text,
     record_seq,
     sansio_text_getter,
@@ -129,6 +130,7 @@ async def run(name: str, plan: Plan) -> Results:
 def main(argv: list[str]) -> None:
     """``http_clients.py CLIENT PLAN_JSON``: print the results as JSON."""
     name, plan = argv[0], cast(Plan, json.loads(argv[1]))
+    configure_otel_from_env()
     if plan["pin"] >= 0:
         os.sched_setaffinity(0, {plan["pin"]})  # a stdio server inherits it
     print(json.dumps(asyncio.run(run(name, plan))))

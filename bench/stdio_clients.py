@@ -26,6 +26,7 @@ from bench._common import (
     Round,
     ToolResult,
     check_text,
+    configure_otel_from_env,
     first_text,
     per_call,
     record_seq,
@@ -312,6 +313,7 @@ def main(argv: list[str]) -> None:
     CLIENT ``baseline`` prints only the RSS of the worker process itself.
     """
     name, plan = argv[0], cast(Plan, json.loads(argv[1]))
+    configure_otel_from_env()
     if name == "baseline":  # the worker itself, connected to nothing
         print(json.dumps({"rss_mb": rss_mb()}))
         return

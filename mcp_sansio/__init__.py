@@ -64,12 +64,22 @@ from .stdio import StdioClient
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:
-    from .server import Ask, Context, InputRequired, MCPServer, ServerConfig, ServerSession, StdioServer
+    from .server import (
+        Ask,
+        Context,
+        InputRequired,
+        MCPServer,
+        ServerConfig,
+        ServerSession,
+        StdioServer,
+        ToolError,
+    )
 
 __version__ = "0.1.0"
 
 _SERVER_NAMES = (
     "Ask", "Context", "InputRequired", "MCPServer", "ServerConfig", "ServerSession", "StdioServer",
+    "ToolError",
 )
 _LAZY = dict.fromkeys(_SERVER_NAMES, ".server")
 
@@ -148,6 +158,7 @@ __all__ = [
     "StdioClient",
     "StdioServer",
     "TerminateProcess",
+    "ToolError",
     "Unauthorized",
     "UnsupportedProtocolVersion",
 ]

@@ -229,13 +229,15 @@ class ConnectionTerminated(Event, frozen=True, kw_only=True):
     """The connection ended; every pending request has already failed.
 
     ``warning``, if not ``None``, is for the host's log (at WARNING): how many incoming
-    messages were skipped since the last :class:`MessageDiscarded` warning.
+    messages were skipped since the last :class:`MessageDiscarded` warning. On a server,
+    ``session_id`` names the HTTP session that ended, if it had one.
     """
 
     reason: FailureReason
     message: str
     returncode: int | None = None
     warning: str | None = None
+    session_id: str | None = None
 
 
 class SessionExpired(Event, frozen=True, kw_only=True):

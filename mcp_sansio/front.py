@@ -83,6 +83,21 @@ class SessionFront(Calls):
         """The server's ``instructions``, if any."""
         return self._session.instructions
 
+    @property
+    def outgoing_meta(self) -> Mapping[str, str] | None:
+        """Entries added to ``params._meta`` of every request sent while set (the trace
+        context): see :attr:`ClientSession.outgoing_meta`."""
+        return self._session.outgoing_meta
+
+    @outgoing_meta.setter
+    def outgoing_meta(self, meta: Mapping[str, str] | None) -> None:
+        self._session.outgoing_meta = meta
+
+    @property
+    def next_request_id(self) -> int:
+        """The id the next request sent will carry: :attr:`ClientSession.next_request_id`."""
+        return self._session.next_request_id
+
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timeout` is due (a transport adds its own timers)."""
         return self._session.next_deadline()

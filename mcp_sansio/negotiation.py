@@ -75,6 +75,10 @@ class Negotiation:
         deadline: when the request out times out (a blind probe's share, or the connect's).
         connect_at: when the connect began (its first handshake request).
         connect_by: when the whole connect must be done (``initialize_timeout`` later).
+        unanswered: the version a blind probe asked for when it timed out and the
+            client fell back to ``initialize``, until its late answer comes (or ``None``).
+        late_modern: what that late answer proved (a modern server at that version):
+            adopted if the ``initialize`` out is refused.
     """
 
     def __init__(self, config: ClientConfig) -> None:
@@ -83,6 +87,8 @@ class Negotiation:
         self.deadline: float | None = None
         self.connect_at = 0.0
         self.connect_by = 0.0
+        self.unanswered: str | None = None
+        self.late_modern: Adopt | None = None
         self._tried_versions: list[str] = []
         self._tried_modern: list[str] = []
         self._steps: list[tuple[str, float]] = []  # (method, sent at), for the timeout's message
@@ -127,8 +133,25 @@ class Negotiation:
         """The request out passed :attr:`deadline`: a blind probe falls back (a handshake-era
         server may ignore it); anything else is the connect's timeout (``None``)."""
         if self.probing is not None and self.probing_blind:
+            self.unanswered = self.probing  # a slow modern server may still answer it
             return self._fall_back()
         return None
+
+    def late_answer(self, env: Envelope) -> None:
+        """The blind probe was answered after the fallback (a modern server slower than
+        ``discover_timeout``: a loaded machine, a slow start). A result naming the probed
+        revision proves a modern server: should the ``initialize`` now out be refused (a
+        modern-only server refuses it), that revision is adopted instead of failing; a
+        dual-era server's ``initialize`` result still wins."""
+        version, self.unanswered = self.unanswered, None
+        if version is None or not isinstance(env.error, msgspec.UnsetType):
+            return
+        try:
+            found = _DISCOVER_DECODER.decode(env.result)  # type: ignore[arg-type]  # a RESULT kind has a result
+        except (msgspec.DecodeError, RecursionError):
+            return
+        if version in found.supported_versions:
+            self.late_modern = _adopt_modern(found, version)
 
     @property
     def probing_blind(self) -> bool:
@@ -144,6 +167,7 @@ class Negotiation:
             self.connect_at = now
             self.connect_by = now + self.config.initialize_timeout
             self._steps = []
+            self.unanswered = self.late_modern = None
         self._steps.append((method, now))
         if isinstance(step, SendInitialize):
             self._tried_versions.append(step.version)
@@ -246,6 +270,8 @@ class Negotiation:
 
     def _initialize_answered(self, env: Envelope) -> Step:
         offered = self._tried_versions[-1]
+        if env.error is not UNSET and self.late_modern is not None:
+            return self.late_modern  # a modern-only server refused initialize: its late probe answer stands
         if env.error is not UNSET:
             err = env.error
             data = err.data

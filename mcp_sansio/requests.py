@@ -172,18 +172,18 @@ def with_progress_token(params: Params, rid: int, extra: Mapping[str, object] | 
         LocalProtocolError: (stateless era) ``params`` do not encode as a JSON object.
     """
     if params is None:
-        return {"_meta": {"progressToken": rid, **(extra or {})}}
+        return {"_meta": {**(extra or {}), "progressToken": rid}}
     if isinstance(params, msgspec.Struct):
         meta = getattr(params, "meta", UNSET)
         if extra is not None and (meta is UNSET or params.__struct_config__.array_like):
             return with_progress_token(_json_object(params), rid, extra)
         if meta is UNSET:
             return params
-        merged = {**(meta or {}), "progressToken": rid, **(extra or {})}
+        merged = {**(meta or {}), **(extra or {}), "progressToken": rid}
         return msgspec.structs.replace(params, meta=merged)
     meta = params.get("_meta")
     base = meta if isinstance(meta, Mapping) else {}
-    return {**params, "_meta": {**base, "progressToken": rid, **(extra or {})}}
+    return {**params, "_meta": {**base, **(extra or {}), "progressToken": rid}}
 
 
 def _merged_hints(pages: list[Hint], now: float) -> dict[str, object]:

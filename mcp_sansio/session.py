@@ -208,6 +208,7 @@ class ClientSession(Calls):
         self._inbound: set[RequestId] = set()  # server requests awaiting our answer
         self._cancelled: set[RequestId] = set()  # ... that the server has since cancelled
         self._init_id: int | None = None  # the handshake request out (discover or initialize)
+        self._late_probe: int | None = None  # a blind probe that timed out: its late answer may decide
         self._negotiation = Negotiation(config)  # the handshake's sub-states and decisions
         self._result: InitializeResult | None = None
         self._allowed: set[str] = set()  # methods whose capability check passed
@@ -223,6 +224,11 @@ class ClientSession(Calls):
         self._subscriptions: set[str] = set()
         self._reissued: set[int] = set()  # origins re-issued after a lost stream (once each)
         self._discards = DiscardLog()  # what the host hears of skipped messages
+        self.outgoing_meta: Mapping[str, str] | None = None
+        """Entries added to ``params._meta`` of every request sent while set, beside what the
+        session puts there itself (the progress token, the stateless era's fields, which win
+        a clash): the trace context (``traceparent``, ``tracestate``, ``baggage``) a driver's
+        telemetry sets around one call."""
 
     # ------------------------------------------------------------------ queries
 
@@ -276,6 +282,11 @@ class ClientSession(Calls):
     def next_event(self) -> ClientEvent | None:
         """The oldest queued event, or ``None``."""
         return self._events.popleft() if self._events else None
+
+    @property
+    def next_request_id(self) -> int:
+        """The id the next request sent will carry (telemetry names its span before sending)."""
+        return self._next_id + 1
 
     def next_deadline(self) -> float | None:
         """The earliest armed deadline (it may be one that no longer matters: waking
@@ -424,6 +435,8 @@ class ClientSession(Calls):
         rid = self._next_id + 1
         # Encoded first, so params that JSON cannot represent fail before anything changes.
         extra = None if self._modern_meta is None else self._era_meta()
+        if (trace := self.outgoing_meta) is not None:
+            extra = dict(trace) if extra is None else {**trace, **extra}
         if fresh and extra is None and getattr(params, "meta", UNSET) is None:
             params.meta = {"progressToken": rid}  # type: ignore[union-attr]  # a Struct of ours with _meta
             wire = jsonrpc.encode_request(rid, method, params)
@@ -730,8 +743,10 @@ class ClientSession(Calls):
         """
         negotiation = self._negotiation
         if negotiation.deadline is not None and negotiation.deadline <= now:
+            probe = self._init_id
             step = negotiation.timed_out()  # a blind probe falls back: a legacy server may ignore it
             if step is not None:
+                self._late_probe = probe
                 self._take_step(step, now)
             else:
                 stall = self._link.stall
@@ -804,6 +819,11 @@ class ClientSession(Calls):
         if rid == self._init_id and rid is not None:
             self._init_id = None
             self._take_step(self._negotiation.answered(env), now)
+            return
+        if rid == self._late_probe and rid is not None:
+            self._late_probe = None
+            if self._init_id is not None:
+                self._negotiation.late_answer(env)
             return
         pending = self._pending.get(rid) if isinstance(rid, int) else None
         if pending is None:

@@ -44,6 +44,9 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
             URI.
         cache_hints: cacheable results (lists, reads, ``server/discover``) carry ``ttlMs``
             and ``cacheScope``; every result carries ``resultType``.
+        structured_any_value: a tool's ``structuredContent`` may be any JSON value and its
+            ``outputSchema`` any schema; before 2026-07-28 both are objects, so a server
+            wraps other values as ``{"result": value}`` (FastMCP's rule).
     """
 
     version: str
@@ -65,6 +68,7 @@ class VersionRules(msgspec.Struct, frozen=True, kw_only=True):
     tool_input_errors_in_result: bool = False
     resource_not_found: int = -32002
     cache_hints: bool = False
+    structured_any_value: bool = False
 
 
 _ROWS: Final[tuple[VersionRules, ...]] = (
@@ -91,7 +95,7 @@ _MODERN_ROWS: Final[tuple[VersionRules, ...]] = (
         version="2026-07-28", handshake=False, resumable_streams=False, url_elicitation=True,
         sampling_tools=True, sessions=False, request_meta=True, standard_headers=True,
         ping=False, set_level=False, subscribe=False, tool_input_errors_in_result=True,
-        resource_not_found=-32602, cache_hints=True,
+        resource_not_found=-32602, cache_hints=True, structured_any_value=True,
     ),
 )
 

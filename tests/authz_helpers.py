@@ -53,6 +53,7 @@ class TinyAuthServer:
         self.minted: list[str] = []
         self.introspection: dict[str, dict[str, Any]] = {}
         self.introspection_status = 200
+        self.introspection_error = "server_error"
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}"
@@ -132,7 +133,7 @@ class TinyAuthServer:
                     if not self.headers.get("authorization", "").startswith("Basic "):
                         self._send(401, {"error": "invalid_client"})
                     elif tiny.introspection_status != 200:
-                        self._send(tiny.introspection_status, {"error": "server_error"})
+                        self._send(tiny.introspection_status, {"error": tiny.introspection_error})
                     else:
                         self._send(200, tiny.introspection.get(form.get("token", ""), {"active": False}))
                 else:

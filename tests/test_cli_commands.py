@@ -283,3 +283,19 @@ def test_inspect_takes_a_name_or_a_target_not_both(project: Path) -> None:
     run = cli(project, "inspect", "demo", "--stdio", "python server.py")
     assert (run.status, run.stderr) == (2, "mcp-sansio: error: inspect takes a SERVER name or --stdio/--url, "
                                            "not both\n")
+
+
+def test_call_with_timing_prints_where_the_time_went_on_stderr(project: Path) -> None:
+    server = f"{sys.executable} -m mcp_sansio_cli.demo_server"
+    run = cli(project, "call", "add", "--args", '{"a": 1, "b": 2}', "--stdio", server, "--timing", "--json")
+    assert run.status == 0, run.stderr
+    assert run.result()["content"][0]["text"] == "3.0"  # stdout is still the result alone
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith("timing (ms): ")]
+    phases = dict(part.rsplit(" ", 1) for part in line.removeprefix("timing (ms): ").split(" | "))
+    assert list(phases) == ["connect+handshake", "tools/call add", "close", "total"]
+    assert all(float(ms) >= 0 for ms in phases.values())
+    assert float(phases["total"]) >= float(phases["tools/call add"])
+
+    configured = cli(project, "call", "mcp__demo__add", "--args", '{"a": 1, "b": 2}', "--timing")
+    assert configured.status == 0, configured.stderr
+    assert "timing (ms): start servers, tools/call mcp__demo__add, close " in configured.stderr

@@ -9,7 +9,7 @@ import mcp_sansio_cli
 from mcp_sansio_cli.main import COMMANDS
 
 PACKAGE = Path(mcp_sansio_cli.__file__).parent
-LINE = ("main", "direct", "host", "auth_cmd", "serve_cmd", "fuzz_cmd", "output", "args")
+LINE = ("main", "direct", "host", "auth_cmd", "serve_cmd", "serve_auth", "fuzz_cmd", "output", "args")
 
 
 def imported(module: str) -> set[str]:

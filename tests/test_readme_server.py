@@ -1,4 +1,4 @@
-"""The README's server examples run as printed."""
+"""The README's server examples run as printed, with the forms a FastMCP user types."""
 
 from __future__ import annotations
 
@@ -7,17 +7,41 @@ import io
 import re
 from pathlib import Path
 
+import pytest
+from pair import Pair
+
+from mcp_sansio import ClientConfig, ResponseReceived
+from mcp_sansio.types import CallToolResult
+
 README = (Path(__file__).parent.parent / "README.md").read_text()
 SECTION = README.split("## Serving MCP", 1)[1].split("\n## ", 1)[0]
 BLOCKS = re.findall(r"```python\n(.*?)```", SECTION, re.S)
 
 
-def test_the_ten_line_server_registers_a_tool_a_resource_and_a_prompt() -> None:
+def test_the_example_server_registers_tools_a_resource_and_a_prompt() -> None:
     namespace: dict[str, object] = {}
     exec(BLOCKS[0], namespace)
     registry = namespace["app"].registry  # type: ignore[attr-defined]
-    assert set(registry.tools) == {"forecast"}
+    assert set(registry.tools) == {"add", "forecast"} and set(registry.prompts) == {"packing"}
+    assert "@app.tool\n" in BLOCKS[0] and "-> int:" in BLOCKS[0]  # the bare decorator, a plain int
     assert callable(namespace["asgi"])
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_the_example_server_answers_a_client_in_both_eras(protocol: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(BLOCKS[0], namespace)
+    pair = Pair(namespace["app"], config=ClientConfig(protocol=protocol))  # type: ignore[arg-type]
+    pair.start()
+    pair.take_client_events()
+    ids = [pair.client.call_tool("add", {"a": 2, "b": 3}, now=pair.now),
+           pair.client.call_tool("forecast", {"city": "Atlantis"}, now=pair.now)]
+    pair.settle()
+    results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
+    added, refused = (results[rid] for rid in ids)
+    assert isinstance(added, CallToolResult) and isinstance(refused, CallToolResult)
+    assert added.structured_content == (5 if protocol == "2026-07-28" else {"result": 5})
+    assert refused.is_error and refused.content[0].text == "no forecast for Atlantis"  # type: ignore[union-attr]
 
 
 def test_the_server_core_by_hand_answers_the_call() -> None:

@@ -20,6 +20,7 @@ import anyio.abc
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
@@ -30,6 +31,7 @@ from mcp_sansio_base.serving import (
     SharedStore,
     http_endpoint,
     peer_host,
+    protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -40,17 +42,25 @@ _READ: Final = 65536
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
+    with protocol_stdout(stdout) as fd_out:
+        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
+
+
+async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
+                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
+                       handler_threads: int | None) -> None:
     fd_in = sys.stdin.fileno() if stdin is None else stdin
-    fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, anyio.current_time())
+    endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
-        primitives = AnyioPrimitives(group, out.write)
+        primitives = AnyioPrimitives(group, out.write, handler_threads)
         runner = ServerRunner(endpoint, primitives, on_event)
+        out.taken = runner.wake
         try:
             os.set_blocking(fd_in, False)
             while True:
@@ -61,6 +71,8 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
                     continue
                 except OSError:
                     data = b""
+                if not data:
+                    await runner.threads_idle()  # a plain def in flight is answered, as if inline
                 endpoint.receive_data(data, anyio.current_time())
                 runner.pump()
                 if not data:
@@ -77,12 +89,14 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
 
 
 class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop."""
+    """Writes a transport's output to a file descriptor without blocking the loop, taking
+    it from the core only when the last piece is written (what waits stays counted there)."""
 
     def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
         self._fd = fd
         self._source = source
         self._group = group
+        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
         self._pending = bytearray()
         self._idle = anyio.Event()
         self._idle.set()
@@ -91,11 +105,10 @@ class _FdWriter:
             os.set_blocking(fd, False)
 
     def write(self) -> None:
+        if self._pending:
+            return  # the core keeps the rest until the descriptor can take it
         data = self._source()
         if not data or self._closed:
-            return
-        if self._pending:
-            self._pending += data
             return
         written = self._send(data)
         if written < len(data) and not self._closed:
@@ -117,6 +130,9 @@ class _FdWriter:
             while self._pending and not self._closed:
                 await anyio.wait_writable(self._fd)
                 del self._pending[:self._send(self._pending)]
+                if not self._pending and not self._closed:
+                    self._pending += self._source()
+                    self.taken()
         finally:
             self._pending.clear()
             self._idle.set()
@@ -129,22 +145,23 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None,
+                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
                      store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = http_endpoint(app, host, secret, config, anyio.current_time(), store)
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                           secret: bytes | None = None, config: WebSocketConfig | None = None,
                           on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None) -> None:
+                          ready: Callable[[int], None] | None = None,
+                          handler_threads: int | None = None) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
     cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = websocket_endpoint(app, host, secret, config, anyio.current_time())
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 class _Conn:
@@ -163,17 +180,17 @@ class _Conn:
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                              on_event: Callable[[Event], None] | None,
-                             ready: Callable[[int], None] | None) -> None:
+                             ready: Callable[[int], None] | None, handler_threads: int | None) -> None:
     """Accept connections for a connection-oriented transport until cancelled."""
     conns: dict[int, _Conn] = {}
 
     def write() -> None:
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
-                conn.wake.set()
+            if conn is not None:
+                conn.wake.set()  # its writer takes the bytes when the socket took the last ones
+            else:
+                endpoint.data_to_send(cid)  # nobody to write them to
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)
             if conn is not None:
@@ -209,18 +226,24 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.wake.set()
 
     async def writer(conn: _Conn, done: anyio.CancelScope) -> None:
-        """Send what the core queued for ``conn`` (awaiting the socket: a client that does
-        not read holds only its own writer); once it is closing, end our side and read what
+        """Send what the core queued for ``conn``, taking it only once the socket took the
+        last (a client that does not read holds only its own writer, and what waits stays
+        counted by the core's backpressure); once it is closing, end our side and read what
         the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
-        # OSError: a client that reset the connection (a balancer's health check) fails shutdown()
+        # OSError: trio's send_eof on a socket the client reset (ENOTCONN) is no error of ours.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
                 await conn.wake.wait()
                 conn.wake = anyio.Event()
-                while conn.out:
+                while True:
                     data = bytes(conn.out)
                     conn.out.clear()
+                    if not conn.closing:
+                        data += endpoint.data_to_send(conn.id)
+                    if not data:
+                        break
                     await conn.stream.send(data)
+                    runner.wake()
                 if conn.closing:
                     break
             await conn.stream.send_eof()
@@ -229,7 +252,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         done.cancel()
 
     async with anyio.create_task_group() as group:
-        runner = ServerRunner(endpoint, AnyioPrimitives(group, write), on_event)
+        runner = ServerRunner(endpoint, AnyioPrimitives(group, write, handler_threads), on_event)
         if isinstance(endpoint, HttpServer):
             group.start_soon(relay_anyio, endpoint, runner)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)

@@ -56,12 +56,15 @@ class AsgiApp:
         store: both at once, shared by every worker: a URL (``redis://``, ``rediss://``,
             ``valkey://``; see ``mcp_sansio_base.redis_store``) or a store object.
         on_event: receives the events the runner does not act on itself.
+        handler_threads: how many plain ``def`` handlers run at once, each in a worker
+            thread (default 40, ``DEFAULT_HANDLER_THREADS``); ``async def`` ones run on
+            the loop.
     """
 
     def __init__(self, app: MCPServer, *, config: HttpConfig | None = None, secret: bytes | None = None,
                  sessions: SessionStore | None = None, events: EventStore | None = None,
                  store: str | SharedStore | None = None,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, handler_threads: int | None = None) -> None:
         self.app = app
         self.config = config or HttpConfig.loopback()
         self._exchanges = HttpExchanges(self.config.limits)
@@ -69,10 +72,12 @@ class AsgiApp:
         shared = open_shared(store)
         self._stores = (sessions or shared, events or shared)
         self._on_event = on_event
+        self._threads = handler_threads
         self._server: HttpServer | None = None
         self._runner: ServerRunner | None = None
         self._waiters: dict[int, anyio.Event] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
+        self._reading: dict[int, anyio.CancelScope] = {}  # exchanges whose body is being read
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -92,7 +97,8 @@ class AsgiApp:
                                 config=self.config,
                                 sessions=sessions, events=events, exchanges=self._exchanges)
             self._server = server
-            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake), self._on_event)
+            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake, self._threads),
+                                        self._on_event)
             group.start_soon(relay_anyio, server, self._runner)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
@@ -106,6 +112,9 @@ class AsgiApp:
         """The runner's ``write``: wake the responses that have parts waiting."""
         exchanges = self._exchanges
         for exchange in exchanges.exchanges_with_output():
+            reading = self._reading.get(exchange)
+            if reading is not None and not exchanges.reading(exchange):
+                reading.cancel()  # answered before its body was in (408): read no more of it
             if exchanges.dropped(exchange):
                 scope = self._scopes.get(exchange)
                 if scope is not None:
@@ -126,15 +135,19 @@ class AsgiApp:
         exchanges = self._exchanges
         query = scope.get("query_string", b"")
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")))
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
+                                   now=anyio.current_time())
         self._waiters[exchange] = anyio.Event()
         try:
-            while (message := await receive())["type"] == "http.request":
-                more = bool(message.get("more_body", False))
-                if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
-                    break
-            else:  # http.disconnect before the body was in
-                return
+            runner.pump()  # arms the body's deadline
+            with anyio.CancelScope() as self._reading[exchange]:
+                while (message := await receive())["type"] == "http.request":
+                    more = bool(message.get("more_body", False))
+                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
+                        break
+                else:  # http.disconnect before the body was in
+                    return
+            del self._reading[exchange]
             server.exchanges_changed(anyio.current_time())
             runner.pump()
             with anyio.CancelScope() as cancel:
@@ -144,6 +157,7 @@ class AsgiApp:
                     await self._respond(exchange, send)
                     group.cancel_scope.cancel()
         finally:
+            self._reading.pop(exchange, None)
             self._waiters.pop(exchange, None)
             self._scopes.pop(exchange, None)
             exchanges.disconnect(exchange)  # a no-op once the response ended
@@ -152,10 +166,12 @@ class AsgiApp:
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
-        exchanges = self._exchanges
+        exchanges, runner = self._exchanges, self._runner
+        assert runner is not None  # the lifespan made it before any request
         while True:
             waiter = self._waiters[exchange] = anyio.Event()
-            while (part := exchanges.next_part(exchange)) is not None:
+            while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
+                # parts not yet taken are what the core's backpressure counts
                 if isinstance(part, ResponseStart):
                     start = {"type": "http.response.start", "status": part.status, "headers": part.headers}
                     await send(start)
@@ -163,6 +179,7 @@ class AsgiApp:
                     await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
                     if not part.more:
                         return
+                    runner.wake()
                 else:
                     assert isinstance(part, ResponseAborted)
                     return  # the host closes a response left unfinished

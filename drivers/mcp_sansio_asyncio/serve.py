@@ -8,6 +8,7 @@ every protocol decision is the core's.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import sys
@@ -18,15 +19,17 @@ import msgspec
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.relay import relay_asyncio
-from mcp_sansio_base.server import Cancellable, FutureLike, ServerRunner
+from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
 from mcp_sansio_base.serving import (
     LINGER_SECONDS,
     SharedStore,
     http_endpoint,
     peer_host,
+    protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -38,12 +41,29 @@ T = TypeVar("T")
 
 
 class _Primitives:
-    """The runner's primitives on an asyncio loop; ``write`` is the transport's flush."""
+    """The runner's primitives on an asyncio loop; ``write`` is the transport's flush; plain
+    handlers run in a pool of ``threads`` worker threads."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[], None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[], None],
+                 threads: int | None = None) -> None:
         self._loop = loop
         self.write = write
         self._tasks: set[asyncio.Task[None]] = set()
+        self.threads = DEFAULT_HANDLER_THREADS if threads is None else threads
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="mcp-handler")
+        return self._loop.run_in_executor(self._pool, fn)
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        self._loop.call_soon_threadsafe(callback)
+
+    def close(self) -> None:
+        """Stop the pool (threads still running finish on their own)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
         task = self._loop.create_task(coro)
@@ -70,29 +90,48 @@ class _Primitives:
 
 
 async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
+    with protocol_stdout(stdout) as fd_out:
+        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
+
+
+async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
+                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
+                       handler_threads: int | None) -> None:
     loop = asyncio.get_running_loop()
     fd_in = sys.stdin.fileno() if stdin is None else stdin
-    fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, loop.time())
+    endpoint = stdio_endpoint(app, secret, loop.time(), flow)
     out = _FdWriter(loop, fd_out, endpoint.data_to_send)
-    primitives = _Primitives(loop, out.write)
+    primitives = _Primitives(loop, out.write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)
+    out.taken = runner.wake
     done: asyncio.Future[None] = loop.create_future()
+    ending: list[asyncio.Task[None]] = []
+
+    async def end() -> None:
+        await runner.threads_idle()  # a plain def in flight is answered, as when it ran inline
+        endpoint.receive_data(b"", loop.time())
+        runner.pump()
+        if not done.done():
+            done.set_result(None)
 
     def readable() -> None:
+        if ending:
+            return
         try:
             data = os.read(fd_in, _READ)
         except BlockingIOError:
             return
         except OSError:
             data = b""
+        if not data:
+            ending.append(loop.create_task(end()))
+            return
         endpoint.receive_data(data, loop.time())
         runner.pump()
-        if not data and not done.done():
-            done.set_result(None)
 
     was_blocking = os.get_blocking(fd_in)
     try:
@@ -113,6 +152,7 @@ async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int
             with contextlib.suppress(OSError):
                 os.set_blocking(fd_in, was_blocking)
         runner.cancel_all()
+        primitives.close()
         out.close()
 
 
@@ -124,12 +164,14 @@ async def _read_file(fd: int, readable: Callable[[], None], done: asyncio.Future
 
 
 class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop."""
+    """Writes a transport's output to a file descriptor without blocking the loop, taking
+    it from the core only when the last piece is written (what waits stays counted there)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, source: Callable[[], bytes]) -> None:
         self._loop = loop
         self._fd = fd
         self._source = source
+        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
         self._pending = bytearray()
         self._watching = False
         self._closed = False
@@ -140,11 +182,10 @@ class _FdWriter:
         self._idle.set()
 
     def write(self) -> None:
+        if self._pending:
+            return  # the core keeps the rest until the descriptor can take it
         data = self._source()
         if not data or self._closed:
-            return
-        if self._pending:
-            self._pending += data
             return
         try:
             written = os.write(self._fd, data)
@@ -178,6 +219,9 @@ class _FdWriter:
             written = len(self._pending)
             self._closed = True
         del self._pending[:written]
+        if not self._pending and not self._closed:
+            self._pending += self._source()
+            self.taken()
         if not self._pending:
             self._loop.remove_writer(self._fd)
             self._watching = False
@@ -198,27 +242,28 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None,
+                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
                      store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time(), store)
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                           secret: bytes | None = None, config: WebSocketConfig | None = None,
                           on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None) -> None:
+                          ready: Callable[[int], None] | None = None,
+                          handler_threads: int | None = None) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
     cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = websocket_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
-    await _serve_connections(endpoint, host, port, on_event, ready)
+    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                              on_event: Callable[[Event], None] | None,
-                             ready: Callable[[int], None] | None) -> None:
+                             ready: Callable[[int], None] | None, handler_threads: int | None) -> None:
     """Accept connections for a connection-oriented transport until cancelled."""
     loop = asyncio.get_running_loop()
     links: dict[int, _Link] = {}
@@ -237,7 +282,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 else:
                     link.transport.close()
 
-    runner = ServerRunner(endpoint, _Primitives(loop, write), on_event)
+    primitives = _Primitives(loop, write, handler_threads)
+    runner = ServerRunner(endpoint, primitives, on_event)
 
     def factory() -> asyncio.Protocol:
         return _ConnectionProtocol(endpoint, runner, links, loop)
@@ -255,6 +301,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         endpoint.close(loop.time())
         runner.pump()
         runner.cancel_all()
+        primitives.close()
         for link in links.values():
             link.transport.close()
 

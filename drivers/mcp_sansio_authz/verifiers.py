@@ -157,7 +157,9 @@ class IntrospectionVerifier:
     ``aud`` (RFC 8707; an answer without ``aud`` is refused unless ``require_audience`` is
     false), carry ``issuer`` as ``iss`` if it names one, and not be past ``exp`` / before
     ``nbf``. Its ``scope`` gives the scopes. An unreachable endpoint, an error status or a
-    malformed answer is ``VerifierUnavailable`` (503), not a refusal.
+    malformed answer is ``VerifierUnavailable`` (503), not a refusal; a 400
+    ``unsupported_token_type`` (the server does not introspect such tokens: oidc-provider's
+    answer for any JWT) refuses the token.
 
     Args:
         endpoint: the ``introspection_endpoint``.
@@ -204,12 +206,19 @@ class IntrospectionVerifier:
                                   max_bytes=self.max_bytes)
         except FetchError as exc:
             return VerifierUnavailable(detail=str(exc))
-        if answer.status != 200:
-            log.warning("token introspection answered HTTP %d", answer.status)
-            return VerifierUnavailable(detail=f"introspection: HTTP {answer.status}")
         try:
             claims = json.loads(answer.body)
         except (ValueError, RecursionError):
+            claims = None
+        refused = isinstance(claims, dict) and claims.get("error") == "unsupported_token_type"
+        if answer.status == 400 and refused:
+            # The server will not introspect tokens of this kind (oidc-provider says so of every
+            # JWT): no token it would vouch for, not an outage to retry.
+            return TokenRejected(reason=RejectReason.INACTIVE, detail="introspection: unsupported_token_type")
+        if answer.status != 200:
+            log.warning("token introspection answered HTTP %d", answer.status)
+            return VerifierUnavailable(detail=f"introspection: HTTP {answer.status}")
+        if claims is None:
             return VerifierUnavailable(detail="introspection: not JSON")
         if not isinstance(claims, dict):
             return VerifierUnavailable(detail="introspection: not a JSON object")

@@ -11,10 +11,12 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 
-from .server import Cancellable, FutureLike
+from .server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike
 
 __all__ = ["AnyioFuture", "AnyioPrimitives"]
 
@@ -52,14 +54,27 @@ class AnyioFuture:
 
 
 class AnyioPrimitives:
-    """Tasks in ``group``; ``write`` is the transport's flush."""
+    """Tasks in ``group``; ``write`` is the transport's flush; plain handlers run in at
+    most ``threads`` worker threads (``anyio.to_thread``)."""
 
-    def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None]) -> None:
+    def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None],
+                 threads: int | None = None) -> None:
         self._group = group
         self.write = write
         self.running = 0
         self._idle = anyio.Event()
         self._idle.set()
+        self.threads = DEFAULT_HANDLER_THREADS if threads is None else threads
+        self._limiter = anyio.CapacityLimiter(max(self.threads, 1))
+        self._token = anyio.lowlevel.current_token()
+
+    async def to_thread(self, fn: Callable[[], object]) -> object:
+        return await anyio.to_thread.run_sync(fn, limiter=self._limiter, abandon_on_cancel=True)
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the loop (from another thread: waits until it ran; raises
+        ``RuntimeError`` once the loop is gone)."""
+        anyio.from_thread.run_sync(callback, token=self._token)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
         scope = anyio.CancelScope()

@@ -1,26 +1,37 @@
 """Running a server's handlers, loop-neutral: the one pump every server driver uses.
 
-:class:`ServerRunner` drains a server transport's events, runs each handler (a plain
-``def`` inline, an ``async def`` as a task of its own), gives it a ``Context``, waits for
-the client's answers to its questions, turns its return value or exception into the
-response, and honours cancellation. It asks the driver for six primitives only
-(:class:`Primitives`): spawn a task, make a future, read the clock, arm a timer, write
-what the transport has to send, and run a blocking function off the loop. When the
-transport asks for a bearer token's verdict (``TokenVerificationRequired``), the runner
-runs the app's ``auth.verifier`` that last way and hands the verdict back. The protocol
-decisions stay in the core.
+:class:`ServerRunner` drains a server transport's events, runs each handler (an ``async
+def`` as a task of its own; a plain ``def`` in a worker thread when the driver has a pool,
+``Primitives.threads``, else inline), gives it a ``Context``, waits for the client's
+answers to its questions, turns its return value or exception into the response, and
+honours cancellation and backpressure (a handler awaiting what ``ctx.report_progress``/
+``ctx.log`` return waits while the core says its stream is congested, until the driver has
+taken its backlog down: drivers call :meth:`ServerRunner.wake` after taking output). It
+asks the driver for a few primitives only (:class:`Primitives`): spawn a task, make a
+future, read the clock, arm a timer, write what the transport has to send, run a blocking
+function off the loop, run a handler in a bounded worker thread, and call back into the
+loop from another thread. When the transport asks for a bearer token's verdict
+(``TokenVerificationRequired``), the runner runs the app's ``auth.verifier`` off the loop
+and hands the verdict back. The protocol decisions stay in the core; the core is touched
+on the loop's thread only (a ``Context`` used from a worker thread hands its calls to the
+loop and waits for them). Spans and metrics come from :mod:`.telemetry` when a provider is
+configured.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar, cast
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 
-from mcp_sansio.errors import LocalProtocolError
+from mcp_sansio.errors import LocalProtocolError, RequestError
 from mcp_sansio.events import ConnectionTerminated, Event
 from mcp_sansio.server import (
     Answered,
@@ -28,6 +39,8 @@ from mcp_sansio.server import (
     AnswerReceived,
     Ask,
     CallCancelled,
+    CallOutcome,
+    ClientInitialized,
     Context,
     Deferred,
     Endpoint,
@@ -35,18 +48,37 @@ from mcp_sansio.server import (
     InputRequired,
     Pending,
     Principal,
+    RequestAnswered,
     TokenRejected,
     TokenVerdict,
     TokenVerificationRequired,
+    ToolError,
     VerifierUnavailable,
 )
+from mcp_sansio.types import EmptyResult
 
-__all__ = ["Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+from .telemetry import server_telemetry
+
+__all__ = ["DEFAULT_HANDLER_THREADS", "Cancellable", "FutureLike", "Primitives", "ServerRunner"]
+
+DEFAULT_HANDLER_THREADS: Final = 40
+"""How many plain ``def`` handlers the event-loop drivers (asyncio, anyio, ASGI) run at once
+in worker threads (anyio's own default); more wait for a free thread. The blocking driver
+runs them inline unless given ``handler_threads``."""
+
+_IDLE: Final = EmptyResult()  # what a threads_idle() waiter is resolved with
 
 log = logging.getLogger("mcp_sansio.server")
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class _Drained(msgspec.Struct, frozen=True):
+    """What a drain future resolves with."""
+
+
+_DRAINED: Final = _Drained()
 
 
 class Cancellable(Protocol):
@@ -105,6 +137,19 @@ class Primitives(Protocol):
         thread on an event loop, inline where there is none (the blocking driver)."""
         ...
 
+    @property
+    def threads(self) -> int:
+        """How many worker threads run plain ``def`` handlers (0: they run inline)."""
+        ...
+
+    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
+        """Run ``fn`` in a worker thread (at most ``threads`` at once); its value."""
+        ...
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the loop's thread soon (from any thread)."""
+        ...
+
 
 class ServerRunner:
     """Runs the handlers of one server transport on a driver's loop.
@@ -122,15 +167,39 @@ class ServerRunner:
         self._on_event = on_event
         self._tasks: dict[int, Cancellable] = {}
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
+        self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
+        self._thread = threading.get_ident()  # the loop's: the core is touched there only
+        self._threaded = 0
+        self._idle_waiters: list[FutureLike[msgspec.Struct]] = []
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
+        self.telemetry = server_telemetry(endpoint)
+        """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
+        self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
+        if self.telemetry is not None:  # the requests the core answers itself get spans too
+            endpoint.app.report_answers = True
+        endpoint.app.add_listener(self._from_app)
 
     @property
     def running(self) -> int:
         """Handlers running as tasks."""
         return len(self._tasks)
+
+    @property
+    def threaded(self) -> int:
+        """Plain ``def`` handlers running (or waiting) in worker threads."""
+        return self._threaded
+
+    async def threads_idle(self) -> None:
+        """Wait until no plain ``def`` handler runs in a worker thread. A stdio driver waits
+        for it before it tells the core that input ended, so that such a handler in flight
+        is answered as when it ran inline (the end of input cancels what still runs)."""
+        if self._threaded:
+            waiter = self._p.future()
+            self._idle_waiters.append(waiter)
+            await waiter
 
     def pump(self) -> None:
         """Act on every queued event, write what is to be sent, re-arm the timer."""
@@ -142,24 +211,53 @@ class ServerRunner:
                 task = self._tasks.pop(event.call, None)
                 if task is not None:
                     task.cancel()
+                if self.telemetry is not None:
+                    self.telemetry.end(event.call, None, cancelled=True)
             elif isinstance(event, AnswerReceived | AnswerFailed):
                 self._answer(event)
             elif isinstance(event, TokenVerificationRequired):
                 self._p.spawn(self._verify(event.ticket, event.token))
             elif isinstance(event, ConnectionTerminated):
                 self.terminated = True
+                if self.telemetry is not None:
+                    self.telemetry.session_ended(event.session_id)
                 if self._on_event is not None:
                     self._on_event(event)
-            elif self._on_event is not None:
-                self._on_event(event)
+            elif isinstance(event, RequestAnswered):
+                if self.telemetry is not None:
+                    self.telemetry.answered_by_core(event)
+            else:
+                if self.telemetry is not None and isinstance(event, ClientInitialized):
+                    self.telemetry.session_started(event.session_id, event.protocol_version)
+                if self._on_event is not None:
+                    self._on_event(event)
         self._p.write()
+        self.wake()
         self._rearm()
 
+    def wake(self) -> None:
+        """The driver took output (or a stream ended): handlers waiting for their stream
+        to drain go on once the core no longer calls it congested."""
+        if not self._draining:
+            return
+        waiting, self._draining = self._draining, []
+        for call, future in waiting:
+            if future.done():
+                continue  # its handler was cancelled
+            if self.endpoint.congested(call):
+                self._draining.append((call, future))
+            else:
+                future.set_result(_DRAINED)
+
     def cancel_all(self) -> None:
-        """Cancel every running handler (shutting down)."""
+        """Cancel every running handler (shutting down); the app's notifications no longer
+        reach this transport."""
+        self.endpoint.app.remove_listener(self._from_app)
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
+        if self.telemetry is not None:
+            self.telemetry.abandon()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = self._timer_at = None
@@ -167,20 +265,81 @@ class ServerRunner:
     # ------------------------------------------------------------ HandlerRuntime
 
     def ask(self, call: int, asks: Sequence[Ask]) -> Awaitable[list[msgspec.Struct]]:
-        """Ask the client (see ``HandlerRuntime.ask``)."""
+        """Ask the client (see ``HandlerRuntime.ask``).
+
+        Raises:
+            LocalProtocolError: called from a plain ``def`` handler's worker thread, which
+                cannot await the answer.
+        """
+        self._check_loop()
         return self._ask(call, asks)
 
     def ask_one(self, call: int, ask: Ask) -> Awaitable[msgspec.Struct]:
-        """Ask the client one question."""
+        """Ask the client one question (raises as :meth:`ask`)."""
+        self._check_loop()
         return self._ask_one(call, ask)
 
+    def _check_loop(self) -> None:
+        if threading.get_ident() != self._thread:
+            raise LocalProtocolError("asking the client (elicit, sample, list_roots) awaits its answer: "
+                                     "make the handler an async def")
+
     def flush(self) -> None:
-        """A handler queued messages: write them now."""
+        """A handler queued messages, or a socket can take more: write now (and let the
+        handlers waiting for a drain go on, see :meth:`wake`)."""
         self._p.write()
+        self.wake()
+
+    def drained(self, call: int) -> Awaitable[None]:
+        """What waits, when awaited, until ``call``'s stream is not congested."""
+        return _Drain(self, call)
+
+    async def _wait_drained(self, call: int) -> None:
+        if self.endpoint.is_cancelled(call):
+            # Its stream is gone (so never congested) and its task is (or is about to be)
+            # cancelled: a future nobody resolves makes this await where that lands, rather
+            # than let the handler run on to its end without a suspension.
+            await self._p.future()
+        while self.endpoint.congested(call):
+            future = self._p.future()
+            self._draining.append((call, future))
+            self._rearm()  # the stall deadline of the stream it waits for
+            await future
 
     def now(self) -> float:
         """The loop's clock."""
         return self._p.clock()
+
+    def on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (it touches the core) on the loop's thread, write what it queued, and
+        return its value; from a worker thread this waits for the loop."""
+        if threading.get_ident() == self._thread:
+            value = fn()
+            self._p.write()
+            return value
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the waiting thread
+                done.set_exception(exc)
+            self._p.write()
+
+        self._p.call_soon_threadsafe(run)
+        return done.result()
+
+    def _from_app(self, apply: Callable[[Endpoint], None]) -> None:
+        """The app announced a change (``app.notify_list_changed``, from any thread)."""
+        def run() -> None:
+            apply(self.endpoint)
+            self._p.write()
+
+        if threading.get_ident() == self._thread:
+            run()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: so is every client
+                self._p.call_soon_threadsafe(run)
 
     # ------------------------------------------------------------ internals
 
@@ -192,33 +351,60 @@ class ServerRunner:
             ctx = Context(self.endpoint, event.call, event.request, self)
             kwargs = {**kwargs, handler.context_param: ctx}
         call = event.call
+        telemetry = self.telemetry
+        if not handler.is_async and self._p.threads:
+            work = functools.partial(handler.fn, **kwargs)
+            self._threaded += 1
+            self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx,
+                                                                 None if telemetry is None else event))
+            return
         if not handler.is_async:
+            token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
                 value = handler.fn(**kwargs)
             except InputRequired:
                 self._input_required(call, ctx)
             except Exception as exc:  # the handler's failure becomes the response
-                self.endpoint.fail(call, exc, now=self._p.clock())
+                self._fail(call, exc)
             else:
                 self._respond(call, value)
+            finally:
+                if token is not None:
+                    telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
             return
-        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx))
+        self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
+                                                    None if telemetry is None else event))
+
+    async def _run_threaded(self, call: int, work: Callable[[], object], ctx: Context | None,
+                            traced: HandlerCallReceived | None) -> None:
+        try:
+            await self._run(call, lambda: self._p.to_thread(work), {}, ctx, traced)
+        finally:
+            self._threaded -= 1
+            if not self._threaded:
+                waiters, self._idle_waiters = self._idle_waiters, []
+                for waiter in waiters:
+                    waiter.set_result(_IDLE)
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
-                   ctx: Context | None) -> None:
+                   ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:
         # The handler's coroutine is made here: a call cancelled before its task first
         # runs then leaves no coroutine that was never awaited.
+        telemetry = self.telemetry
+        token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
         try:
             coro: Coroutine[Any, Any, object] = fn(**kwargs)  # type: ignore[assignment]  # is_async
             value = await coro
         except InputRequired:
             self._input_required(call, ctx)
         except Exception as exc:  # the handler's failure becomes the response
-            self.endpoint.fail(call, exc, now=self._p.clock())
+            self._fail(call, exc)
         else:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
+            if token is not None:
+                telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
         self.pump()
 
     async def _verify(self, ticket: int, token: str) -> None:
@@ -244,19 +430,50 @@ class ServerRunner:
     def _respond(self, call: int, value: object) -> None:
         now = self._p.clock()
         try:
-            self.endpoint.respond(call, value, now=now)
+            outcome = self.endpoint.respond(call, value, now=now)
         except LocalProtocolError as exc:  # a value the method cannot send
-            self.endpoint.fail(call, exc, now=now)
+            outcome = self.endpoint.fail(call, exc, now=now)
+        self._ended(call, outcome)
+
+    def _fail(self, call: int, error: BaseException) -> None:
+        """Answer ``call`` for its handler's ``error``; when the app masks error details the
+        client gets a generic message, so the traceback is logged here."""
+        if self.endpoint.app.mask_error_details and not isinstance(error, ToolError | RequestError):
+            log.error("handler of call %s failed", call, exc_info=error)
+        else:
+            log.debug("handler of call %s failed", call, exc_info=error)
+        self._ended(call, self.endpoint.fail(call, error, now=self._p.clock()))
+
+    def _ended(self, call: int, outcome: CallOutcome | None) -> None:
+        if self.telemetry is not None:
+            self.telemetry.end(call, outcome)
 
     def _input_required(self, call: int, ctx: Context | None) -> None:
         now = self._p.clock()
         try:
             self.endpoint.input_required(call, {} if ctx is None else ctx.state, now=now)
         except LocalProtocolError as exc:  # no retry can bring answers (handshake era), or bad state
-            self.endpoint.fail(call, exc, now=now)
+            self._fail(call, exc)
+            return
+        self._ended(call, None)
 
     async def _ask(self, call: int, asks: Sequence[Ask]) -> list[msgspec.Struct]:
-        outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        telemetry = self.telemetry
+        if telemetry is None:
+            outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+        else:  # a CLIENT span per question, its context in the question's _meta
+            asks, ops = telemetry.asking(asks)
+            try:
+                outcomes = self.endpoint.ask(call, asks, now=self._p.clock())
+            except BaseException as exc:
+                for op in ops:
+                    telemetry.asked(op, exc)
+                raise
+            for op, outcome in zip(ops, outcomes, strict=True):
+                if isinstance(outcome, Pending):
+                    self._asked[outcome.ticket] = op
+                else:  # answered at once, or carried in input_required (stateless era)
+                    telemetry.asked(op, None)
         if any(isinstance(o, Deferred) for o in outcomes):
             raise InputRequired
         waiting: list[FutureLike[msgspec.Struct] | msgspec.Struct] = []
@@ -275,6 +492,10 @@ class ServerRunner:
         return answer
 
     def _answer(self, event: AnswerReceived | AnswerFailed) -> None:
+        if self._asked:
+            op = self._asked.pop(event.ticket, None)
+            if op is not None and self.telemetry is not None:
+                self.telemetry.asked(op, event.to_exception() if isinstance(event, AnswerFailed) else None)
         future = self._answers.pop(event.ticket, None)
         if future is None or future.done():
             return  # the handler that asked is gone
@@ -299,3 +520,16 @@ class ServerRunner:
         self.endpoint.handle_timeout(max(now, deadline or now))
         self.pump()
 
+
+class _Drain:
+    """The awaitable ``ctx.report_progress``/``ctx.log`` return: nothing runs unless it is
+    awaited (a coroutine would warn when a plain handler ignores it)."""
+
+    __slots__ = ("_call", "_runner")
+
+    def __init__(self, runner: ServerRunner, call: int) -> None:
+        self._runner = runner
+        self._call = call
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._runner._wait_drained(self._call).__await__()

@@ -9,6 +9,8 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
   environment variable, else 32 random bytes, this process only; give every worker of one
   deployment the same).
 - ``stdin`` / ``stdout`` (stdio): the file descriptors (default: the process's).
+- ``flow`` (stdio): the bounds of output a client that does not read may cost
+  (``mcp_sansio.server.flow.FlowLimits``; HTTP and WebSocket take theirs in ``config``).
 - ``host`` / ``port`` (HTTP, WebSocket): where to listen (loopback by default; port 0: any
   free one, which ``ready`` is told).
 - ``config``: ``HttpConfig`` / ``WebSocketConfig`` (default: DNS-rebinding protection on a
@@ -21,23 +23,36 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
   ``ResourceSubscribed``, ...).
 - ``ready``: called with the bound port once the server listens.
 - ``stop`` (blocking driver): asked at least every 0.1 s; once set, the server returns.
+- ``handler_threads``: how many plain ``def`` handlers run at once, each in a worker thread
+  so that one that blocks stalls no other client (default: ``DEFAULT_HANDLER_THREADS``, 40,
+  on asyncio, anyio and ASGI; 0 on the blocking driver, which then runs them inline on its
+  one thread). ``async def`` handlers always run on the loop.
+
+``serve_stdio`` on the process's own stdout keeps that file descriptor for the protocol
+alone: while it serves, ``sys.stdout`` and file descriptor 1 go to stderr, so a handler's
+``print()`` (or a library's, or a child process's) cannot corrupt the stream.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
+import sys
 import time
+from collections.abc import Iterator
 from typing import Final, Protocol
 
 from mcp_sansio.server import MCPServer, StdioServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
 __all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
-           "peer_host", "server_entropy", "server_secret", "stdio_endpoint", "websocket_endpoint"]
+           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "stdio_endpoint",
+           "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
 
@@ -108,10 +123,11 @@ def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float) -> StdioServer:
+def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float,
+                   flow: FlowLimits | None = None) -> StdioServer:
     """The stdio transport for ``app``; ``now`` is the driver's clock (for the wall offset)."""
     return StdioServer(app, secret=server_secret(secret), entropy=server_entropy(),
-                       wall_offset=time.time() - now)
+                       wall_offset=time.time() - now, flow=flow)
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
@@ -135,3 +151,44 @@ def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: 
     _warn_public_bind(host, config.allowed_origins)
     return WebSocketServer(app, secret=server_secret(secret), entropy=server_entropy(),
                            wall_offset=time.time() - now, config=config)
+
+
+@contextlib.contextmanager
+def protocol_stdout(stdout: int | None) -> Iterator[int]:
+    """The file descriptor a stdio server writes the protocol to: ``stdout`` when given;
+    else a duplicate of the process's stdout, while ``sys.stdout`` and the stdout file
+    descriptor itself are pointed at stderr (at ``os.devnull`` when there is no stderr)
+    until the block ends (then restored)."""
+    if stdout is not None:
+        yield stdout
+        return
+    try:
+        fd = sys.stdout.fileno()
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):  # no real stdout (replaced, closed): use it as is
+        yield sys.stdout.fileno()
+        return
+    sink = _stderr_fd()
+    real = os.dup(fd)
+    saved = sys.stdout
+    try:
+        os.dup2(sink, fd)
+        sys.stdout = sys.stderr  # (None without a stderr: then print() writes nothing)
+        yield real
+    finally:
+        sys.stdout = saved
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.flush()
+        os.dup2(real, fd)
+        os.close(real)
+
+
+def _stderr_fd() -> int:
+    """Where prints go while stdout carries the protocol: stderr, or ``os.devnull`` when the
+    process has none (a closed file descriptor 2)."""
+    try:
+        err = sys.stderr.fileno()
+        os.fstat(err)
+    except (OSError, ValueError, AttributeError):
+        return os.open(os.devnull, os.O_WRONLY)  # (it then takes the free descriptor 2)
+    return err

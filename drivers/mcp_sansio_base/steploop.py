@@ -6,10 +6,15 @@ one of the loop's futures (the answer to a question its ``Context`` asked the cl
 goes on when that future is resolved. A handler that awaits anything else (``asyncio.sleep``,
 an HTTP client) belongs on an event loop: it fails with a ``RuntimeError`` that says so,
 and the runner answers its call with that error.
+
+With ``threads`` > 0 plain ``def`` handlers run in a pool of that many worker threads;
+what they hand back to the loop (their value, a ``Context`` call) waits in a thread-safe
+queue, and ``wake`` (set by the driver) interrupts its wait for I/O.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar, cast
@@ -107,12 +112,47 @@ class StepLoop:
     can go on, :meth:`fire_due` runs the timers that are due, :meth:`next_timer` says when
     the next one is."""
 
-    def __init__(self, clock: Callable[[], float], write: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, clock: Callable[[], float], write: Callable[[], None] = lambda: None, *,
+                 threads: int = 0) -> None:
         self._clock = clock
         self.write = write
         self.ready: deque[StepTask] = deque()
         self.timers: list[StepTimer] = []
         self.tasks: list[StepTask] = []
+        self.threads = threads
+        self.wake: Callable[[], None] = lambda: None
+        """Interrupts the driver's wait (called from worker threads)."""
+        self._incoming: deque[Callable[[], None]] = deque()  # appends and pops are thread-safe
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
+        """Run ``fn`` in the pool; a future the loop resolves with its value."""
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="mcp-handler")
+        future = StepFuture()
+
+        def done(ran: concurrent.futures.Future[object]) -> None:
+            if ran.cancelled():  # the loop is closing
+                return
+            error = ran.exception()
+            if error is not None:
+                self.call_soon_threadsafe(lambda: future.set_exception(error))
+            else:
+                value = ran.result()
+                self.call_soon_threadsafe(lambda: future.set_result(value))
+
+        self._pool.submit(fn).add_done_callback(done)
+        return future
+
+    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the loop's thread at its next :meth:`run_ready`."""
+        self._incoming.append(callback)
+        self.wake()
+
+    def close(self) -> None:
+        """Stop the pool (threads still running finish on their own)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> StepTask:
         task = StepTask(self, coro)
@@ -144,9 +184,12 @@ class StepLoop:
     def run_ready(self) -> bool:
         """Step every runnable task; whether any ran."""
         ran = False
-        while self.ready:
-            self.ready.popleft().step()
-            ran = True
+        while self._incoming or self.ready:
+            while self._incoming:
+                self._incoming.popleft()()
+            while self.ready:
+                self.ready.popleft().step()
+                ran = True
         return ran
 
     def fire_due(self) -> bool:

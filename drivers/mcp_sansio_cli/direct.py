@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
@@ -49,6 +50,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "call one tool: mcp__<server>__<tool> of the configured servers, or a tool of --stdio/--url"))
     call.add_argument("tool", help="the tool's name")
     call.add_argument("--args", default="{}", help="the arguments as a JSON object")
+    call.add_argument("--timing", action="store_true",
+                      help="print where the time went (connect and handshake, the call, close) on stderr")
     prompt = sub.add_parser("prompt", parents=[*common, target_options(), config_options()], help=(
         "get one prompt: mcp__<server>__<prompt> of the configured servers, or a prompt of --stdio/--url"))
     prompt.add_argument("prompt", help="the prompt's name")
@@ -93,9 +96,40 @@ def _check_name(name: str, noun: str, command: str, direct: bool) -> None:
             f"mcp__<server>__<{noun}> name of a configured server's {noun} (`mcp-sansio {noun}s` lists them)")
 
 
+class Timing:
+    """The phases of one command and how long each took (``--timing``), on the monotonic
+    clock; printed on stderr so that stdout stays the result."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.phases: list[tuple[str, float]] = []
+        self._start = self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """The phase ``name`` ended now (it began when the previous one ended)."""
+        now = time.perf_counter()
+        self.phases.append((name, now - self._last))
+        self._last = now
+
+    def report(self) -> str:
+        """``timing (ms): connect+handshake 81.0 | tools/call add 2.9 | close 20.1 | total 104.0``."""
+        parts = [f"{name} {seconds * 1000:.1f}" for name, seconds in self.phases]
+        return "timing (ms): " + " | ".join([*parts, f"total {(self._last - self._start) * 1000:.1f}"])
+
+    def print(self) -> None:
+        """Print :meth:`report` on stderr when ``--timing`` asked for it."""
+        if self.enabled:
+            print(self.report(), file=sys.stderr)
+
+
 async def _configured(command: str, args: argparse.Namespace) -> int:
     if command == "call":
-        result = await host.call_tool(args, args.arguments)
+        timing = Timing(args.timing)
+        try:
+            result = await host.call_tool(args, args.arguments)
+        finally:
+            timing.lap(f"start servers, tools/call {args.tool}, close")
+            timing.print()
         print_result(result, args.json)
         return EXIT_FAILURE if result.is_error else 0
     if command == "prompt":
@@ -109,18 +143,31 @@ async def _configured(command: str, args: argparse.Namespace) -> int:
 async def _direct(command: str, args: argparse.Namespace) -> int:
     timeout = args.timeout or _DEFAULT_TIMEOUT
     config = ClientConfig(request_timeout=timeout, initialize_timeout=min(timeout, 30.0))
+    if command == "call":
+        timing = Timing(args.timing)
+        try:
+            return await _timed_call(args, config, timeout, timing)
+        finally:
+            timing.print()
     async with _connect(args, config) as client:
         if command == "inspect":
             await _inspect(client, args.json)
-        elif command == "call":
-            result = await client.call_tool(args.tool, args.arguments, timeout=timeout)
-            print_result(result, args.json)
-            return EXIT_FAILURE if result.is_error else 0
         elif command == "prompt":
             print_prompt(await client.get_prompt(args.prompt, args.arguments, timeout=timeout), args.json)
         else:
             await _demo(client)
     return 0
+
+
+async def _timed_call(args: argparse.Namespace, config: ClientConfig, timeout: float, timing: Timing) -> int:
+    """``call`` of one server, each phase timed."""
+    async with _connect(args, config) as client:
+        timing.lap("connect+handshake")
+        result = await client.call_tool(args.tool, args.arguments, timeout=timeout)
+        timing.lap(f"tools/call {args.tool}")
+    timing.lap("close")
+    print_result(result, args.json)
+    return EXIT_FAILURE if result.is_error else 0
 
 
 @contextlib.asynccontextmanager

@@ -16,6 +16,7 @@ import asyncio
 import functools
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 from pathlib import Path
@@ -71,8 +72,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--secret-file", metavar="PATH",
                         help="read the secret every process shares from PATH (default: $MCP_SANSIO_SECRET,"
                              " else random)")
+    parser.add_argument("--threads", type=_count, metavar="N", default=None,
+                        help="run at most N plain def handlers at once, each in a worker thread "
+                             "(default: 40; 0 with --driver sync, which then runs them inline)")
+    parser.add_argument("--mask-error-details", action="store_true",
+                        help="send clients a generic message for a handler's exception and log its traceback "
+                             "(a ToolError's message is still sent)")
     add_auth_arguments(parser)
     return parser
+
+
+def _count(text: str) -> int:
+    """A number of threads (0 or more)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of threads (0 or more)")
+    return int(text)
 
 
 def _port(text: str) -> int:
@@ -175,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
     except (ServeError, AuthOptionError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
+    if args.mask_error_details:
+        app.mask_error_details = True
+        logging.basicConfig(stream=sys.stderr, format="mcp-sansio serve: %(levelname)s %(name)s: %(message)s")
     if auth is not None:
         app.auth = auth
         print(f"mcp-sansio serve: bearer tokens required (resource {auth.resource}, authorization servers "
@@ -192,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     if args.store is not None and args.http is None:
         print("mcp-sansio serve: error: --store needs --http", file=sys.stderr)
         return _EXIT_USAGE
+    threads: dict[str, Any] = {} if args.threads is None else {"handler_threads": args.threads}
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
@@ -202,14 +220,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"mcp-sansio serve: error: --store: {exc}", file=sys.stderr)
             return _EXIT_USAGE
         call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
-                                 config=HttpConfig(**options), secret=secret, store=store)
+                                 config=HttpConfig(**options), secret=secret, store=store, **threads)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws, config=WebSocketConfig(**options), secret=secret)
+                                 ready=listening_ws, config=WebSocketConfig(**options), secret=secret,
+                                 **threads)
     else:
-        call = functools.partial(serve.serve_stdio, app, secret=secret)
+        call = functools.partial(serve.serve_stdio, app, secret=secret, **threads)
     try:
         if args.driver == "sync":
             call()

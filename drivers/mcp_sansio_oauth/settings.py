@@ -49,7 +49,8 @@ class OAuth:
         headless: no browser: the authorization URL is fetched and its redirect read,
             for servers that authorize at once (test servers).
         redirect_timeout: how long the user has to sign in.
-        request_offline_access: ask for ``offline_access`` where the server offers it.
+        request_offline_access: ask for ``offline_access`` (with ``prompt=consent``) where
+            the server offers it, for a refresh token.
         max_authorization_attempts: authorizations in a row before giving up.
     """
 

@@ -1,8 +1,9 @@
 """Serving an ``MCPServer`` from blocking code: ``serve_stdio``, ``serve_http``, ``serve_websocket``.
 
-One thread, one ``selectors`` loop, no event loop: plain handlers run inline, ``async def``
-handlers on :class:`~mcp_sansio_base.steploop.StepLoop` (they may await their
-``Context``'s questions to the client, nothing else). Each function returns when its input
+One thread, one ``selectors`` loop, no event loop: plain handlers run inline (or, with
+``handler_threads=N``, in a pool of N worker threads, so that one that blocks stalls no
+other client), ``async def`` handlers on :class:`~mcp_sansio_base.steploop.StepLoop` (they
+may await their ``Context``'s questions to the client, nothing else). Each function returns when its input
 ends (stdio) or when ``stop`` says so (HTTP, WebSocket), or raises ``KeyboardInterrupt``
 at Ctrl-C; sockets and file descriptors are closed on the way out either way.
 """
@@ -21,6 +22,7 @@ from typing import Final, Protocol
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
+from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.relay import RelayThread
@@ -30,6 +32,7 @@ from mcp_sansio_base.serving import (
     SharedStore,
     http_endpoint,
     peer_host,
+    protocol_stdout,
     stdio_endpoint,
     websocket_endpoint,
 )
@@ -50,33 +53,48 @@ class Stop(Protocol):
 
 
 def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                stdout: int | None = None, on_event: Callable[[Event], None] | None = None) -> None:
+                stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
+                flow: FlowLimits | None = None, handler_threads: int = 0) -> None:
     """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
     :mod:`mcp_sansio_base.serving`)."""
+    with protocol_stdout(stdout) as fd_out:
+        _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
+
+
+def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
+                 on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
+                 handler_threads: int) -> None:
     fd_in = sys.stdin.fileno() if stdin is None else stdin
-    fd_out = sys.stdout.fileno() if stdout is None else stdout
-    endpoint = stdio_endpoint(app, secret, time.monotonic())
+    endpoint = stdio_endpoint(app, secret, time.monotonic(), flow)
 
-    def write() -> None:
-        data = endpoint.data_to_send()
-        with contextlib.suppress(OSError):  # the client is gone: the read side will see EOF
-            while data:
-                data = data[os.write(fd_out, data):]
-
-    loop = StepLoop(time.monotonic, write)
+    out = _FdWriter(fd_out, endpoint.data_to_send)
+    loop = StepLoop(time.monotonic, out.write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
-    with selectors.DefaultSelector() as selector:
+    with selectors.DefaultSelector() as selector, _Waker(selector, loop):
+        watched = False
         with contextlib.suppress(OSError, ValueError):  # a regular file (never blocks) is not watched
-            selector.register(fd_in, selectors.EVENT_READ)
+            selector.register(fd_in, selectors.EVENT_READ, _IN)
+            watched = True
+        out.selector = selector
         try:
             while True:
-                _wait(selector, loop, None)
+                events = _wait(selector, loop, None, None if watched else time.monotonic())
+                if any(key is _OUT for key, _ in events):
+                    out.writable()
+                    runner.flush()  # more may be taken; handlers waiting for a drain go on
+                if watched and not any(key is _IN for key, _ in events):
+                    continue  # woken by a worker thread, a timer, or a writable stdout
                 try:
                     data = os.read(fd_in, _READ)
                 except BlockingIOError:
                     continue
                 except OSError:
                     data = b""
+                if not data and runner.threaded:  # a plain def in flight is answered, as if inline
+                    if watched:
+                        selector.unregister(fd_in)
+                    while runner.threaded:
+                        _wait(selector, loop, None, None)
                 endpoint.receive_data(data, time.monotonic())
                 runner.pump()
                 if not data:
@@ -85,26 +103,129 @@ def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | Non
         finally:
             runner.cancel_all()
             loop.run_ready()
+            out.finish()
+            loop.close()
+
+
+_IN: Final = "stdin"
+_OUT: Final = "stdout"
+
+
+class _FdWriter:
+    """Writes stdio output without blocking the loop, taking it from the core only when the
+    last piece is written (what waits stays counted there, see ``mcp_sansio.server.flow``)."""
+
+    def __init__(self, fd: int, source: Callable[[], bytes]) -> None:
+        self._fd = fd
+        self._source = source
+        self._pending = bytearray()
+        self._closed = False
+        self._blocking = os.get_blocking(fd)
+        self.selector: selectors.BaseSelector | None = None
+        self._watching = False
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, False)
+
+    def write(self) -> None:
+        if not self._pending:
+            self._pending += self._source()
+        self._push()
+
+    def writable(self) -> None:
+        self._push()
+        if not self._pending:
+            self.write()
+
+    def _push(self) -> None:
+        while self._pending and not self._closed:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                break
+            except OSError:  # the client is gone: the read side will see EOF
+                self._closed = True
+                self._pending.clear()
+                break
+            del self._pending[:written]
+        self._watch(bool(self._pending))
+
+    def _watch(self, on: bool) -> None:
+        if on == self._watching or self.selector is None:
+            return
+        try:
+            if on:
+                self.selector.register(self._fd, selectors.EVENT_WRITE, _OUT)
+            else:
+                self.selector.unregister(self._fd)
+            self._watching = on
+        except (OSError, ValueError, KeyError):  # a regular file: just block
+            os.set_blocking(self._fd, True)
+            self._push()
+
+    def finish(self) -> None:
+        """Write what is left (blocking), and give the descriptor its mode back."""
+        self._watch(False)
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._fd, True)
+            self._pending += self._source()
+            self._push()
+            os.set_blocking(self._fd, self._blocking)
+
+
+class _Waker:
+    """A socket pair in the selector that worker threads write to, to end its wait."""
+
+    def __init__(self, selector: selectors.BaseSelector, loop: StepLoop) -> None:
+        self._selector = selector
+        self._loop = loop
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+
+    def __enter__(self) -> _Waker:
+        if self._loop.threads:
+            self._pair = socket.socketpair()
+            for sock in self._pair:
+                sock.setblocking(False)
+            self._selector.register(self._pair[0], selectors.EVENT_READ, _WAKE)
+            send = self._pair[1]
+
+            def wake() -> None:
+                with contextlib.suppress(OSError):  # full: a wake-up is pending anyway
+                    send.send(b"\0")
+
+            self._loop.wake = wake
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pair is not None:
+            self._loop.wake = lambda: None
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(self._pair[0])
+            for sock in self._pair:
+                sock.close()
+
+
+_WAKE: Final = "wake"
 
 
 def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000, secret: bytes | None = None,
                config: HttpConfig | None = None, on_event: Callable[[Event], None] | None = None,
                ready: Callable[[int], None] | None = None, stop: Stop | None = None,
-               store: str | SharedStore | None = None) -> None:
+               handler_threads: int = 0, store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
     (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = http_endpoint(app, host, secret, config, time.monotonic(), store)
-    _serve_connections(endpoint, host, port, on_event, ready, stop)
+    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
 
 
 def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                     secret: bytes | None = None, config: WebSocketConfig | None = None,
                     on_event: Callable[[Event], None] | None = None,
-                    ready: Callable[[int], None] | None = None, stop: Stop | None = None) -> None:
+                    ready: Callable[[int], None] | None = None, stop: Stop | None = None,
+                    handler_threads: int = 0) -> None:
     """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
     ``stop`` is set (the arguments: :mod:`mcp_sansio_base.serving`)."""
     endpoint = websocket_endpoint(app, host, secret, config, time.monotonic())
-    _serve_connections(endpoint, host, port, on_event, ready, stop)
+    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
 
 
 def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
@@ -115,7 +236,13 @@ def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
     timeout = None if at is None else max(0.0, at - time.monotonic())
     if stop is not None:
         timeout = _STOP_POLL if timeout is None else min(timeout, _STOP_POLL)
-    events = [(key.data, mask) for key, mask in selector.select(timeout)] if selector.get_map() else []
+    events = []
+    for key, mask in selector.select(timeout) if selector.get_map() else []:
+        if key.data is _WAKE:  # drain the wake-ups; what woke us is in the loop's queue
+            with contextlib.suppress(OSError):
+                key.fileobj.recv(4096)  # type: ignore[union-attr]  # the waker's socket
+        else:
+            events.append((key.data, mask))
     loop.fire_due()
     loop.run_ready()
     return events
@@ -133,7 +260,7 @@ class _Conn:
 
 def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                        on_event: Callable[[Event], None] | None, ready: Callable[[int], None] | None,
-                       stop: Stop | None) -> None:
+                       stop: Stop | None, handler_threads: int) -> None:
     """Accept connections for a connection-oriented transport until ``stop``."""
     conns: dict[int, _Conn] = {}
     lingering: dict[int, _Conn] = {}
@@ -170,9 +297,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             relay.publish()
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
-            data = endpoint.data_to_send(cid)
-            if conn is not None and data:
-                conn.out += data
+            if conn is None:
+                endpoint.data_to_send(cid)  # nobody to write them to
+            elif not conn.out:  # taken only once the socket took the last (backpressure)
+                conn.out += endpoint.data_to_send(cid)
                 flush(conn)
         while (action := endpoint.next_action()) is not None:
             conn = conns.pop(action.connection, None)
@@ -199,8 +327,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             close(conn)
 
     relay: RelayThread | None = None
-    loop = StepLoop(time.monotonic, write)
+    loop = StepLoop(time.monotonic, write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
+    waker = _Waker(selector, loop).__enter__()
     listener = socket.create_server((host, port))
     listener.setblocking(False)
     selector.register(listener, selectors.EVENT_READ, None)
@@ -247,6 +376,8 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         runner.pump()
         runner.cancel_all()
         loop.run_ready()
+        loop.close()
+        waker.__exit__()
         wake_r.close()
         wake_w.close()
         for conn in [*conns.values(), *lingering.values()]:

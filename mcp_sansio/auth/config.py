@@ -175,7 +175,8 @@ class OAuthConfig(msgspec.Struct, frozen=True, kw_only=True):
         client_name: ``client_name`` sent in a dynamic registration.
         dpop_key: a key for DPoP (RFC 9449), used with servers that list its ``alg`` in
             ``dpop_signing_alg_values_supported``.
-        request_offline_access: add ``offline_access`` to the scopes when the server lists it.
+        request_offline_access: add ``offline_access`` to the scopes when the server lists it
+            (with ``prompt=consent``, without which OpenID providers ignore it).
         refresh_margin: renew this many seconds before a token expires (at most half of its
             lifetime before).
         max_authorization_attempts: new authorizations in a row, with no request succeeding

@@ -347,7 +347,9 @@ class OAuthFlow:
         if not renewal and self._attempts >= self.config.max_authorization_attempts:
             reason = AuthFailure.INSUFFICIENT_SCOPE if attempt.step_up else AuthFailure.TOKEN_REJECTED
             return self._fail(reason, f"gave up after {self._attempts} authorization attempts")
-        scopes = self._scopes()
+        # A renewal asks again for what was asked before (as a refresh does), not for the
+        # scope selection's answer without a challenge: every scope the resource lists.
+        scopes = self._requested if renewal else self._scopes()
         grant = self.config.grant
         if isinstance(grant, AuthorizationCodeGrant):
             return self._authorize_code(grant, scopes, call)
@@ -438,6 +440,10 @@ class OAuthFlow:
                   ("code_challenge_method", "S256"),
                   ("state", attempt.state), *((("scope", " ".join(scopes)),) if scopes else ()),
                   ("resource", self._resource)]
+        if scopes and "offline_access" in scopes:
+            # OpenID Connect Core section 11: without prompt=consent a provider ignores
+            # offline_access, and no refresh token comes.
+            params.append(("prompt", "consent"))
         self._requested = scopes
         self._attempts += 1
         self._phase = Phase.AWAIT_REDIRECT

@@ -30,16 +30,19 @@ from .context import (
     HandlerRuntime,
     InputRequired,
     Pending,
+    ToolError,
 )
 from .endpoint import Endpoint, ListKind
 from .events import (
     AnswerFailed,
     AnswerReceived,
     CallCancelled,
+    CallOutcome,
     ClientInitialized,
     CompletionReceived,
     HandlerCallReceived,
     PromptGetReceived,
+    RequestAnswered,
     RequestInfo,
     ResourceReadReceived,
     ResourceSubscribed,
@@ -69,6 +72,7 @@ __all__ = [
     "AuthSettings",
     "CacheScope",
     "CallCancelled",
+    "CallOutcome",
     "ClientCapabilityMissing",
     "ClientInitialized",
     "CompletionReceived",
@@ -91,6 +95,7 @@ __all__ = [
     "RegisteredTemplate",
     "RegisteredTool",
     "RejectReason",
+    "RequestAnswered",
     "RequestInfo",
     "ResourceReadReceived",
     "ResourceSubscribed",
@@ -104,5 +109,6 @@ __all__ = [
     "TokenVerificationRequired",
     "TokenVerifier",
     "ToolCallReceived",
+    "ToolError",
     "VerifierUnavailable",
 ]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack, overload
+
+import msgspec
 
 from ..errors import LocalProtocolError
 from ..modern import tool_header_paths
@@ -45,15 +47,37 @@ from .registry import (
     TaskSupport,
     UriTemplate,
 )
+from .results import wrap_output_schema
 from .signature import inspect_handler
 
 if TYPE_CHECKING:
     from ..skills import Skill
     from ..versions import VersionRules
+    from .endpoint import Endpoint, ListKind
 
 __all__ = ["TASKS_EXTENSION", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+class _PromptOptions(TypedDict, total=False):
+    """The keyword options of ``@app.prompt(...)`` (see :meth:`MCPServer.add_prompt`)."""
+
+    title: str | None
+    description: str | None
+    icons: Sequence[Icon] | None
+    meta: Mapping[str, object] | None
+
+
+class _ToolOptions(_PromptOptions, total=False):
+    """The keyword options of ``@app.tool(...)`` (see :meth:`MCPServer.add_tool`)."""
+
+    scopes: Sequence[str]
+    annotations: ToolAnnotations | None
+    input_schema: Mapping[str, object] | None
+    output_schema: Mapping[str, object] | None
+    structured: bool | None
+    task_support: TaskSupport
+
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 _MODERN_ONLY: Final = frozenset({TASKS_EXTENSION})
@@ -80,6 +104,9 @@ class MCPServer:
         website_url: ``serverInfo.websiteUrl``.
         icons: ``serverInfo.icons``.
         config: limits and protocol choices (:class:`ServerConfig`).
+        mask_error_details: send a generic message ("Error calling tool 'name'", "Internal
+            error") for a handler's exception instead of its text, and log the traceback
+            (a ``ToolError`` or ``RequestError`` is still sent as raised).
         auth: protect the HTTP transports (Streamable HTTP, WebSocket) with OAuth bearer
             tokens (:class:`~mcp_sansio.server.authz.AuthSettings`); stdio is never
             protected (its client started the server).
@@ -88,7 +115,8 @@ class MCPServer:
     def __init__(self, name: str, *, version: str = "0.1.0", title: str | None = None,
                  description: str | None = None, instructions: str | None = None,
                  website_url: str | None = None, icons: Sequence[Icon] | None = None,
-                 config: ServerConfig | None = None, auth: AuthSettings | None = None) -> None:
+                 config: ServerConfig | None = None, auth: AuthSettings | None = None,
+                 mask_error_details: bool = False) -> None:
         self.info = Implementation(name=name, version=version, title=title, description=description,
                                    website_url=website_url, icons=None if icons is None else list(icons))
         self.instructions = instructions
@@ -98,16 +126,57 @@ class MCPServer:
         self.registry = Registry()
         self.extensions: dict[str, dict[str, object]] = {}
         """Extensions the server declares (``capabilities.extensions``), by identifier."""
+        self.report_answers = False
+        """Queue ``RequestAnswered`` for every request the core answers itself (no handler
+        runs: ``initialize``, the lists, ``ping``, errors): telemetry turns it on."""
+        self.mask_error_details = mask_error_details
+        self._listeners: list[Callable[[Callable[[Endpoint], None]], None]] = []
+
+    # ------------------------------------------------------------------ announcing changes
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell every connected client that wants to know that the ``kind`` list
+        (``"tools"``, ``"prompts"``, ``"resources"``) changed, on every transport serving
+        this app: call it after ``add_tool``/``remove_tool`` & co. made outside a request
+        (inside one, ``ctx.notify_list_changed`` does the same). Callable from any thread."""
+        for listener in list(self._listeners):
+            listener(lambda endpoint: endpoint.notify_list_changed(kind))
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every client subscribed to ``uri`` that it changed (any thread)."""
+        for listener in list(self._listeners):
+            listener(lambda endpoint: endpoint.notify_resource_updated(uri))
+
+    def add_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+        """For drivers: ``listener`` receives each announcement as a function to apply to
+        its transport (on its own loop's thread; it may be called from any thread)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+        """For drivers: stop giving ``listener`` announcements."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ tools
 
-    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
+    def tool(self, name: str | None = None, **options: Unpack[_ToolOptions]) -> Callable[[F], F]: ...
+
+    def tool(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
              annotations: ToolAnnotations | None = None, input_schema: Mapping[str, object] | None = None,
              output_schema: Mapping[str, object] | None = None, structured: bool | None = None,
              task_support: TaskSupport = "forbidden", icons: Sequence[Icon] | None = None,
              meta: Mapping[str, object] | None = None,
-             scopes: Sequence[str] = ()) -> Callable[[F], F]:
-        """Register the decorated function as a tool (see :meth:`add_tool`)."""
+             scopes: Sequence[str] = ()) -> Callable[[F], F] | F:
+        """Register the decorated function as a tool (see :meth:`add_tool`): ``@app.tool``
+        as it is, or ``@app.tool(...)`` with options."""
+        if callable(name):  # the bare decorator: the function itself
+            self.add_tool(name)
+            return name
+
         def register(fn: F) -> F:
             self.add_tool(fn, name=name, title=title, description=description, annotations=annotations,
                           input_schema=input_schema, output_schema=output_schema, structured=structured,
@@ -137,7 +206,10 @@ class MCPServer:
             output_schema: the schema of ``structuredContent`` instead of the one derived
                 from the return annotation.
             structured: answer ``structuredContent`` (default: when the return annotation
-                is a Struct, dataclass, TypedDict or dict, or ``output_schema`` is given).
+                is a Struct, dataclass, TypedDict, dict, number, boolean or list of values,
+                or ``output_schema`` is given). Before 2026-07-28 a value other than an
+                object goes as ``{"result": value}`` with the ``outputSchema`` wrapped to
+                match (FastMCP's rule); 2026-07-28 clients get the value as it is.
             task_support: may it run as a task (tasks extension).
             icons: display icons.
             meta: the tool's ``_meta``.
@@ -157,24 +229,29 @@ class MCPServer:
         if isinstance(scopes, str):
             raise LocalProtocolError(f"tool {tool_name!r}: scopes is a sequence of scopes, not one string")
         check_scopes(scopes)
-        signature = inspect_handler(fn, name=tool_name)
+        signature = inspect_handler(fn, name=tool_name, kind="tool")
         schema = dict(input_schema) if input_schema is not None else signature.input_schema()
         out = dict(output_schema) if output_schema is not None else None
         if out is None and structured is not False:
             out = signature.output_schema()
         is_structured = out is not None if structured is None else structured
+        listed_out = out if is_structured else None
         try:
             header_paths = tool_header_paths(schema)
         except ValueError as exc:
             raise LocalProtocolError(f"tool {tool_name!r}: {exc}") from exc
         tool = Tool(
             name=tool_name, title=title, description=description or _doc(fn), input_schema=schema,
-            output_schema=out if is_structured else None, annotations=annotations,
+            output_schema=listed_out, annotations=annotations,
             execution=None if task_support == "forbidden" else ToolExecution(task_support=task_support),
             icons=None if icons is None else list(icons), meta=None if meta is None else dict(meta),
         )
+        wrapped = None
+        if listed_out is not None and listed_out.get("type") != "object":  # a number, an array, ...
+            wrapped = msgspec.structs.replace(tool, output_schema=wrap_output_schema(listed_out))
         entry = RegisteredTool(tool=tool, signature=signature, structured=is_structured,
-                               task_support=task_support, header_paths=header_paths, scopes=tuple(scopes))
+                               task_support=task_support, header_paths=header_paths, wrapped=wrapped,
+                               scopes=tuple(scopes))
         self.registry.add_tool(entry)
         if task_support != "forbidden":
             self.extensions.setdefault(TASKS_EXTENSION, {})
@@ -182,7 +259,7 @@ class MCPServer:
 
     def remove_tool(self, name: str) -> bool:
         """Stop offering the tool ``name``; whether it existed (tell connected clients with
-        the driver's ``notify_list_changed``)."""
+        :meth:`notify_list_changed`, or ``ctx.notify_list_changed`` inside a handler)."""
         return self.registry.remove("tools", name)
 
     # ------------------------------------------------------------------ resources
@@ -197,7 +274,15 @@ class MCPServer:
 
         The function returns ``str`` (text), ``bytes`` (a blob), a ``ReadResourceResult``
         or a list of ``ResourceContents``.
+
+        Raises:
+            LocalProtocolError: used bare (``@app.resource`` without its URI).
         """
+        if not isinstance(uri, str):
+            what = getattr(uri, "__name__", type(uri).__name__)
+            raise LocalProtocolError("@app.resource needs the resource's URI: write "
+                                     f"@app.resource(\"scheme://...\") above {what!r}")
+
         def register(fn: F) -> F:
             kwargs: dict[str, Any] = {
                 "name": name, "title": title, "description": description, "mime_type": mime_type,
@@ -228,7 +313,7 @@ class MCPServer:
             raise LocalProtocolError(f"resource {uri!r} needs exactly one of fn, text and blob")
         signature = None
         if fn is not None:
-            signature = inspect_handler(fn, name=uri)
+            signature = inspect_handler(fn, name=uri, kind="resource")
             if signature.required:
                 raise LocalProtocolError(f"resource {uri!r} has no URI variables for {signature.required}")
         if blob is not None and size is None:
@@ -263,7 +348,7 @@ class MCPServer:
                 that is no variable of it.
         """
         matcher = UriTemplate(uri_template)
-        signature = inspect_handler(fn, name=uri_template)
+        signature = inspect_handler(fn, name=uri_template, kind="resource template")
         unknown = [p for p in signature.required if p not in matcher.variables]
         if unknown:
             raise LocalProtocolError(f"template {uri_template!r} has no variables {unknown}")
@@ -283,10 +368,21 @@ class MCPServer:
 
     # ------------------------------------------------------------------ prompts
 
-    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
+    def prompt(self, name: str | None = None, **options: Unpack[_PromptOptions]) -> Callable[[F], F]: ...
+
+    def prompt(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
                icons: Sequence[Icon] | None = None,
-               meta: Mapping[str, object] | None = None) -> Callable[[F], F]:
-        """Register the decorated function as a prompt (see :meth:`add_prompt`)."""
+               meta: Mapping[str, object] | None = None) -> Callable[[F], F] | F:
+        """Register the decorated function as a prompt (see :meth:`add_prompt`): ``@app.prompt``
+        as it is, or ``@app.prompt(...)`` with options."""
+        if callable(name):  # the bare decorator: the function itself
+            self.add_prompt(name)
+            return name
+
         def register(fn: F) -> F:
             self.add_prompt(fn, name=name, title=title, description=description, icons=icons, meta=meta)
             return fn
@@ -303,7 +399,7 @@ class MCPServer:
             LocalProtocolError: the signature cannot be a prompt's.
         """
         prompt_name = name or fn.__name__
-        signature = inspect_handler(fn, name=prompt_name)
+        signature = inspect_handler(fn, name=prompt_name, kind="prompt")
         arguments = [
             PromptArgument(name=arg, description=signature.descriptions.get(arg),
                            required=arg in signature.required)
@@ -345,7 +441,7 @@ class MCPServer:
         """
         if (prompt is None) == (template is None) or (fn is None) == (values is None):
             raise LocalProtocolError("a completion names one prompt or template, and has fn or values")
-        signature = None if fn is None else inspect_handler(fn, name=f"completion of {argument}")
+        signature = None if fn is None else inspect_handler(fn, name=argument, kind="completion of")
         ref = prompt if prompt is not None else template
         assert ref is not None  # checked above
         entry = RegisteredCompletion(

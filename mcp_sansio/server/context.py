@@ -1,7 +1,10 @@
 """What a handler sees of its request: :class:`Context`, and the questions it may ask the client.
 
 A handler that declares a parameter annotated ``Context`` gets one per request. Progress
-and log messages go out at once (synchronous calls: plain ``def`` handlers can use them).
+and log messages are queued at once (synchronous calls: plain ``def`` handlers can use
+them); what they return may be awaited, and waits while the client is slow to read the
+stream they went to (backpressure, ``flow.py``): a handler producing many of them should
+``await`` each, or its stream is dropped once ``max_buffer_bytes`` wait unread.
 Asking the client (sampling, elicitation, roots) returns an awaitable: in the handshake era
 the server sends a request and the awaitable resolves with the client's answer; in the
 stateless 2026-07-28 era the answer comes with a retry of the client's request (multi
@@ -16,8 +19,8 @@ only turns the core's decision into an awaitable (STYLE.md law 3: no ``async`` h
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import msgspec
 
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from .endpoint import Endpoint, ListKind
     from .events import RequestInfo
 
+T = TypeVar("T")
+
 __all__ = [
     "Answered",
     "Ask",
@@ -53,6 +58,7 @@ __all__ = [
     "HandlerRuntime",
     "InputRequired",
     "Pending",
+    "ToolError",
 ]
 
 
@@ -61,6 +67,17 @@ class InputRequired(BaseException):  # a signal, like CancelledError, not an err
 
     A ``BaseException`` so that a handler's ``except Exception`` does not swallow it; the
     driver catches it and lets the core answer ``input_required``.
+    """
+
+
+class ToolError(Exception):
+    """Raise it from a handler to fail with a message meant for the client.
+
+    From a tool it is a tool execution error (``isError: true``) whose text is the message;
+    from a prompt, resource or completion a JSON-RPC internal error (``-32603``) with the
+    message. Unlike other exceptions it is sent as it is, even with
+    ``MCPServer(mask_error_details=True)``. (For a specific JSON-RPC error, raise
+    ``mcp_sansio.RequestError(code, message, data)``.)
     """
 
 
@@ -177,6 +194,17 @@ class HandlerRuntime(Protocol):
         """Messages were queued (progress, logs): write them soon."""
         ...
 
+    def drained(self, call: int) -> Awaitable[None]:
+        """What awaits, if awaited, until ``call``'s stream is no longer congested
+        (``Endpoint.congested``); nothing happens if it is never awaited."""
+        ...
+
+    def on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (it touches the core) where the core lives, write what it queued, and
+        return its value: a plain ``def`` handler running in a worker thread waits for the
+        driver's loop to do it."""
+        ...
+
     def now(self) -> float:
         """The driver's clock."""
         ...
@@ -231,35 +259,46 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        """The client cancelled this request: stop work, nothing will be sent for it."""
-        return self._endpoint.is_cancelled(self.call)
+        """The client cancelled this request: stop work, nothing will be sent for it. (An
+        ``async def`` handler is also cancelled at its next ``await``; a plain ``def`` one
+        in a worker thread runs on, so a long one should look here now and then.)"""
+        return self._runtime.on_loop(lambda: self._endpoint.is_cancelled(self.call))
 
     def report_progress(self, progress: float, total: float | None = None,
-                        message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress (else nothing)."""
-        self._endpoint.send_progress(self.call, progress, total, message)
-        self._runtime.flush()
+                        message: str | None = None) -> Awaitable[None]:
+        """Send ``notifications/progress`` if the client asked for progress (else nothing).
 
-    def log(self, level: LoggingLevel, data: object, *, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if the client's log level lets it through."""
-        self._endpoint.send_log(self.call, level, data, logger)
-        self._runtime.flush()
+        Returns:
+            An awaitable that waits while the client is slow to read this request's
+            stream (backpressure); ignoring it is allowed (plain ``def`` handlers must).
+        """
+        self._runtime.on_loop(lambda: self._endpoint.send_progress(self.call, progress, total, message))
+        return self._runtime.drained(self.call)
 
-    def debug(self, data: object, *, logger: str | None = None) -> None:
+    def log(self, level: LoggingLevel, data: object, *, logger: str | None = None) -> Awaitable[None]:
+        """Send ``notifications/message`` if the client's log level lets it through.
+
+        Returns:
+            As :meth:`report_progress`: await it to wait for a slow reader.
+        """
+        self._runtime.on_loop(lambda: self._endpoint.send_log(self.call, level, data, logger))
+        return self._runtime.drained(self.call)
+
+    def debug(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``debug``."""
-        self.log("debug", data, logger=logger)
+        return self.log("debug", data, logger=logger)
 
-    def info(self, data: object, *, logger: str | None = None) -> None:
+    def info(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``info``."""
-        self.log("info", data, logger=logger)
+        return self.log("info", data, logger=logger)
 
-    def warning(self, data: object, *, logger: str | None = None) -> None:
+    def warning(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``warning``."""
-        self.log("warning", data, logger=logger)
+        return self.log("warning", data, logger=logger)
 
-    def error(self, data: object, *, logger: str | None = None) -> None:
+    def error(self, data: object, *, logger: str | None = None) -> Awaitable[None]:
         """:meth:`log` at ``error``."""
-        self.log("error", data, logger=logger)
+        return self.log("error", data, logger=logger)
 
     def start_task(self, message: str | None = None) -> str | None:
         """Go on in the background as a task (tasks extension, 2026-07-28): the client gets
@@ -269,8 +308,8 @@ class Context:
         Raises:
             LocalProtocolError: this is no stateless-era call of a task-capable tool.
         """
-        task_id = self._endpoint.start_task(self.call, now=self._runtime.now(), message=message)
-        self._runtime.flush()
+        task_id = self._runtime.on_loop(
+            lambda: self._endpoint.start_task(self.call, now=self._runtime.now(), message=message))
         if task_id is not None:
             self.task_id = task_id
         return task_id
@@ -279,18 +318,23 @@ class Context:
         """End this request's HTTP response stream now (handshake era, resumable streams):
         the client reconnects and receives the rest (SSE polling). ``False`` where there is
         no such stream (stdio, WebSocket, JSON responses, 2026-07-28)."""
-        closed = self._endpoint.close_sse_stream(self.call, now=self._runtime.now())
-        self._runtime.flush()
-        return closed
+        return self._runtime.on_loop(
+            lambda: self._endpoint.close_sse_stream(self.call, now=self._runtime.now()))
 
     def notify_list_changed(self, kind: ListKind) -> None:
         """Tell the clients that want to know that the ``kind`` list changed (after the
         handler changed the app's registrations)."""
-        self._endpoint.notify_list_changed(kind)
-        self._runtime.flush()
+        self._runtime.on_loop(lambda: self._endpoint.notify_list_changed(kind))
 
     def ask(self, *asks: Ask) -> Awaitable[list[msgspec.Struct]]:
-        """Ask several questions at once (one round trip); the answers in the same order."""
+        """Ask several questions at once (one round trip); the answers in the same order.
+
+        Asking (this, :meth:`elicit`, :meth:`sample`, :meth:`list_roots`) needs an ``async
+        def`` handler: the answer is awaited. What the awaitable gives is the client's
+        result (``ElicitResult``: ``action`` accept/decline/cancel and ``content``;
+        ``CreateMessageResult``: ``role``, ``content``, ``model``, ``stop_reason``;
+        ``ListRootsResult``); it raises ``RequestError`` when the client answers with an
+        error, ``ClientCapabilityMissing`` when it did not declare the capability."""
         return self._runtime.ask(self.call, asks)
 
     def elicit(self, message: str, schema: Mapping[str, object] | type | None = None, *,

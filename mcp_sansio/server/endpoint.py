@@ -22,6 +22,7 @@ from ..errors import LocalProtocolError
 from ..events import Event
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
+from .events import CallOutcome
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -231,7 +232,7 @@ class Endpoint(abc.ABC):
         events = self._events
         return events.popleft() if events else None
 
-    def respond(self, call: int, value: object, *, now: float) -> None:
+    def respond(self, call: int, value: object, *, now: float) -> CallOutcome | None:
         """Answer ``call`` with what its handler returned (see ``server.results``).
 
         Raises:
@@ -239,30 +240,30 @@ class Endpoint(abc.ABC):
                 or ``value`` cannot be made into the method's result; nothing was sent.
         """
         session = self._owner(call)
-        if session is not None:
-            session.respond(call, value, now=now)
+        return None if session is None else session.respond(call, value, now=now)
 
-    def fail(self, call: int, error: BaseException, *, now: float) -> None:
+    def fail(self, call: int, error: BaseException, *, now: float) -> CallOutcome | None:
         """Answer ``call`` for a handler that raised ``error``: a ``RequestError`` is sent as
         that JSON-RPC error; for a tool anything else is a tool error (``isError``); for the
-        other methods an internal error.
+        other methods an internal error. A ``ToolError``'s message is sent as it is; another
+        exception's text too, unless the app masks error details (then a generic message:
+        the driver logs the traceback).
 
         Raises:
             LocalProtocolError: no such call (a cancelled one is silently not answered).
         """
         session = self._owner(call)
-        if session is not None:
-            session.fail(call, error, now=now)
+        return None if session is None else session.fail(call, error, now=now)
 
-    def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:
+    def respond_error(self, call: int, code: int, message: str, data: object = None, *,
+                      now: float) -> CallOutcome | None:
         """Answer ``call`` with a JSON-RPC error.
 
         Raises:
             LocalProtocolError: no such call, or ``data`` is not JSON.
         """
         session = self._owner(call)
-        if session is not None:
-            session.respond_error(call, code, message, data, now=now)
+        return None if session is None else session.respond_error(call, code, message, data, now=now)
 
     def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
         """End this round of ``call`` (its handler raised ``InputRequired``): answer
@@ -330,6 +331,13 @@ class Endpoint(abc.ABC):
         owner = self._calls.get(call)
         if owner is not None:
             owner.send_log(call, level, data, logger)
+
+    def congested(self, call: int) -> bool:
+        """Whether the stream ``call`` writes to holds more than its high-water mark of
+        bytes the client has not read (``flow.py``): its handler should wait before it
+        produces more (the runner parks an awaited ``ctx.report_progress``/``ctx.log``
+        until this is ``False``); changes nothing."""
+        return False
 
     def is_cancelled(self, call: int) -> bool:
         """The client gave up on ``call``."""

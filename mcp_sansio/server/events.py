@@ -11,6 +11,7 @@ Events are frozen, keyword-only Structs (STYLE.md section 5); the shared client 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 
@@ -30,11 +31,14 @@ from .signature import HandlerSignature
 __all__ = [
     "AnswerFailed",
     "AnswerReceived",
+    "ANSWERED",
     "CallCancelled",
+    "CallOutcome",
     "ClientInitialized",
     "CompletionReceived",
     "HandlerCallReceived",
     "PromptGetReceived",
+    "RequestAnswered",
     "RequestInfo",
     "ResourceReadReceived",
     "ResourceSubscribed",
@@ -60,6 +64,10 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
         state: what the handler kept in ``ctx.state`` in the previous round of a
             multi round-trip request (empty on the first).
         task_id: the task this run belongs to (tasks extension), if any.
+        session_id: the session it belongs to (``Mcp-Session-Id`` of a handshake-era HTTP
+            session), if any.
+        trace_context: the W3C trace context its ``_meta`` carried (``traceparent``,
+            ``tracestate``, ``baggage``), if any: the parent of the server's span.
         principal: who the request's access token speaks for, when the server has
             ``auth`` (``None`` without it, and on stdio).
     """
@@ -74,7 +82,50 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     log_level: LoggingLevel | None = None
     state: Mapping[str, object] = msgspec.field(default_factory=dict)
     task_id: str | None = None
+    session_id: str | None = None
+    trace_context: Mapping[str, str] | None = None
     principal: Principal | None = None
+
+
+class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """How the server answered a call (what ``respond`` / ``fail`` sent): telemetry's input.
+
+    Attributes:
+        error_code: the JSON-RPC error code sent, if the answer was an error.
+        message: that error's message (or the tool error's text).
+        tool_error: the answer was a tool result with ``isError``.
+    """
+
+    error_code: int | None = None
+    message: str | None = None
+    tool_error: bool = False
+
+
+ANSWERED: Final = CallOutcome()
+"""The outcome of a call answered with a result."""
+
+
+class RequestAnswered(Event, frozen=True, kw_only=True):
+    """The core answered a request itself, no handler ran (``initialize``, the lists,
+    ``ping``, an error): queued only while ``MCPServer.report_answers`` is set (telemetry).
+
+    Attributes:
+        method: the request's method.
+        request_id: its JSON-RPC id.
+        protocol_version: the revision it spoke, if known.
+        session_id: its session (handshake-era HTTP), if any.
+        trace_context: the W3C trace context its ``_meta`` carried, if any.
+        error_code: the JSON-RPC error code it was answered with, if an error.
+        message: that error's message.
+    """
+
+    method: str
+    request_id: RequestId
+    protocol_version: str | None = None
+    session_id: str | None = None
+    trace_context: Mapping[str, str] | None = None
+    error_code: int | None = None
+    message: str | None = None
 
 
 class HandlerCallReceived(Event, frozen=True, kw_only=True):
@@ -159,11 +210,13 @@ class AnswerFailed(Event, frozen=True, kw_only=True):
 
 
 class ClientInitialized(Event, frozen=True, kw_only=True):
-    """A handshake-era client finished ``initialize`` / ``notifications/initialized``."""
+    """A handshake-era client finished ``initialize`` / ``notifications/initialized``
+    (``session_id``: its ``Mcp-Session-Id`` over HTTP)."""
 
     protocol_version: str
     client_info: Implementation
     capabilities: ClientCapabilities
+    session_id: str | None = None
 
 
 class ResourceSubscribed(Event, frozen=True, kw_only=True):

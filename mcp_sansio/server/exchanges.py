@@ -5,9 +5,13 @@ the same side that ``HttpServer`` answers through (``respond``, ``start_stream``
 ``end``, ``abort``, and the ``RequestReceived`` / ``ExchangeClosed`` events), but fed
 whole request heads and body chunks instead of bytes, and read as response parts per
 exchange instead of bytes per connection. Under uvicorn, hypercorn or granian the host
-parses HTTP/1.1 or HTTP/2 and bounds slow clients; this keeps the bounds that are MCP's
-to keep: the body size, and the bytes of response a client that does not read may have
-waiting (past ``max_buffer_bytes`` its stream is dropped, as over plain sockets).
+parses HTTP/1.1 or HTTP/2 and bounds slow heads; this keeps the bounds that are MCP's
+to keep, as over plain sockets: the body's size and time (``max_body_bytes``, 413;
+``body_timeout`` from the head, 408: hosts leave a body that never ends open), and the
+bytes of response a client that does not read may have waiting (``flow.py``: congested
+over ``high_water_bytes``, dropped past ``max_buffer_bytes`` or after ``stall_timeout``).
+A part counts as waiting until the driver takes it with :meth:`HttpExchanges.next_part`,
+which it does only once the host took the previous one (its ``send`` returned).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Iterable
 import msgspec
 
 from ..errors import LocalProtocolError
+from .flow import Backlog
 from .http11 import ExchangeClosed, HttpLimits, RequestReceived
 
 __all__ = ["HttpExchanges", "ResponseAborted", "ResponseBody", "ResponseStart"]
@@ -55,14 +60,15 @@ class _State(enum.Enum):
 
 
 class _Exchange:
-    __slots__ = ("body", "head", "out", "out_size", "state")
+    __slots__ = ("backlog", "body", "deadline", "head", "out", "state")
 
-    def __init__(self, head: RequestReceived) -> None:
+    def __init__(self, head: RequestReceived, deadline: float) -> None:
         self.head = head
         self.state = _State.READING
         self.body = bytearray()
+        self.deadline: float | None = deadline  # the body's, while it is read
         self.out: deque[Part] = deque()
-        self.out_size = 0
+        self.backlog = Backlog()
 
 
 class HttpExchanges:
@@ -72,11 +78,17 @@ class HttpExchanges:
     :meth:`receive_body` (``more=False`` with the last chunk), call :meth:`disconnect`
     when the client goes away, and after each input send every part of
     :meth:`next_part` for the exchanges :meth:`exchanges_with_output` names; an exchange
-    is over after a ``ResponseBody(more=False)`` or a ``ResponseAborted``.
+    is over after a ``ResponseBody(more=False)`` or a ``ResponseAborted``. Take a part
+    only once the host took the previous one: what is not taken is what the backpressure
+    bounds count. Call :meth:`handle_timeout` at :meth:`next_deadline`; an exchange whose
+    body is still being read when it gets output (a 408, a 413) is answered: stop reading.
     """
 
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
+        self._flow = self.limits.flow
+        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
@@ -84,10 +96,11 @@ class HttpExchanges:
     # ------------------------------------------------------------ input
 
     def begin(self, method: str, target: str, headers: Iterable[tuple[bytes, bytes]],
-              peer: str | None = None) -> int:
+              peer: str | None = None, *, now: float) -> int:
         """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
-        known); its exchange id. Header names are lower-cased and values decoded as
-        Latin-1, as HTTP/1.1 carries them."""
+        known) at ``now``; its exchange id. Header names are lower-cased and values decoded
+        as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``."""
+        self._now = now
         self._next_exchange += 1
         exchange = self._next_exchange
         head = RequestReceived(
@@ -96,7 +109,7 @@ class HttpExchanges:
                           for name, value in headers),
             body=b"", peer=peer,
         )
-        self._exchanges[exchange] = _Exchange(head)
+        self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
         return exchange
 
     def receive_body(self, exchange: int, data: bytes, *, more: bool) -> bool:
@@ -118,6 +131,7 @@ class HttpExchanges:
             return False
         if not more:
             ex.state = _State.HANDLING
+            ex.deadline = None
             self._events.append(msgspec.structs.replace(ex.head, body=bytes(ex.body)))
             ex.body.clear()
         return more
@@ -128,6 +142,7 @@ class HttpExchanges:
         Events: ``ExchangeClosed`` when its request was being handled or streamed.
         """
         ex = self._exchanges.pop(exchange, None)
+        self._congested.discard(exchange)
         if ex is not None and ex.state in (_State.HANDLING, _State.STREAMING):
             self._events.append(ExchangeClosed(exchange=exchange, reason="the client closed the connection"))
 
@@ -164,13 +179,15 @@ class HttpExchanges:
         ex = self._exchanges.get(exchange)
         if ex is None or ex.state is not _State.STREAMING:
             return False
-        if ex.out_size + len(data) > self.limits.max_buffer_bytes:
+        if not ex.backlog.fits(len(data), self._flow):
             reason = "the client does not read its stream"
             self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
             self.abort(exchange)
             return False
         ex.out.append(ResponseBody(data=data, more=True))
-        ex.out_size += len(data)
+        ex.backlog.add(len(data))
+        if ex.backlog.congested(self._flow):
+            self._congested.add(exchange)
         return True
 
     def end(self, exchange: int, *, now: float) -> None:
@@ -184,21 +201,51 @@ class HttpExchanges:
         """Drop ``exchange`` mid-response (its connection is closed)."""
         ex = self._exchanges.get(exchange)
         if ex is not None and ex.state is not _State.DONE:
-            ex.out.clear()
-            ex.out.append(ResponseAborted())
-            ex.out_size = 0
-            ex.state = _State.DONE
+            self._drop(exchange, ex)
 
     def next_event(self) -> RequestReceived | ExchangeClosed | None:
         """Pop the next event."""
         return self._events.popleft() if self._events else None
 
     def next_deadline(self) -> float | None:
-        """Always ``None``: the host server times out slow clients."""
-        return None
+        """The earliest body or stall deadline; changes nothing."""
+        deadlines = [ex.deadline for ex in self._exchanges.values() if ex.deadline is not None]
+        deadlines += [d for e in self._congested
+                      if (d := self._exchanges[e].backlog.deadline(self._flow, self._now)) is not None]
+        return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
-        """Nothing is timed here (see :meth:`next_deadline`)."""
+        """Answer 408 to a body that did not arrive in time (the host then closes the
+        connection: the response says ``Connection: close``), and drop streams whose
+        client stopped reading (congested for ``stall_timeout``).
+
+        Events: ``ExchangeClosed`` for a dropped stream.
+        """
+        self._now = now
+        for ex in [e for e in self._exchanges.values() if e.deadline is not None and e.deadline <= now]:
+            ex.deadline = None
+            ex.body.clear()
+            self._whole(ex, 408, [("content-type", "text/plain; charset=utf-8"), ("connection", "close")],
+                        b"the request did not arrive in time\n")
+        for exchange in list(self._congested):
+            ex = self._exchanges[exchange]
+            if ex.backlog.stamp(now, self._flow):
+                if ex.state is _State.STREAMING:  # (else its response ended, unread)
+                    reason = "the client does not read its stream"
+                    self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
+                self._drop(exchange, ex)
+
+    def congested(self, exchange: int) -> bool:
+        """Whether ``exchange`` holds more than ``high_water_bytes`` of response the host
+        has not taken (a producer should wait); changes nothing."""
+        ex = self._exchanges.get(exchange)
+        return ex is not None and ex.backlog.congested(self._flow)
+
+    def reading(self, exchange: int) -> bool:
+        """Whether ``exchange``'s body is still wanted (``False`` once it was answered
+        early: a 408 or a 413); changes nothing."""
+        ex = self._exchanges.get(exchange)
+        return ex is not None and ex.state is _State.READING
 
     # ------------------------------------------------------------ output
 
@@ -220,9 +267,12 @@ class HttpExchanges:
             return None
         part = ex.out.popleft()
         if isinstance(part, ResponseBody):
-            ex.out_size -= len(part.data)
+            ex.backlog.taken(len(part.data), self._flow)
+            if not ex.backlog.congested(self._flow):
+                self._congested.discard(exchange)
         if ex.state is _State.DONE and not ex.out:
             del self._exchanges[exchange]
+            self._congested.discard(exchange)
         return part
 
     # ------------------------------------------------------------ internals
@@ -235,11 +285,20 @@ class HttpExchanges:
             raise LocalProtocolError(f"exchange {exchange} already has a response")
         return ex
 
+    def _drop(self, exchange: int, ex: _Exchange) -> None:
+        """Forget what ``ex`` has waiting; the driver closes it (``ResponseAborted``)."""
+        ex.out.clear()
+        ex.out.append(ResponseAborted())
+        ex.backlog = Backlog()
+        self._congested.discard(exchange)
+        ex.state = _State.DONE
+
     def _whole(self, ex: _Exchange, status: int, headers: list[Header], body: bytes) -> None:
         head = _encode([*headers, ("content-length", str(len(body)))])
         ex.out.append(ResponseStart(status=status, headers=head))
         ex.out.append(ResponseBody(data=body, more=False))
         ex.state = _State.DONE
+        ex.deadline = None
 
 
 def _encode(headers: list[Header]) -> list[tuple[bytes, bytes]]:

@@ -51,7 +51,7 @@ from .http_headers import (
 )
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
-from .session import ServerSession
+from .session import ServerSession, invalid_utf8
 from .stores import (
     INBOX_STREAM,
     EventStore,
@@ -421,7 +421,23 @@ class HttpServer(Endpoint):
         if item.data:  # (none: the store's position moved past events of other streams)
             legacy.session.receive_message(item.data, now, None)  # unknown ids: discarded (not ours)
 
+    def congested(self, call: int) -> bool:
+        """Whether the response stream ``call`` writes to is congested (see ``flow.py``)."""
+        session = self._calls.get(call)
+        record = None if session is None else session.calls.get(call)
+        if session is None or record is None:
+            return False
+        if isinstance(session.host, LegacyHost):
+            return session.host.congested(record.channel)
+        return record.channel is not None and self.http.congested(record.channel)
+
     # ------------------------------------------------------------ legacy session host
+
+    def legacy_congested(self, legacy: Legacy, channel: int | None) -> bool:
+        """Whether the exchange now carrying ``channel``'s stream of ``legacy`` is congested."""
+        stream = 0 if channel is None else legacy.stream_of.get(channel)
+        exchange = channel if stream is None else legacy.live.get(stream)
+        return exchange is not None and self.http.congested(exchange)
 
     def legacy_send(self, legacy: Legacy, channel: int | None, data: bytes, final: bool, status: int,
                     now: float | None) -> None:
@@ -521,6 +537,10 @@ class HttpServer(Endpoint):
         content_type = (req.header("content-type") or "").partition(";")[0].strip().lower()
         if content_type != "application/json":
             self._plain(req, 415, "Unsupported Media Type: send application/json", now)
+            return
+        problem = invalid_utf8(req.body)
+        if problem is not None:
+            self._error(req, 400, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now)
             return
         try:
             peek = _peek(req.body)
@@ -806,6 +826,7 @@ class HttpServer(Endpoint):
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
+        legacy.session.session_id = session_id
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
         return legacy
@@ -865,6 +886,7 @@ class HttpServer(Endpoint):
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
         session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
+        session.session_id = session_id
         session.phase = Phase.READY
         session.protocol_version = record.protocol_version
         session.rules = VERSIONS.get(record.protocol_version)

@@ -5,8 +5,10 @@ body, both bounded: a head over ``max_header_bytes`` gets 431, a body over
 ``max_body_bytes`` 413, a malformed request 400, and a head or body that does not arrive
 in time 408: slow clients cannot hold a connection), one exchange at a time per
 connection (RFC 9112, no pipelining: a request sent early waits its turn). Responses are
-written whole or streamed (SSE); a streamed response whose client does not read is
-dropped once ``max_buffer_bytes`` are waiting. It knows nothing of MCP.
+written whole or streamed (SSE). What waits to be written is bounded as ``flow.py``
+says: over ``high_water_bytes`` the connection is congested (:meth:`congested`), and it
+is dropped when its backlog would pass ``max_buffer_bytes`` or stays congested for
+``stall_timeout``. It knows nothing of MCP.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import msgspec
 
 from ..errors import LocalProtocolError
 from ..events import Action
+from .flow import Backlog, FlowLimits
 
 __all__ = [
     "CloseConnection",
@@ -47,6 +50,9 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
         idle_timeout: seconds an idle keep-alive connection is kept.
         max_buffer_bytes: bytes of response a connection may have waiting to be written;
             more, and the client is not reading: the connection is dropped.
+        high_water_bytes: over this many bytes waiting, a connection is congested: the
+            handlers producing into it wait (see ``flow.py``).
+        stall_timeout: seconds a connection may stay congested before it is dropped.
     """
 
     max_header_bytes: int = 32 * 1024
@@ -55,6 +61,14 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     body_timeout: float = 30.0
     idle_timeout: float = 60.0
     max_buffer_bytes: int = 4 * 1024 * 1024
+    high_water_bytes: int = 256 * 1024
+    stall_timeout: float = 30.0
+
+    @property
+    def flow(self) -> FlowLimits:
+        """The backpressure bounds."""
+        return FlowLimits(high_water_bytes=self.high_water_bytes, max_buffer_bytes=self.max_buffer_bytes,
+                          stall_timeout=self.stall_timeout)
 
 
 class RequestReceived(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,7 +123,7 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("body", "deadline", "exchange", "h11", "head_started", "id", "out", "out_size", "peer",
+    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "id", "out", "peer",
                  "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
@@ -121,7 +135,7 @@ class _Connection:
         self.request: h11.Request | None = None
         self.body = bytearray()
         self.out: list[bytes] = []
-        self.out_size = 0
+        self.backlog = Backlog()
         self.head_started = False  # bytes of the next request arrived
         self.deadline: float | None = now + limits.header_timeout
 
@@ -131,13 +145,16 @@ class HttpConnections:
 
     Driver contract: call :meth:`connection_made` for each accepted connection, feed its
     bytes to :meth:`receive_data` (``b""`` at EOF), write :meth:`data_to_send` when the
-    socket can take more (not before: unread output is what the buffer bound counts),
-    perform each :meth:`next_action`, and call :meth:`handle_timeout` at
-    :meth:`next_deadline`.
+    socket can take more (not before, and never into a buffer of its own: unread output
+    is what the backpressure bounds count), perform each :meth:`next_action`, and call
+    :meth:`handle_timeout` at :meth:`next_deadline`.
     """
 
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
+        self._flow = self.limits.flow
+        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self._connections: dict[int, _Connection] = {}
         self._exchanges: dict[int, _Connection] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
@@ -150,6 +167,7 @@ class HttpConnections:
 
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected (from ``peer``, its address, if the driver knows it); its id."""
+        self._now = now
         self._next_connection += 1
         self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
@@ -178,6 +196,7 @@ class HttpConnections:
 
         Events: ``RequestReceived``, ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
+        self._now = now
         conn = self._connection(connection)
         if conn is None:
             return
@@ -201,10 +220,16 @@ class HttpConnections:
             self._lost(conn, "the connection was lost")
 
     def handle_timeout(self, now: float) -> None:
-        """Answer 408 to requests that are too slow, and close idle connections.
+        """Answer 408 to requests that are too slow, close idle connections, and drop
+        connections whose client stopped reading (congested for ``stall_timeout``).
 
-        Actions: ``CloseConnection``.
+        Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
+        self._now = now
+        for conn in [c for c in map(self._connections.__getitem__, list(self._congested))
+                     if c.backlog.stamp(now, self._flow)]:
+            conn.out.clear()  # it would not be read
+            self._lost(conn, "the client does not read its stream")
         for conn in [c for c in self._connections.values() if c.deadline is not None and c.deadline <= now]:
             if conn.head_started:
                 self._refuse(conn, 408, "the request did not arrive in time")
@@ -223,8 +248,12 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
+        self._now = now
         conn = self._awaiting(exchange)
         if conn is None:
+            return
+        if not conn.backlog.fits(len(body), self._flow):  # earlier responses were never read
+            self._lost(conn, "the client does not read its responses")
             return
         self._send(conn, _response(status, [*headers, ("content-length", str(len(body)))]))
         if body:
@@ -252,7 +281,7 @@ class HttpConnections:
         conn = self._exchanges.get(exchange)
         if conn is None or conn.state is not _State.STREAMING:
             return False
-        if conn.out_size + len(data) > self.limits.max_buffer_bytes:
+        if not conn.backlog.fits(len(data), self._flow):
             self._lost(conn, "the client does not read its stream")
             return False
         self._send(conn, h11.Data(data=data))
@@ -263,6 +292,7 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
+        self._now = now
         conn = self._exchanges.get(exchange)
         if conn is not None and conn.state is _State.STREAMING:
             self._end(conn, now)
@@ -283,7 +313,8 @@ class HttpConnections:
             return b"".join(self._closing.pop(connection, ()))
         data = b"".join(conn.out)
         conn.out.clear()
-        conn.out_size = 0
+        conn.backlog.taken(len(data), self._flow)
+        self._congested.discard(conn.id)  # all of it was taken
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -299,9 +330,17 @@ class HttpConnections:
         return self._actions.popleft() if self._actions else None
 
     def next_deadline(self) -> float | None:
-        """The earliest read deadline of any connection; changes nothing."""
+        """The earliest read or stall deadline of any connection; changes nothing."""
         deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
+        deadlines += [d for c in self._congested
+                      if (d := self._connections[c].backlog.deadline(self._flow, self._now)) is not None]
         return min(deadlines) if deadlines else None
+
+    def congested(self, exchange: int) -> bool:
+        """Whether the connection carrying ``exchange`` holds more than
+        ``high_water_bytes`` its client has not read (a producer should wait); changes nothing."""
+        conn = self._exchanges.get(exchange)
+        return conn is not None and conn.backlog.congested(self._flow)
 
     def exchange_connection(self, exchange: int) -> int | None:
         """The connection carrying ``exchange``, while it is open."""
@@ -380,7 +419,9 @@ class HttpConnections:
             raise LocalProtocolError(f"invalid response: {exc}") from exc
         if data:
             conn.out.append(data)
-            conn.out_size += len(data)
+            conn.backlog.add(len(data))
+            if conn.backlog.congested(self._flow):
+                self._congested.add(conn.id)
 
     def _end(self, conn: _Connection, now: float) -> None:
         self._send(conn, h11.EndOfMessage())
@@ -415,6 +456,7 @@ class HttpConnections:
 
     def _close(self, conn: _Connection) -> None:
         del self._connections[conn.id]
+        self._congested.discard(conn.id)
         self._exchanges.pop(conn.exchange, None)
         conn.state = _State.CLOSING
         conn.deadline = None

@@ -114,6 +114,10 @@ class LegacyHost(SubHost):
         """A response of this session."""
         self._http.legacy_send(self._legacy, channel, data, True, status, now)
 
+    def congested(self, channel: int | None) -> bool:
+        """Whether the stream ``channel``'s messages go to is congested."""
+        return self._http.legacy_congested(self._legacy, channel)
+
 
 def sse_event(data: bytes, event_id: str | None) -> bytes:
     """One SSE ``message`` event carrying ``data`` (compact JSON: no line breaks)."""

@@ -142,7 +142,8 @@ def initialized(session: ServerSession) -> None:
     assert session.protocol_version is not None and session.client_info is not None  # set by initialize
     session.host.emit(ClientInitialized(protocol_version=session.protocol_version,
                                         client_info=session.client_info,
-                                        capabilities=session.client_capabilities))
+                                        capabilities=session.client_capabilities,
+                                        session_id=session.session_id))
 
 
 def _ping(session: ServerSession, req: Request, now: float) -> None:
@@ -168,7 +169,7 @@ def _list_tools(session: ServerSession, req: Request, now: float) -> None:
     if not tools:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no tools")
         return
-    found = page(session, req, "tools", [entry.tool for entry in tools.values()])
+    found = page(session, req, "tools", [entry.listed(req.rules) for entry in tools.values()])
     if found is not None:
         session.answer(req, ListToolsResult(tools=found[0], next_cursor=found[1]), cache=_list_cache(session))
 

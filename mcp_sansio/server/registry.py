@@ -16,6 +16,7 @@ import msgspec
 from ..errors import LocalProtocolError
 from ..skills import Skill
 from ..types import Prompt, Resource, ResourceTemplate, Tool
+from ..versions import VersionRules
 from .config import CacheScope
 from .signature import HandlerSignature
 
@@ -83,11 +84,20 @@ class RegisteredTool(msgspec.Struct, frozen=True, kw_only=True):
     """Arguments mirrored into ``Mcp-Param-*`` headers (``x-mcp-header``), by path."""
     scopes: tuple[str, ...] = ()
     """OAuth scopes a call needs (besides the server's required ones) when auth is on."""
+    wrapped: Tool | None = None
+    """The tool as revisions whose ``structuredContent`` is an object list it (its
+    ``outputSchema`` wrapped as ``{"result": ...}``); ``None`` when its schema is an object."""
 
     @property
     def name(self) -> str:
         """The tool's name."""
         return self.tool.name
+
+    def listed(self, rules: VersionRules) -> Tool:
+        """The definition ``tools/list`` gives a client of ``rules.version``."""
+        if self.wrapped is None or rules.structured_any_value:
+            return self.tool
+        return self.wrapped
 
 
 class RegisteredPrompt(msgspec.Struct, frozen=True, kw_only=True):

@@ -31,17 +31,22 @@ from ..types import (
     ResourceLink,
     TextContent,
 )
+from ..versions import VersionRules
 from .registry import RegisteredPrompt, RegisteredTool
 
-__all__ = ["completion_result", "error_tool_result", "prompt_result", "read_result", "tool_result"]
+__all__ = ["completion_result", "error_tool_result", "prompt_result", "read_result", "tool_result",
+           "wrap_output_schema"]
 
 _BLOCKS: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 _MAX_COMPLETIONS: Final = 100  # the spec's bound on values per completion result
 _encoder: Final = msgspec.json.Encoder()
 
 
-def tool_result(entry: RegisteredTool, value: object) -> CallToolResult:
-    """The ``tools/call`` result for what ``entry``'s handler returned.
+def tool_result(entry: RegisteredTool, value: object, rules: VersionRules) -> CallToolResult:
+    """The ``tools/call`` result for what ``entry``'s handler returned, to a client of
+    ``rules.version``: before 2026-07-28 ``structuredContent`` is an object, so another
+    value goes as ``{"result": value}`` (what the wrapped ``outputSchema`` describes); the
+    text is the value's JSON either way.
 
     Raises:
         LocalProtocolError: ``value`` cannot be represented as JSON.
@@ -52,9 +57,23 @@ def tool_result(entry: RegisteredTool, value: object) -> CallToolResult:
         return CallToolResult(content=[TextContent(text=value)])
     if entry.structured:
         structured = _builtins(value)
-        return CallToolResult(content=[TextContent(text=_json(structured))],
-                              structured_content=structured)  # type: ignore[arg-type]  # any JSON value
+        text = _json(structured)
+        if not rules.structured_any_value and (entry.wrapped is not None or not isinstance(structured, dict)):
+            structured = {"result": structured}
+        return CallToolResult(content=[TextContent(text=text)], structured_content=structured)
     return CallToolResult(content=_content(value))
+
+
+def wrap_output_schema(schema: Mapping[str, object]) -> dict[str, object]:
+    """``schema`` of a value other than an object, as the object ``{"result": value}``
+    (``$defs`` stay at the root, so references still resolve; the marker tells FastMCP's
+    client to unwrap it)."""
+    inner = {k: v for k, v in schema.items() if k != "$defs"}
+    wrapped: dict[str, object] = {"type": "object", "properties": {"result": inner}, "required": ["result"],
+                                  "x-fastmcp-wrap-result": True}
+    if "$defs" in schema:
+        wrapped["$defs"] = schema["$defs"]
+    return wrapped
 
 
 def error_tool_result(message: str) -> CallToolResult:

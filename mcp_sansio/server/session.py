@@ -37,8 +37,16 @@ from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .authz import Principal
 from .calls import Call, CallKind
-from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending
-from .events import AnswerFailed, AnswerReceived, CallCancelled, RequestInfo
+from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending, ToolError
+from .events import (
+    ANSWERED,
+    AnswerFailed,
+    AnswerReceived,
+    CallCancelled,
+    CallOutcome,
+    RequestAnswered,
+    RequestInfo,
+)
 from .phases import TRANSITIONS, Phase, Trigger
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
 from .wire import CancelParams, Params, RequestMeta
@@ -110,6 +118,8 @@ class ServerSession:
         self.config = app.config
         self.host = host
         self.phase = Phase.NEW
+        self.session_id: str | None = None
+        """The ``Mcp-Session-Id`` of a handshake-era HTTP session (set by its transport)."""
         self.protocol_version: str | None = None
         self.rules: VersionRules | None = None
         self.client_info: Implementation | None = None
@@ -142,6 +152,13 @@ class ServerSession:
         """
         if self.phase is Phase.CLOSED:
             raise LocalProtocolError("the session is closed")
+        problem = invalid_utf8(data)
+        if problem is not None:  # JSON text is UTF-8 (RFC 8259 section 8.1); the envelope's
+            # decoder leaves params unread (Raw), so the whole message is checked here
+            self.error(channel, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now=now)
+            discarded = MessageDiscarded(reason=DiscardReason.NOT_JSON, detail=problem, excerpt=data[:200])
+            self.host.emit(discarded)
+            return
         try:
             decoded = jsonrpc.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -198,7 +215,8 @@ class ServerSession:
         self.listens.clear()
         self.tasks.clear()  # they lived in this connection
         self.advance(Trigger.CLOSE)
-        self.host.emit(ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message=message))
+        self.host.emit(ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message=message,
+                                            session_id=self.session_id))
 
     def handle_timeout(self, now: float) -> None:
         """Fail the questions to the client whose deadline passed (and tell the client).
@@ -219,13 +237,13 @@ class ServerSession:
 
     # ---------------------------------------------------------------- answers from the driver
 
-    def respond(self, call: int, value: object, *, now: float) -> None:
+    def respond(self, call: int, value: object, *, now: float) -> CallOutcome:
         """Answer ``call`` with its handler's return value (see :meth:`Endpoint.respond`)."""
         rec = self._call(call)
         kind = rec.kind
         if kind is CallKind.TOOL:
             assert rec.tool is not None  # set for every TOOL call
-            result: msgspec.Struct = tool_result(rec.tool, value)
+            result: msgspec.Struct = tool_result(rec.tool, value, rec.rules)
         elif kind is CallKind.PROMPT:
             assert rec.prompt is not None  # set for every PROMPT call
             result = prompt_result(rec.prompt, value)
@@ -233,34 +251,44 @@ class ServerSession:
             result = read_result(rec.uri, rec.mime_type, value)
         else:
             result = completion_result(value)
+        outcome = _outcome_of(result)
         if rec.task is not None:
             self.finish_call(rec)
             tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
-            return
+            return outcome
         data = self.encode_result(rec.request_id, result, rec.modern_rules, cache=rec.cache)
         self.finish_call(rec)
         self._deliver(rec, data, 200, now)
+        return outcome
 
-    def fail(self, call: int, error: BaseException, *, now: float) -> None:
+    def fail(self, call: int, error: BaseException, *, now: float) -> CallOutcome:
         """Answer ``call`` for a handler that raised ``error`` (see :meth:`Endpoint.fail`)."""
         rec = self._call(call)
         if isinstance(error, RequestError):
-            self.respond_error(call, error.code, error.message, error.data, now=now)
-        elif isinstance(error, ClientCapabilityMissing) and rec.info.modern:
+            return self.respond_error(call, error.code, error.message, error.data, now=now)
+        if isinstance(error, ClientCapabilityMissing) and rec.info.modern:
             required = {"requiredCapabilities": error.required}
-            self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
+            return self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
+        if isinstance(error, ToolError):  # meant for the client
+            message = str(error) or type(error).__name__
+        elif self.app.mask_error_details:
+            message = f"Error calling tool {rec.tool.name!r}" if rec.tool is not None else "Internal error"
         elif rec.kind is CallKind.TOOL:
-            result = error_tool_result(str(error) or type(error).__name__)
-            self.finish_call(rec)
-            if rec.task is not None:
-                tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
-                return
-            self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
+            message = str(error) or type(error).__name__
         else:
             message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-            self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
+        if rec.kind is not CallKind.TOOL:
+            return self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
+        result = error_tool_result(message)
+        self.finish_call(rec)
+        if rec.task is not None:
+            tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
+        else:
+            self._deliver(rec, self.encode_result(rec.request_id, result, rec.modern_rules), 200, now)
+        return CallOutcome(message=message, tool_error=True)
 
-    def respond_error(self, call: int, code: int, message: str, data: object = None, *, now: float) -> None:
+    def respond_error(self, call: int, code: int, message: str, data: object = None, *,
+                      now: float) -> CallOutcome:
         """Answer ``call`` with a JSON-RPC error (see :meth:`Endpoint.respond_error`)."""
         rec = self._call(call)
         encoded = jsonrpc.encode_error(rec.request_id, code, message, data)
@@ -269,8 +297,9 @@ class ServerSession:
             error = {"code": code, "message": message} if data is None else {
                 "code": code, "message": message, "data": data}
             tasks.finish(self, rec, now, error=error)
-            return
-        self._deliver(rec, encoded, _status(code, rec.info.modern), now)
+        else:
+            self._deliver(rec, encoded, _status(code, rec.info.modern), now)
+        return CallOutcome(error_code=code, message=message)
 
     def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
         """End this round of ``call`` with ``input_required`` (see :meth:`Endpoint.input_required`)."""
@@ -594,6 +623,8 @@ class ServerSession:
         """Answer ``request`` with a JSON-RPC error."""
         self.error(request.channel, request.request_id, code, message, data, now=request.now,
                    modern=request.modern)
+        if self.app.report_answers:
+            self._answered(request, code, message)
 
     def answer(self, request: methods.Request, result: msgspec.Struct, *,
                cache: tuple[int, str] | None = None) -> None:
@@ -601,6 +632,17 @@ class ServerSession:
         data = self.encode_result(request.request_id, result, request.rules if request.modern else None,
                                   cache=cache)
         self.host.finish(request.channel, data, 200, request.now)
+        if self.app.report_answers:
+            self._answered(request, None, None)
+
+    def _answered(self, request: methods.Request, code: int | None, message: str | None) -> None:
+        """Tell telemetry the core answered ``request`` itself (``RequestAnswered``)."""
+        meta = getattr(request.params, "meta", None)
+        version = request.rules.version if request.modern else self.protocol_version
+        self.host.emit(RequestAnswered(
+            method=request.method, request_id=request.request_id, protocol_version=version,
+            session_id=self.session_id, error_code=code, message=message,
+            trace_context=meta.trace_context() if isinstance(meta, RequestMeta) else None))
 
     def encode_result(self, rid: RequestId, result: msgspec.Struct | dict[str, object],
                       rules: VersionRules | None, *, cache: tuple[int, str] | None = None,
@@ -630,12 +672,32 @@ class ServerSession:
                 request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
                 modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
                 progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
+                trace_context=meta.trace_context(),
             )
         return RequestInfo(
             request_id=request.request_id, method=request.method,
             protocol_version=self.protocol_version or LATEST_VERSION, modern=False,
             client_info=self.client_info, client_capabilities=self.client_capabilities,
             progress_token=None if meta is None else meta.progress_token, log_level=self.log_level,
+            session_id=self.session_id, trace_context=None if meta is None else meta.trace_context(),
             principal=request.principal,
         )
 
+
+def invalid_utf8(data: bytes) -> str | None:
+    """Why ``data`` is not UTF-8, or ``None`` when it is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start}"
+    return None
+
+
+def _outcome_of(result: msgspec.Struct) -> CallOutcome:
+    """What answering with ``result`` tells telemetry: a tool result with ``isError`` is a
+    tool error (the OpenTelemetry MCP conventions' ``tool_error``)."""
+    if getattr(result, "is_error", None) is True:
+        content = getattr(result, "content", None) or ()
+        text = next((getattr(c, "text", None) for c in content if getattr(c, "text", None)), None)
+        return CallOutcome(message=text, tool_error=True)
+    return ANSWERED

@@ -49,7 +49,7 @@ class HandlerSignature:
     __slots__ = ("args_type", "context_param", "decoder", "descriptions", "fn", "is_async", "names",
                  "required", "return_annotation", "var_keyword")
 
-    def __init__(self, fn: Callable[..., object], *, name: str) -> None:
+    def __init__(self, fn: Callable[..., object], *, name: str, kind: str = "handler") -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004  # an instance with an async __call__
@@ -59,7 +59,7 @@ class HandlerSignature:
             annotated = fn if inspect.isroutine(fn) else type(fn).__call__  # an instance: its __call__
             hints = typing.get_type_hints(annotated, include_extras=True)
         except (TypeError, ValueError, NameError) as exc:
-            raise LocalProtocolError(f"cannot read the signature of {name!r}: {exc}") from exc
+            raise LocalProtocolError(f"cannot read the signature of {kind} {name!r}: {exc}") from exc
         self.context_param: str | None = None
         fields: list[tuple[str, object, object] | tuple[str, object]] = []
         self.descriptions: dict[str, str] = {}
@@ -71,7 +71,8 @@ class HandlerSignature:
                 continue
             if param.kind not in _ALLOWED_KINDS:
                 raise LocalProtocolError(
-                    f"{name!r}: parameter {param.name!r} must be nameable (no positional-only or *args)"
+                    f"{kind} {name!r}: parameter {param.name!r} must be nameable "
+                    "(no positional-only or *args)"
                 )
             annotation = hints.get(param.name, Any)  # unannotated: any JSON value
             if _is_context(annotation):
@@ -90,12 +91,17 @@ class HandlerSignature:
         self.return_annotation: object = hints.get("return", inspect.Signature.empty)
         self.args_type: type[msgspec.Struct] | None = None
         self.decoder: msgspec.json.Decoder[Any] | None = None
+        for field in fields:
+            _check_type(kind, name, field[0], field[1])
         if fields:
             try:
                 self.args_type = msgspec.defstruct(f"{name}_arguments", fields, kw_only=True)
-                self.decoder = msgspec.json.Decoder(self.args_type)
+                # Tool arguments no parameter names are refused, naming them (FastMCP does).
+                strict = msgspec.defstruct(f"{name}_arguments", fields, kw_only=True,
+                                           forbid_unknown_fields=True)
+                self.decoder = msgspec.json.Decoder(strict)
             except (TypeError, ValueError) as exc:
-                raise LocalProtocolError(f"{name!r}: cannot validate its parameters: {exc}") from exc
+                raise LocalProtocolError(f"{kind} {name!r}: cannot validate its parameters: {exc}") from exc
 
     def decode(self, raw: bytes | None) -> dict[str, object]:
         """The keyword arguments in the JSON object ``raw`` (``None``: no arguments).
@@ -109,7 +115,7 @@ class HandlerSignature:
             values = msgspec.json.decode(raw or _EMPTY_OBJECT)
             if not isinstance(values, dict):
                 raise msgspec.ValidationError("Expected `object` - at `$`")
-            named = self.convert(values, strict=True)
+            named = self.convert({k: v for k, v in values.items() if k in self.names}, strict=True)
             return named | {k: v for k, v in values.items() if k not in self.names}
         if self.decoder is None:
             return {}
@@ -133,21 +139,35 @@ class HandlerSignature:
         return _inline(self.args_type)
 
     def output_schema(self) -> dict[str, object] | None:
-        """The schema of a structured return annotation; ``None`` for text, content or a scalar."""
+        """The schema of a structured return annotation (an object, a number, a boolean or an
+        array of values); ``None`` for text, content blocks, or no annotation."""
         annotation = self.return_annotation
         if not _structured(annotation):
             return None
         return _inline(annotation)
 
 
-def inspect_handler(fn: Callable[..., object], *, name: str) -> HandlerSignature:
-    """Parse ``fn``'s signature for the handler named ``name``.
+def inspect_handler(fn: Callable[..., object], *, name: str, kind: str = "handler") -> HandlerSignature:
+    """Parse ``fn``'s signature for the ``kind`` (``"tool"``, ``"prompt"``, ...) named ``name``.
 
     Raises:
         LocalProtocolError: the signature cannot serve as a handler's (positional-only or
-            ``*args`` parameters, unresolvable annotations, types msgspec cannot validate).
+            ``*args`` parameters, unresolvable annotations, types msgspec cannot validate:
+            the message names the handler, the parameter and the type).
     """
-    return HandlerSignature(fn, name=name)
+    return HandlerSignature(fn, name=name, kind=kind)
+
+
+def _check_type(kind: str, name: str, param: str, annotation: object) -> None:
+    """Refuse a parameter type msgspec can neither validate nor describe, naming it."""
+    try:
+        msgspec.json.Decoder(annotation)
+        msgspec.json.schema(annotation)
+    except (TypeError, ValueError) as exc:
+        reason = ([type(exc).__name__, *str(exc).strip().splitlines()])[-1]  # msgspec's last line says it
+        raise LocalProtocolError(
+            f"{kind} {name!r}: parameter {param!r} has type {inspect.formatannotation(annotation)}, "
+            f"which cannot be a JSON argument ({reason})") from exc
 
 
 def _is_context(annotation: object) -> bool:
@@ -164,14 +184,37 @@ def _description(annotation: object) -> str | None:
 
 
 def _structured(annotation: object) -> bool:
-    """A return type that produces ``structuredContent``: an object, not text or content."""
+    """A return type that produces ``structuredContent``: an object, a number, a boolean or
+    an array of values (FastMCP's rule), not text or content blocks."""
     if isinstance(annotation, type):
         if issubclass(annotation, msgspec.Struct):
-            from ..types import WireStruct
-
-            return not issubclass(annotation, WireStruct)  # CallToolResult, TextContent, ...
+            return not _is_wire(annotation)  # CallToolResult, TextContent, ...
+        if annotation in _SCALARS:
+            return True
         return dataclasses.is_dataclass(annotation) or is_typeddict(annotation)
-    return typing.get_origin(annotation) is dict
+    origin = typing.get_origin(annotation)
+    if origin in _ARRAYS:
+        return not any(_holds_content(arg) for arg in typing.get_args(annotation))
+    return origin is dict
+
+
+_SCALARS: Final = (int, float, bool)
+_ARRAYS: Final = (list, tuple, set, frozenset)
+
+
+def _is_wire(tp: type) -> bool:
+    from ..types import WireStruct
+
+    return issubclass(tp, WireStruct)
+
+
+def _holds_content(arg: object) -> bool:
+    """An item type that may be a content block, or anything at all: the list is content."""
+    if arg is Any or arg is object or arg is Ellipsis:
+        return arg is not Ellipsis
+    if isinstance(arg, type):
+        return issubclass(arg, msgspec.Struct) and _is_wire(arg)
+    return any(_holds_content(inner) for inner in typing.get_args(arg))
 
 
 def _inline(tp: object) -> dict[str, object]:

@@ -3,7 +3,11 @@
 ``StdioServer`` is one :class:`ServerSession` behind a bounded line buffer (MCP "stdio":
 one message per line, no embedded newlines). A line over ``max_line_bytes`` is answered
 with an error and skipped, and reading resumes after its end, so a hostile client cannot
-exhaust memory nor stop the server. End of input closes the session.
+exhaust memory nor stop the server. End of input closes the session. Output waiting for
+a client that does not read stdout is bounded as ``flow.py`` says: handlers wait over
+``high_water_bytes``; past ``max_buffer_bytes``, or congested for ``stall_timeout``, the
+session ends as if the client had left (calls cancelled, ``ConnectionTerminated``), and
+what comes after is discarded: stdio has no second stream to resume on.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .. import jsonrpc
-from ..events import DiscardReason, MessageDiscarded
+from ..events import DiscardReason, Event, MessageDiscarded
 from ..framing import LineBuffer
 from .endpoint import Endpoint
+from .flow import Backlog, FlowLimits
 from .session import ServerSession
 
 if TYPE_CHECKING:
@@ -28,19 +33,27 @@ class StdioServer(Endpoint):
 
     Driver contract: feed what stdin yields to :meth:`receive_data` (``b""`` at EOF),
     run the handlers :meth:`next_event` asks for and answer them, write
-    :meth:`data_to_send` to stdout, and call :meth:`handle_timeout` at
-    :meth:`next_deadline`. After ``receive_data(b"")`` (a ``ConnectionTerminated`` event
-    follows) the driver finishes writing and exits.
+    :meth:`data_to_send` to stdout when it can take more (not before, and never into a
+    buffer of its own: unread output is what the backpressure bounds count), and call
+    :meth:`handle_timeout` at :meth:`next_deadline`. After ``receive_data(b"")`` (a
+    ``ConnectionTerminated`` event follows) the driver finishes writing and exits.
 
     Args:
         app: what the server offers.
         secret: see :class:`Endpoint`.
         entropy: see :class:`Endpoint`.
         wall_offset: see :class:`Endpoint`.
+        flow: the bounds of output waiting for the client.
     """
 
-    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0) -> None:
+    def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
+                 flow: FlowLimits | None = None) -> None:
         super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
+        self.flow = flow or FlowLimits()
+        self._backlog = Backlog()
+        self._dropped = False  # the client stopped reading: the session ended
+        self._overflowed = False  # ... past max_buffer_bytes: end it at the next event
+        self._now = 0.0
         self.session = ServerSession(app, self)
         self._max_line = app.config.max_line_bytes
         self._lines = LineBuffer(self._max_line)
@@ -58,6 +71,9 @@ class StdioServer(Endpoint):
         ``ConnectionTerminated``.
         """
         session = self.session
+        self._now = now
+        if self._dropped:
+            return  # the session ended: input is read and discarded until EOF
         if not data:
             for line in ([] if self._skipping else self._lines.close()):
                 session.receive_message(line, now)
@@ -77,15 +93,68 @@ class StdioServer(Endpoint):
             return b""
         data = b"".join(out)
         out.clear()
+        self._backlog.taken(len(data), self.flow)
         return data
 
     def send(self, channel: int | None, data: bytes) -> None:
         """Queue one message as a line (every message shares the one stream)."""
-        self._out.append(data + b"\n")
+        self._queue(data, self._now)
 
     def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
         """Queue a response as a line."""
+        self._queue(data, now)
+
+    def congested(self, call: int) -> bool:
+        """Whether stdout holds more than ``high_water_bytes`` the client has not read."""
+        return self._backlog.congested(self.flow)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline: the session's, or stdout's stall; changes nothing."""
+        deadlines = [d for d in (super().next_deadline(), self._backlog.deadline(self.flow, self._now))
+                     if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def handle_timeout(self, now: float) -> None:
+        """Fire what is due; a client that left stdout congested for ``stall_timeout``
+        ends the session.
+
+        Events: those of :meth:`Endpoint.handle_timeout`; ``CallCancelled`` and
+        ``ConnectionTerminated`` for a client that stopped reading.
+        """
+        self._now = now
+        if self._backlog.stamp(now, self.flow):
+            self._drop(now)
+        super().handle_timeout(now)
+
+    def _queue(self, data: bytes, now: float) -> None:
+        if self._dropped:
+            return
+        if not self._backlog.fits(len(data) + 1, self.flow):  # the session ends at the next
+            self._overflowed = True  # event, not while it is busy sending
+            self._discard()
+            return
         self._out.append(data + b"\n")
+        self._backlog.add(len(data) + 1)
+
+    def next_event(self) -> Event | None:
+        """The oldest queued event (the session ends first if output passed ``max_buffer_bytes``).
+
+        Events: ``CallCancelled`` and ``ConnectionTerminated`` when it ends.
+        """
+        if self._overflowed:
+            self._overflowed = False
+            self.session.close(self._now, "the client does not read its output")
+        return super().next_event()
+
+    def _discard(self) -> None:
+        self._dropped = True
+        self._out.clear()
+        self._backlog = Backlog()
+
+    def _drop(self, now: float) -> None:
+        """The client does not read: end the session, forget what waits for it."""
+        self._discard()
+        self.session.close(now, "the client does not read its output")
 
     def sessions(self) -> Iterable[ServerSession]:
         """The one session."""

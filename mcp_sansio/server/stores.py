@@ -174,17 +174,21 @@ class MemorySessionStore:
 
 
 class MemoryEventStore:
-    """Events in this process's memory: the last ``max_events`` of each session.
+    """Events in this process's memory: the last ``max_events`` of each session, and no more
+    than ``max_bytes`` of them (the oldest go first; a stream whose client stopped reading
+    goes on here, so this bounds what it costs).
 
     Event ids are ``<stream>-<sequence>``, opaque to clients. ``follow`` answers at once
     (it never waits): enough for servers sharing one process, as the tests have them.
     """
 
-    def __init__(self, max_events: int = 1000) -> None:
+    def __init__(self, max_events: int = 1000, max_bytes: int = 4 * 1024 * 1024) -> None:
         self._events: dict[str, deque[tuple[int, int, bytes, bool]]] = {}
+        self._sizes: dict[str, int] = {}
         self._next: dict[str, int] = {}
         self._requests: dict[tuple[str, int], int | str] = {}
         self._max = max_events
+        self._max_bytes = max_bytes
         self.shared = False
 
     def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
@@ -194,8 +198,12 @@ class MemoryEventStore:
             self._requests[session_id, stream] = request_id
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
-        events = self._events.setdefault(session_id, deque(maxlen=self._max))
+        events = self._events.setdefault(session_id, deque())
         events.append((stream, seq, data, final))
+        size = self._sizes.get(session_id, 0) + len(data)
+        while len(events) > self._max or (size > self._max_bytes and len(events) > 1):
+            size -= len(events.popleft()[2])
+        self._sizes[session_id] = size
         return f"{stream}-{seq}"
 
     def replay(self, session_id: str, last_event_id: str) -> Replay | None:
@@ -216,6 +224,7 @@ class MemoryEventStore:
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
         self._events.pop(session_id, None)
+        self._sizes.pop(session_id, None)
         self._next.pop(session_id, None)
         for key in [k for k in self._requests if k[0] == session_id]:
             del self._requests[key]

@@ -8,7 +8,10 @@ server. With the app's ``auth``, the upgrade request must carry a valid bearer t
 connection closes (1008) when that token expires, since no later message can bring a
 fresh one. Each connection is one :class:`ServerSession`, as a stdio connection is. A message
 over ``max_line_bytes`` closes the connection with 1009; a binary message is refused with
-1003; control frames and the closing handshake are wsproto's and this module's.
+1003; control frames and the closing handshake are wsproto's and this module's. Output
+waiting for a client that does not read is bounded as ``flow.py`` says: handlers wait
+over ``high_water_bytes``; past ``max_buffer_bytes``, or congested for ``stall_timeout``,
+the connection is dropped (its session ends: the WebSocket transport has no resumption).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
+from ..events import Event
 from .authz import Allowed, AuthGate, Principal, Refusal, TokenVerdict
 from .endpoint import Endpoint, SubHost
+from .flow import Backlog, FlowLimits
 from .http11 import CloseConnection
 from .http_headers import LOOPBACK_HOSTS, check_origins, host_allowed, origin_allowed
 from .session import ServerSession
@@ -56,6 +61,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
         max_connections: connections served at once.
         max_connections_per_peer: connections one peer (address) may hold at once, so
             that one client cannot take every connection (more are closed at once).
+        flow: the bounds of output waiting for a client (``flow.py``).
     """
 
     path: str | None = None
@@ -63,6 +69,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
     allowed_origins: tuple[str, ...] | None = ()
     max_connections: int = 1024
     max_connections_per_peer: int = 128
+    flow: FlowLimits = FlowLimits()
 
     @classmethod
     def loopback(cls, **overrides: object) -> WebSocketConfig:
@@ -79,7 +86,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("expires_at", "id", "message", "out", "peer", "principal", "session", "ws")
+    __slots__ = ("backlog", "expires_at", "id", "message", "out", "peer", "principal", "session", "ws")
 
     def __init__(self, connection: int, peer: str | None) -> None:
         self.id = connection
@@ -88,6 +95,7 @@ class _Link:
         self.session: ServerSession | None = None
         self.message: list[str] = []
         self.out: list[bytes] = []
+        self.backlog = Backlog()
         self.principal: Principal | None = None
         self.expires_at: float | None = None  # when its token expires (driver clock)
 
@@ -110,6 +118,10 @@ class _LinkHost(SubHost):
         """A response, as one text frame."""
         self._ws.write(self._link, data)
 
+    def congested(self) -> bool:
+        """Whether this connection holds more than its high-water mark unread."""
+        return self._link.backlog.congested(self._ws.config.flow)
+
 
 class WebSocketServer(Endpoint):
     """An MCP server for WebSocket clients, one session per connection.
@@ -126,6 +138,9 @@ class WebSocketServer(Endpoint):
         self._actions: deque[CloseConnection] = deque()
         self._closing: dict[int, list[bytes]] = {}
         self._next = 0
+        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
+        self._overflowed: set[int] = set()  # connections past max_buffer_bytes, to drop
+        self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self.gate: AuthGate[tuple[int, wsevents.Request]] | None = None
         """The bearer check of upgrade requests (``None``: the app has no ``auth``)."""
         if app.auth is not None:
@@ -136,6 +151,7 @@ class WebSocketServer(Endpoint):
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected from ``peer`` (its address, if known); its id (closed at
         once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
+        self._now = now
         self._next += 1
         config = self.config
         mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
@@ -151,6 +167,7 @@ class WebSocketServer(Endpoint):
         Raises:
             LocalProtocolError: the connection was never made.
         """
+        self._now = now
         link = self._link(connection)
         if link is None:
             return
@@ -182,6 +199,9 @@ class WebSocketServer(Endpoint):
             return b""
         data = b"".join(out)
         out.clear()
+        if link is not None:
+            link.backlog.taken(len(data), self.config.flow)
+            self._congested.discard(connection)  # all of it was taken
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -202,14 +222,27 @@ class WebSocketServer(Endpoint):
                 self._admit(link, request, outcome, now)
 
     def next_deadline(self) -> float | None:
-        """The earliest deadline: sessions, token verdicts, token expiries; changes nothing."""
+        """The earliest deadline: sessions, token verdicts, token expiries, a connection's
+        stall (``flow.py``); changes nothing."""
+        flow = self.config.flow
         deadlines = [super().next_deadline(), None if self.gate is None else self.gate.next_deadline(),
-                     *(link.expires_at for link in self._links.values())]
+                     *(link.expires_at for link in self._links.values()),
+                     *(self._links[c].backlog.deadline(flow, self._now) for c in self._congested)]
         return min((d for d in deadlines if d is not None), default=None)
 
     def handle_timeout(self, now: float) -> None:
-        """Fire what is due: sessions' deadlines, overdue verdicts (503), expired tokens
-        (the connection closes with 1008)."""
+        """Fire what is due: connections congested for ``stall_timeout`` (dropped: their
+        client does not read), sessions' deadlines, overdue verdicts (503), expired tokens
+        (the connection closes with 1008).
+
+        Events: those of :meth:`Endpoint.handle_timeout`; ``CallCancelled`` and
+        ``ConnectionTerminated`` for a dropped connection. Actions: ``CloseConnection``.
+        """
+        self._now = now
+        for stalled in [k for k in map(self._links.__getitem__, list(self._congested))
+                        if k.backlog.stamp(now, self.config.flow)]:
+            stalled.out.clear()  # it would not be read
+            self._drop(stalled, now, "the client does not read")
         super().handle_timeout(now)
         if self.gate is not None:
             for (connection, _), refusal in self.gate.handle_timeout(now):
@@ -226,6 +259,22 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, closing)
             self._drop(link, now, "the server is shutting down")
 
+    def next_event(self) -> Event | None:
+        """The oldest queued event (connections past ``max_buffer_bytes`` are dropped first).
+
+        Events: ``CallCancelled`` and ``ConnectionTerminated`` of a dropped connection.
+        Actions: ``CloseConnection``.
+        """
+        for link in [self._links[c] for c in self._overflowed if c in self._links]:
+            self._drop(link, self._now, "the client does not read")
+        self._overflowed.clear()
+        return super().next_event()
+
+    def congested(self, call: int) -> bool:
+        """Whether the connection ``call`` came on is congested (see ``flow.py``)."""
+        session = self._calls.get(call)
+        return session is not None and isinstance(session.host, _LinkHost) and session.host.congested()
+
     # ------------------------------------------------------------ Endpoint
 
     def sessions(self) -> Iterable[ServerSession]:
@@ -240,8 +289,13 @@ class WebSocketServer(Endpoint):
 
     def write(self, link: _Link, data: bytes) -> None:
         """One message as a text frame on ``link`` (if it is still open)."""
-        if link.id in self._links:
-            self._send_ws(link, wsevents.TextMessage(data=data.decode()))
+        if link.id not in self._links or link.id in self._overflowed:
+            return
+        if not link.backlog.fits(len(data), self.config.flow):  # dropped at the next event: not
+            self._overflowed.add(link.id)  # while its session is busy sending
+            link.out.clear()
+            return
+        self._send_ws(link, wsevents.TextMessage(data=data.decode()))
 
     # ------------------------------------------------------------ internals
 
@@ -323,11 +377,16 @@ class WebSocketServer(Endpoint):
 
     def _send_ws(self, link: _Link, event: wsevents.Event) -> None:
         with contextlib.suppress(WsLocalError):  # the connection is closing: nothing more goes out
-            link.out.append(link.ws.send(event))
+            frame = link.ws.send(event)
+            link.out.append(frame)
+            link.backlog.add(len(frame))
+            if link.backlog.congested(self.config.flow) and link.id in self._links:  # (else: closing)
+                self._congested.add(link.id)
 
     def _drop(self, link: _Link, now: float, reason: str) -> None:
         if self._links.pop(link.id, None) is None:
             return
+        self._congested.discard(link.id)
         if self.gate is not None and link.session is None:  # perhaps waiting for its token's verdict
             self.gate.discard(lambda held: held[0] == link.id)
         if link.session is not None:

@@ -65,6 +65,19 @@ class RequestMeta(msgspec.Struct, kw_only=True):
     client_capabilities: ClientCapabilities | None = msgspec.field(default=None, name=CLIENT_CAPABILITIES_KEY)
     client_info: Implementation | None = msgspec.field(default=None, name=CLIENT_INFO_KEY)
     log_level: LoggingLevel | None = msgspec.field(default=None, name=LOG_LEVEL_KEY)
+    # W3C trace context and baggage, where the OpenTelemetry MCP conventions carry them; any
+    # JSON is accepted (a bad value is ignored, never a reason to refuse the request).
+    traceparent: object = None
+    tracestate: object = None
+    baggage: object = None
+
+    def trace_context(self) -> dict[str, str] | None:
+        """The string ones of ``traceparent``, ``tracestate`` and ``baggage`` (``None`` when
+        neither ``traceparent`` nor ``baggage`` is a string)."""
+        if not isinstance(self.traceparent, str) and not isinstance(self.baggage, str):
+            return None
+        found = {"traceparent": self.traceparent, "tracestate": self.tracestate, "baggage": self.baggage}
+        return {key: value for key, value in found.items() if isinstance(value, str)}
 
 
 class Params(msgspec.Struct, kw_only=True):

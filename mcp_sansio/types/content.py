@@ -154,7 +154,7 @@ class ToolResultContent(WireStruct, kw_only=True, omit_defaults=True, tag_field=
     type: ClassVar[Literal["tool_result"]] = "tool_result"
     tool_use_id: str
     content: list[ContentBlock] = required_list()
-    structured_content: dict[str, object] | None = None
+    structured_content: object | None = None  # any JSON value in 2026-07-28
     is_error: bool = False
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
 

@@ -82,10 +82,11 @@ class CallToolResult(WireStruct, kw_only=True, omit_defaults=True):
     """The result of ``tools/call``.
 
     ``is_error`` means the tool itself failed (a result, not a JSON-RPC error);
-    ``structured_content`` (since 2025-06-18) conforms to the tool's ``output_schema``.
+    ``structured_content`` (since 2025-06-18) conforms to the tool's ``output_schema``: an
+    object before 2026-07-28, any JSON value from 2026-07-28 on (a number, a list, ...).
     """
 
     content: list[ContentBlock] = required_list()
-    structured_content: dict[str, object] | None = None
+    structured_content: object | None = None
     is_error: bool = False
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")

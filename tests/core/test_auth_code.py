@@ -454,6 +454,31 @@ def test_offline_access_is_added_when_the_server_lists_it() -> None:
     assert asked == "mcp:basic offline_access"
 
 
+def test_offline_access_comes_with_prompt_consent() -> None:
+    # OpenID Connect Core section 11: a provider ignores offline_access unless prompt has
+    # consent; oidc-provider does, and our client got no refresh token (found end to end).
+    flow = new_flow()
+    refuse(flow, headers=challenge("Bearer"))
+    answer(flow, 200, prm(scopes_supported=["mcp:basic"]))
+    step = answer(flow, 200, as_metadata(scopes_supported=["mcp:basic", "offline_access"]))
+    if isinstance(step, Register):
+        step = answer(flow, 201, {"client_id": "c"})
+    assert isinstance(step, Redirect)
+    sent = query(step.authorization_url)
+    assert (sent["scope"], sent["prompt"]) == ("mcp:basic offline_access", "consent")
+
+
+def test_no_prompt_without_offline_access() -> None:
+    flow = new_flow()
+    refuse(flow, headers=challenge('Bearer scope="mcp:basic"'))
+    answer(flow, 200, prm())
+    step = answer(flow, 200, as_metadata())
+    if isinstance(step, Register):
+        step = answer(flow, 201, {"client_id": "c"})
+    assert isinstance(step, Redirect)
+    assert "prompt" not in query(step.authorization_url)
+
+
 def test_offline_access_is_not_asked_for_when_unlisted() -> None:
     asked = scope_asked(
         "Bearer",

@@ -151,6 +151,21 @@ def test_machine_token_is_renewed_by_repeating_the_grant() -> None:
     assert isinstance(answer(flow, 200, token("cc-token-2"), now=3541.0), Authorized)
 
 
+def test_machine_token_renewal_asks_for_the_scopes_asked_before_not_every_listed_one() -> None:
+    # Found end to end (tests/drivers/test_authz_e2e.py): a client-credentials token renewed
+    # before it expired came back with every scope the resource lists, not those challenged.
+    flow = new_flow(grant=ClientCredentialsGrant(), client=CC_CLIENT)
+    refuse(flow, headers=challenge(f'Bearer resource_metadata="{PRM_URL}", scope="mcp:read"'))
+    answer(flow, 200, prm(scopes_supported=["mcp:read", "mcp:admin"]))
+    step = answer(flow, 200, MACHINE_METADATA)
+    assert isinstance(step, RequestToken)
+    assert form(step.request)["scope"] == "mcp:read"
+    answer(flow, 200, token("cc-token-1"))
+    step = flow.refresh(now=3540.0, fresh=fresh())
+    assert isinstance(step, RequestToken)
+    assert form(step.request)["scope"] == "mcp:read"
+
+
 def test_renewal_does_not_count_as_an_authorization_attempt() -> None:
     flow = new_flow(grant=ClientCredentialsGrant(), client=CC_CLIENT, max_authorization_attempts=1)
     token_request(flow)

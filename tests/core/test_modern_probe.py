@@ -532,3 +532,31 @@ def test_server_info_of_the_spec_example_is_read_from_meta() -> None:
     client.receive_data(discover_result(server_info={"name": "ExampleServer", "version": "1.0.0",
                                                      "title": "Example"}), 0.0)
     assert client.server_info == Implementation(name="ExampleServer", version="1.0.0", title="Example")
+
+
+def test_a_late_discover_answer_stands_when_a_modern_only_server_refuses_initialize() -> None:
+    # A modern server slower than discover_timeout (a loaded machine) answers the probe
+    # after initialize went out, then refuses initialize: the probe's answer decides.
+    client = _probing()
+    client.handle_timeout(3.0)
+    assert take_messages(client) == [_initialize(2)]
+    client.receive_data(discover_result(1), now=4.0)
+    assert drain_events(client) == []
+    client.receive_data(SERVER.error(2, -32022, "connection is serving the 2026-07-28 protocol"), now=4.1)
+    [done] = drain_events(client)
+    assert isinstance(done, InitializeCompleted) and done.protocol_version == MODERN
+    assert client.phase is Phase.READY and client.era == "modern"
+
+
+@pytest.mark.parametrize("late", [
+    {"error": {"code": -32601, "message": "Method not found"}},
+    {"result": {"unrelated": True}},
+])
+def test_a_late_probe_answer_that_proves_nothing_leaves_an_initialize_refusal_a_failure(late: Json) -> None:
+    client = _probing()
+    client.handle_timeout(3.0)
+    take_messages(client)
+    client.receive_data(msgspec.json.encode({"jsonrpc": "2.0", "id": 1, **late}) + b"\n", now=4.0)
+    client.receive_data(SERVER.error(2, -32603, "nope"), now=4.1)
+    [failed] = drain_events(client)
+    assert isinstance(failed, InitializeFailed) and failed.reason is FailureReason.ERROR_RESPONSE

@@ -11,7 +11,7 @@ import pytest
 from mcp_sansio import LocalProtocolError
 from mcp_sansio.server import TASKS_EXTENSION, Context, MCPServer
 from mcp_sansio.server.registry import UriTemplate
-from mcp_sansio.types import CallToolResult, Icon, PromptArgument, ToolAnnotations
+from mcp_sansio.types import CallToolResult, Icon, PromptArgument, TextContent, ToolAnnotations
 from mcp_sansio.versions import VERSIONS
 
 
@@ -137,8 +137,9 @@ def test_a_recursive_return_type_keeps_its_definition() -> None:
     assert "Tree" in schema["$defs"]  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("annotation", [str, int, list[str], None])
-def test_text_and_scalars_have_no_output_schema(annotation: Any) -> None:
+@pytest.mark.parametrize("annotation", [str, None, list[TextContent], list[Any], list,
+                                        list[TextContent | str]])
+def test_text_and_content_have_no_output_schema(annotation: Any) -> None:
     app = MCPServer("s")
 
     def f() -> None:
@@ -222,12 +223,99 @@ def test_a_mutable_default_msgspec_cannot_copy_is_refused() -> None:
         MCPServer("s").add_tool(f)
 
 
-def test_types_without_a_json_schema_are_refused() -> None:
-    def f(a: complex) -> None:
+def test_types_without_a_json_schema_are_refused_naming_tool_parameter_and_type() -> None:
+    def f(a: int, b: complex) -> None:
         pass
 
-    with pytest.raises(LocalProtocolError, match="JSON Schema"):
-        MCPServer("s").add_tool(f)
+    with pytest.raises(LocalProtocolError) as refused:
+        MCPServer("s").add_tool(f, name="adder")
+    message = str(refused.value)
+    assert message.startswith("tool 'adder': parameter 'b' has type complex")
+    assert "_arguments" not in message  # no internal class
+
+
+class Opaque:
+    """A class msgspec knows nothing of."""
+
+
+def test_an_unsupported_prompt_parameter_names_the_prompt() -> None:
+    def greet(who: Opaque) -> str:
+        return ""
+
+    with pytest.raises(LocalProtocolError, match=r"^prompt 'greet': parameter 'who' has type .*Opaque"):
+        MCPServer("s").add_prompt(greet)
+
+
+@pytest.mark.parametrize(("annotation", "schema"), [
+    (int, {"type": "integer"}),
+    (float, {"type": "number"}),
+    (bool, {"type": "boolean"}),
+    (list[str], {"type": "array", "items": {"type": "string"}}),
+    (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
+])
+def test_numbers_booleans_and_arrays_are_structured_and_wrapped_before_2026(
+        annotation: Any, schema: dict[str, object]) -> None:
+    app = MCPServer("s")
+
+    def f() -> None:
+        return None
+
+    f.__annotations__["return"] = annotation
+    entry = app.add_tool(f, name="f")
+    assert entry.structured
+    assert entry.listed(VERSIONS["2026-07-28"]).output_schema == schema
+    for version in ("2025-11-25", "2025-06-18"):
+        assert entry.listed(VERSIONS[version]).output_schema == {
+            "type": "object", "properties": {"result": schema}, "required": ["result"],
+            "x-fastmcp-wrap-result": True,
+        }
+
+
+def test_an_object_output_schema_is_never_wrapped() -> None:
+    app = MCPServer("s")
+
+    def where() -> Point:
+        return Point(x=1)
+
+    entry = app.add_tool(where)
+    assert entry.wrapped is None
+    assert entry.listed(VERSIONS["2025-06-18"]) is entry.listed(VERSIONS["2026-07-28"]) is entry.tool
+
+
+def test_a_wrapped_schema_keeps_its_definitions_at_the_root() -> None:
+    app = MCPServer("s")
+
+    def points() -> list[Point]:
+        return []
+
+    wrapped = app.add_tool(points).listed(VERSIONS["2025-11-25"]).output_schema
+    assert wrapped is not None
+    assert wrapped["properties"] == {"result": {"type": "array", "items": {"$ref": "#/$defs/Point"}}}
+    assert "Point" in wrapped["$defs"]  # type: ignore[operator]
+
+
+def test_the_bare_decorators_register_and_return_the_function() -> None:
+    app = MCPServer("s")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @app.prompt
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    assert add(2, 3) == 5 and greet("Ada") == "Hello, Ada!"
+    assert list(app.registry.tools) == ["add"] and list(app.registry.prompts) == ["greet"]
+
+
+def test_a_bare_resource_decorator_is_refused_at_decoration_time() -> None:
+    app = MCPServer("s")
+    with pytest.raises(LocalProtocolError, match=r"@app.resource needs the resource's URI.*'readme'"):
+        @app.resource  # type: ignore[arg-type]  # the mistake under test
+        def readme() -> str:
+            return ""
+    assert not app.registry.resources and not app.registry.templates
 
 
 def test_an_unschemable_return_type_is_refused() -> None:

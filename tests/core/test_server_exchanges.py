@@ -26,7 +26,7 @@ def parts(exchanges: HttpExchanges, exchange: int) -> list[object]:
 
 def test_a_whole_body_becomes_one_request_with_lower_case_headers() -> None:
     exchanges = HttpExchanges()
-    ex = exchanges.begin("POST", "/mcp?x=1", HEAD)
+    ex = exchanges.begin("POST", "/mcp?x=1", HEAD, now=0.0)
     assert exchanges.receive_body(ex, b'{"a"', more=True)
     assert exchanges.next_event() is None
     assert not exchanges.receive_body(ex, b": 1}", more=False)
@@ -38,7 +38,7 @@ def test_a_whole_body_becomes_one_request_with_lower_case_headers() -> None:
 
 def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
     exchanges = HttpExchanges(HttpLimits(max_body_bytes=4))
-    ex = exchanges.begin("POST", "/mcp", HEAD)
+    ex = exchanges.begin("POST", "/mcp", HEAD, now=0.0)
     assert not exchanges.receive_body(ex, b"12345", more=True)
     assert exchanges.next_event() is None
     start, body = parts(exchanges, ex)
@@ -51,7 +51,7 @@ def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
 
 def test_a_whole_response_is_a_head_with_its_length_and_one_final_body() -> None:
     exchanges = HttpExchanges()
-    ex = exchanges.begin("POST", "/mcp", HEAD)
+    ex = exchanges.begin("POST", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"{}", more=False)
     exchanges.respond(ex, 200, [("Content-Type", "application/json")], b"{}", now=0.0)
     assert exchanges.exchanges_with_output() == [ex]
@@ -67,20 +67,20 @@ def test_a_whole_response_is_a_head_with_its_length_and_one_final_body() -> None
 
 def test_a_second_response_to_one_exchange_is_the_callers_error() -> None:
     exchanges = HttpExchanges()
-    ex = exchanges.begin("GET", "/mcp", HEAD)
+    ex = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"", more=False)
     exchanges.start_stream(ex, 200, [])
     with pytest.raises(LocalProtocolError, match="already has a response"):
         exchanges.respond(ex, 200, [], now=0.0)
     with pytest.raises(LocalProtocolError, match="invalid response header"):
-        other = exchanges.begin("GET", "/mcp", HEAD)
+        other = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
         exchanges.receive_body(other, b"", more=False)
         exchanges.respond(other, 200, [("x", "\u2603")], now=0.0)
 
 
 def test_a_stream_is_sent_in_pieces_and_ended() -> None:
     exchanges = HttpExchanges()
-    ex = exchanges.begin("GET", "/mcp", HEAD)
+    ex = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"", more=False)
     exchanges.start_stream(ex, 200, [("content-type", "text/event-stream")])
     assert exchanges.send(ex, b"data: 1\n\n")
@@ -92,7 +92,7 @@ def test_a_stream_is_sent_in_pieces_and_ended() -> None:
 
 def test_a_client_that_does_not_read_has_its_stream_dropped_at_the_buffer_bound() -> None:
     exchanges = HttpExchanges(HttpLimits(max_buffer_bytes=10))
-    ex = exchanges.begin("GET", "/mcp", HEAD)
+    ex = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"", more=False)
     exchanges.next_event()
     exchanges.start_stream(ex, 200, [])
@@ -106,9 +106,9 @@ def test_a_client_that_does_not_read_has_its_stream_dropped_at_the_buffer_bound(
 
 def test_a_client_leaving_mid_request_closes_its_exchange_once() -> None:
     exchanges = HttpExchanges()
-    reading = exchanges.begin("POST", "/mcp", HEAD)
+    reading = exchanges.begin("POST", "/mcp", HEAD, now=0.0)
     exchanges.disconnect(reading)  # its request was never handed over: nothing to tell
-    handling = exchanges.begin("POST", "/mcp", HEAD)
+    handling = exchanges.begin("POST", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(handling, b"{}", more=False)
     exchanges.next_event()
     exchanges.disconnect(handling)
@@ -130,7 +130,7 @@ def test_no_timer_is_kept_the_host_server_times_out_slow_clients() -> None:
 
 def _serve(server: HttpServer, exchanges: HttpExchanges, body: dict[str, object],
            headers: list[tuple[bytes, bytes]] | None = None) -> tuple[ResponseStart, bytes]:
-    ex = exchanges.begin("POST", "/mcp", headers or HEAD)
+    ex = exchanges.begin("POST", "/mcp", headers or HEAD, now=0.0)
     exchanges.receive_body(ex, json.dumps(body).encode(), more=False)
     server.exchanges_changed(1.0)
     while server.next_event() is not None:

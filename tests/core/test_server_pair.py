@@ -179,6 +179,43 @@ def test_a_plain_tool_is_called(protocol: str) -> None:
     assert _text(_tool(_pair(protocol), "add", {"a": 2, "b": 3})) == "5"
 
 
+@pytest.mark.parametrize("protocol", ALL_ERAS)
+def test_our_client_accepts_a_plain_int_result_in_every_era(protocol: str) -> None:
+    result = _tool(_pair(protocol), "add", {"a": 2, "b": 3})
+    assert result.structured_content == (5 if protocol == "2026-07-28" else {"result": 5})
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_change_announced_by_the_app_outside_a_request_reaches_the_client(protocol: str) -> None:
+    pair = _pair(protocol)
+    pair.client.listen(now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    app = pair.server.app
+    app.remove_tool("add")
+    app.notify_list_changed("tools")
+    pair.settle()
+    methods = [e.method for e in pair.take_client_events() if isinstance(e, NotificationReceived)]
+    assert methods == ["notifications/tools/list_changed"]
+    pair.runner.cancel_all()  # the transport is gone: the app no longer reaches it
+    pair.runner.cancel_all()
+    app.notify_list_changed("tools")
+    pair.settle()
+    assert not pair.take_client_events()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_resource_update_announced_by_the_app_reaches_its_subscribers(protocol: str) -> None:
+    pair = _pair(protocol)
+    pair.client.subscribe_resource("test://static", now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    pair.server.app.notify_resource_updated("test://static")
+    pair.settle()
+    updated = [e for e in pair.take_client_events() if isinstance(e, NotificationReceived)]
+    assert [e.method for e in updated] == ["notifications/resources/updated"]
+
+
 @pytest.mark.parametrize("protocol", ERAS)
 def test_a_structured_async_tool_answers_structured_content(protocol: str) -> None:
     result = _tool(_pair(protocol), "weather", {"city": "Oslo"})
@@ -401,3 +438,25 @@ def test_more_questioning_calls_than_connections_all_finish_over_http() -> None:
         pair.advance(0.1)
     results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
     assert [_text(results[i]) for i in ids] == ["{'answer': 'name'} {'answer': 'color'}"] * 8  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+def test_a_handler_that_changes_the_tools_tells_the_clients(protocol: str) -> None:
+    pair = _pair(protocol)
+    app = pair.server.app
+
+    def grow(ctx: Context) -> str:
+        app.add_tool(lambda: "new", name="grown")
+        ctx.notify_list_changed("tools")
+        return "grew"
+
+    app.add_tool(grow)
+    pair.client.listen(now=0.0)
+    pair.settle()
+    pair.take_client_events()
+    rid = pair.client.call_tool("grow", {}, now=pair.now)
+    pair.settle()
+    events = pair.take_client_events()
+    methods = [e.method for e in events if isinstance(e, NotificationReceived)]
+    assert "notifications/tools/list_changed" in methods
+    assert any(isinstance(e, ResponseReceived) and e.request_id == rid for e in events)

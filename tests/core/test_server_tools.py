@@ -20,7 +20,7 @@ from server_helpers import (
 )
 
 from mcp_sansio import LocalProtocolError, RequestError
-from mcp_sansio.server import MCPServer, ToolCallReceived
+from mcp_sansio.server import MCPServer, ToolCallReceived, ToolError
 from mcp_sansio.types import CallToolResult, ImageContent, TextContent
 
 
@@ -272,3 +272,101 @@ def test_progress_and_logs_of_a_finished_call_go_nowhere() -> None:
 def test_the_old_arguments_error_mentions_invalid_params() -> None:
     error = _call(_ready(version="2025-06-18"), "add", {"a": "x"})["error"]
     assert error["message"].startswith("Invalid params: Invalid arguments for tool add")
+
+
+# ---------------------------------------------------------------- FastMCP habits (#18)
+
+
+def _plain_int_app(**kwargs: Any) -> MCPServer:
+    app = MCPServer("s", **kwargs)
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @app.tool(structured=True)
+    def untyped(a: int):  # type: ignore[no-untyped-def]  # no annotation: a structured value all the same
+        return [a, a]
+
+    return app
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_a_plain_int_result_is_wrapped_as_an_object_before_2026(version: str) -> None:
+    server = _ready(_plain_int_app(), version=version)
+    assert _call(server, "add", {"a": 2, "b": 3})["result"] == {
+        "content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}
+    assert _call(server, "untyped", {"a": 1}, rid=2)["result"]["structuredContent"] == {"result": [1, 1]}
+    send(server, request(3, "tools/list"))
+    listed = {tool["name"]: tool for tool in take(server)[0]["result"]["tools"]}
+    assert listed["add"]["outputSchema"] == {"type": "object", "properties": {"result": {"type": "integer"}},
+                                             "required": ["result"], "x-fastmcp-wrap-result": True}
+    assert "outputSchema" not in listed["untyped"]
+
+
+def test_a_plain_int_result_stays_bare_in_2026() -> None:
+    server = server_for(_plain_int_app())
+    send(server, modern_request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+    run_handlers(server)
+    result = take(server)[0]["result"]
+    assert result["structuredContent"] == 5 and result["content"] == [{"type": "text", "text": "5"}]
+    send(server, modern_request(2, "tools/list"))
+    [add, _] = take(server)[0]["result"]["tools"]
+    assert add["outputSchema"] == {"type": "integer"}
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_an_unknown_argument_is_refused_naming_it(version: str) -> None:
+    answer = _call(_ready(version=version), "add", {"a": 1, "bb": 2})
+    if version == "2025-06-18":
+        assert answer["error"]["code"] == -32602 and "unknown field `bb`" in answer["error"]["message"]
+    else:  # 2025-11-25: input errors are tool execution errors the model can read (SEP-1303)
+        assert answer["result"]["isError"] and "unknown field `bb`" in answer["result"]["content"][0]["text"]
+
+
+def test_a_tool_taking_kwargs_gets_unknown_arguments() -> None:
+    app = MCPServer("s")
+
+    @app.tool
+    def echo(a: int, **rest: object) -> str:
+        return f"{a} {sorted(rest)}"
+
+    assert _call(_ready(app), "echo", {"a": 1, "z": 2})["result"]["content"][0]["text"] == "1 ['z']"
+
+
+def _failing_app(**kwargs: Any) -> MCPServer:
+    app = MCPServer("s", **kwargs)
+
+    @app.tool
+    def secret() -> str:
+        raise ValueError("secret internal detail /etc/passwd")
+
+    @app.tool
+    def refuse() -> str:
+        raise ToolError("no such city: Atlantis")
+
+    @app.tool
+    def quota() -> str:
+        raise RequestError(-32000, "quota exceeded", {"retry_after": 3})
+
+    @app.prompt
+    def broken() -> str:
+        raise KeyError(99)
+
+    return app
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_a_tool_error_is_sent_as_raised_and_other_errors_are_masked_on_demand(mask: bool) -> None:
+    server = _ready(_failing_app(mask_error_details=mask))
+    secret = _call(server, "secret")["result"]
+    text = "Error calling tool 'secret'" if mask else "secret internal detail /etc/passwd"
+    assert secret == {"content": [{"type": "text", "text": text}], "isError": True}
+    assert _call(server, "refuse", rid=2)["result"] == {
+        "content": [{"type": "text", "text": "no such city: Atlantis"}], "isError": True}
+    assert _call(server, "quota", rid=3)["error"] == {
+        "code": -32000, "message": "quota exceeded", "data": {"retry_after": 3}}
+    send(server, request(4, "prompts/get", {"name": "broken"}))
+    run_handlers(server)
+    error = take(server)[0]["error"]
+    assert error == {"code": -32603, "message": "Internal error" if mask else "KeyError: 99"}

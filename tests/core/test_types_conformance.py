@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_sansio.types as wire
+from mcp_sansio.versions import rules_for
 
 Schema = dict[str, Any]
 Strategy = st.SearchStrategy[object]
@@ -239,7 +240,15 @@ _TYPE_OVERRIDES: dict[type, Callable[[str], Strategy]] = {
     wire.ElicitRequestParams: _elicit_params,
     wire.ResourceContents: _resource_contents,
 }
+def _structured_content(revision: str) -> Strategy:
+    """``structuredContent``: any JSON value in 2026-07-28, an object before."""
+    rules = rules_for(revision)
+    return st.none() | (_JSON if rules is not None and rules.structured_any_value else _JSON_OBJECT)
+
+
 _FIELD_OVERRIDES: dict[tuple[type, str], Callable[[str], Strategy]] = {
+    (wire.CallToolResult, "structured_content"): _structured_content,
+    (wire.ToolResultContent, "structured_content"): _structured_content,
     (wire.Annotations, "priority"): lambda _: st.none() | _UNIT,
     (wire.ModelPreferences, "cost_priority"): lambda _: st.none() | _UNIT,
     (wire.ModelPreferences, "speed_priority"): lambda _: st.none() | _UNIT,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import pytest
 
 from mcp_sansio import MCPServer
@@ -165,3 +168,41 @@ async def test_a_websocket_scope_is_refused() -> None:
 
     await sleeper()[0].asgi()({"type": "websocket", "path": "/mcp"}, receive, send)
     assert sent == [{"type": "websocket.close", "code": 1003}]
+
+
+async def test_a_blocking_def_tool_does_not_stall_another_request() -> None:
+    app = MCPServer("blocking")
+    started = threading.Event()
+
+    @app.tool
+    def block(seconds: float) -> str:
+        started.set()
+        time.sleep(seconds)
+        return "woke"
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    host = Host(app.asgi())
+    answers: dict[str, float] = {}
+    blocked = anyio.Event()
+
+    async def call(name: str, arguments: dict[str, object]) -> None:
+        headers = {**HEADERS, "mcp-method": "tools/call", "mcp-name": name}
+        await host.request(modern(1, "tools/call", {"name": name, "arguments": arguments}), headers=headers)
+        answers[name] = anyio.current_time()
+        if name == "block":
+            blocked.set()
+
+    async with anyio.create_task_group() as group:
+        await host.start(group)
+        two_seconds: dict[str, object] = {"seconds": 2}
+        group.start_soon(call, "block", two_seconds)
+        assert await anyio.to_thread.run_sync(started.wait, 5)  # it blocks: now the other request
+        begin = anyio.current_time()
+        await call("add", {"a": 1, "b": 2})
+        assert "block" not in answers and answers["add"] - begin < 1.5
+        with anyio.fail_after(10):
+            await blocked.wait()
+        await host.stop()

@@ -259,6 +259,15 @@ def test_an_introspection_endpoint_in_trouble_is_unavailable(tiny: TinyAuthServe
     assert isinstance(dead.verify("opaque"), VerifierUnavailable)
 
 
+def test_a_token_the_server_will_not_introspect_is_refused_not_unavailable(tiny: TinyAuthServer) -> None:
+    # oidc-provider answers 400 unsupported_token_type for any JWT (found end to end, in
+    # tests/drivers/test_authz_e2e.py): a refusal (401), not an outage (503) to retry.
+    tiny.introspection_status, tiny.introspection_error = 400, "unsupported_token_type"
+    assert reason(introspector(tiny).verify("eyJhbGciOiJSUzI1NiJ9.e30.c2ln")) is RejectReason.INACTIVE
+    tiny.introspection_error = "invalid_request"  # what we sent is wrong: ours to fix, and retry
+    assert isinstance(introspector(tiny).verify("opaque"), VerifierUnavailable)
+
+
 def test_the_client_secret_and_the_token_stay_out_of_reprs(tiny: TinyAuthServer) -> None:
     made = introspector(tiny)
     assert "s3cret" not in repr(made)

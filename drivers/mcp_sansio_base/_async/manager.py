@@ -363,6 +363,7 @@ class AsyncManager:
             self._closers[outcome[0]] = outcome[1]
         else:
             client, closer = outcome
+            client.name_for_telemetry(name)
             self._clients[name], self._closers[client] = client, closer
             self._core.connected(name, self._now())
         self._dispatch()

@@ -65,6 +65,7 @@ from mcp_sansio.types import (
     Tool,
 )
 
+from ..telemetry import client_telemetry
 from .handlers import Handlers, ProgressCallback, RootsArg
 
 __all__ = ["Client", "Waiter"]
@@ -103,6 +104,7 @@ class Client:
         self._waiters: dict[RequestId, Waiter] = {}
         self._progress: dict[RequestId, ProgressCallback] = {}
         self._init_waiter: Waiter | None = None
+        self._telemetry = client_telemetry(core)
 
     # ------------------------------------------------------------ properties
 
@@ -140,7 +142,7 @@ class Client:
 
     def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination."""
-        rid = self._core.list_tools(now=self._now(), timeout=timeout)
+        rid = self._issue("tools/list", lambda now: self._core.list_tools(now=now, timeout=timeout))
         return typed(self._wait(rid), ListToolsResult, "tools/list").tools
 
     def call_tool(
@@ -148,33 +150,36 @@ class Client:
         timeout: float | None = None, on_progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
-        rid = self._core.call_tool(name, arguments, now=self._now(), timeout=timeout)
+        rid = self._issue("tools/call",
+                          lambda now: self._core.call_tool(name, arguments, now=now, timeout=timeout), name)
         return typed(self._wait(rid, on_progress), CallToolResult, "tools/call")
 
     def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
-        rid = self._core.list_resources(now=self._now(), timeout=timeout)
+        rid = self._issue("resources/list", lambda now: self._core.list_resources(now=now, timeout=timeout))
         return typed(self._wait(rid), ListResourcesResult, "resources/list").resources
 
     def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
-        rid = self._core.list_resource_templates(now=self._now(), timeout=timeout)
+        rid = self._issue("resources/templates/list",
+                          lambda now: self._core.list_resource_templates(now=now, timeout=timeout))
         result = typed(self._wait(rid), ListResourceTemplatesResult, "resources/templates/list")
         return result.resource_templates
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """The contents of one resource."""
-        rid = self._core.read_resource(uri, now=self._now(), timeout=timeout)
+        rid = self._issue("resources/read",
+                          lambda now: self._core.read_resource(uri, now=now, timeout=timeout), uri=uri)
         return typed(self._wait(rid), ReadResourceResult, "resources/read")
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill the server lists (Skills extension), following pagination; no file is read."""
-        rid = self._core.list_skills(now=self._now(), timeout=timeout)
+        rid = self._issue("skills/list", lambda now: self._core.list_skills(now=now, timeout=timeout))
         return typed(self._wait(rid), ListSkillsResult, "skills/list").skills
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
-        rid = self._core.get_skill(uri, now=self._now(), timeout=timeout)
+        rid = self._issue("skills/get", lambda now: self._core.get_skill(uri, now=now, timeout=timeout))
         return typed(self._wait(rid), GetSkillResult, "skills/get").skill
 
     def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
@@ -204,22 +209,27 @@ class Client:
 
     def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri``."""
-        self._wait(self._core.subscribe_resource(uri, now=self._now(), timeout=timeout))
+        rid = self._issue("resources/subscribe",
+                          lambda now: self._core.subscribe_resource(uri, now=now, timeout=timeout), uri=uri)
+        self._wait(rid)
 
     def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
         """Stop the updates about ``uri``."""
-        self._wait(self._core.unsubscribe_resource(uri, now=self._now(), timeout=timeout))
+        rid = self._issue("resources/unsubscribe",
+                          lambda now: self._core.unsubscribe_resource(uri, now=now, timeout=timeout), uri=uri)
+        self._wait(rid)
 
     def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
         """Every prompt, following pagination."""
-        rid = self._core.list_prompts(now=self._now(), timeout=timeout)
+        rid = self._issue("prompts/list", lambda now: self._core.list_prompts(now=now, timeout=timeout))
         return typed(self._wait(rid), ListPromptsResult, "prompts/list").prompts
 
     def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
         """A prompt rendered with ``arguments``."""
-        rid = self._core.get_prompt(name, arguments, now=self._now(), timeout=timeout)
+        rid = self._issue("prompts/get",
+                          lambda now: self._core.get_prompt(name, arguments, now=now, timeout=timeout), name)
         return typed(self._wait(rid), GetPromptResult, "prompts/get")
 
     def complete(
@@ -228,17 +238,19 @@ class Client:
         timeout: float | None = None,
     ) -> CompleteResult:
         """Completion candidates for one argument of a prompt or resource template."""
-        rid = self._core.complete(ref, argument_name, value, now=self._now(),
-                                  context_arguments=context_arguments, timeout=timeout)
+        rid = self._issue("completion/complete", lambda now: self._core.complete(
+            ref, argument_name, value, now=now, context_arguments=context_arguments, timeout=timeout))
         return typed(self._wait(rid), CompleteResult, "completion/complete")
 
     def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
-        self._wait(self._core.set_logging_level(level, now=self._now(), timeout=timeout))
+        rid = self._issue("logging/setLevel",
+                          lambda now: self._core.set_logging_level(level, now=now, timeout=timeout))
+        self._wait(rid)
 
     def ping(self, *, timeout: float | None = None) -> None:
         """Round-trip a ``ping``."""
-        self._wait(self._core.ping(now=self._now(), timeout=timeout))
+        self._wait(self._issue("ping", lambda now: self._core.ping(now=now, timeout=timeout)))
 
     def request(
         self, method: str, params: msgspec.Struct | Mapping[str, object] | None = None, *,
@@ -247,7 +259,10 @@ class Client:
         """Any request by method name; the result is typed when the method is known
         (``EmptyResult`` with only ``_meta`` when it is not). ``all_pages`` follows a list's
         pages into one result (with merged caching hints)."""
-        rid = self._core.request(method, params, now=self._now(), timeout=timeout, all_pages=all_pages)
+        target = params.get("name") if isinstance(params, Mapping) else getattr(params, "name", None)
+        rid = self._issue(method, lambda now: self._core.request(method, params, now=now, timeout=timeout,
+                                                                  all_pages=all_pages),
+                          target if isinstance(target, str) else None)
         return self._wait(rid)
 
     def set_roots(self, roots: RootsArg) -> None:
@@ -256,6 +271,21 @@ class Client:
         self._roots = list(roots)
         self._core.notify("notifications/roots/list_changed", now=self._now())
         self._flush()
+
+    def name_for_telemetry(self, name: str) -> None:
+        """Label this connection's spans and metrics with the server's configured name
+        (``mcp_sansio.server.name``: the host layer names its servers)."""
+        if self._telemetry is not None:
+            self._telemetry.name_server(name)
+
+    def _issue(self, method: str, send: Callable[[float], RequestId], target: str | None = None, *,
+               uri: str | None = None) -> RequestId:
+        """Send one request with ``send(now)``: with telemetry on, in its client span, the
+        span's context carried in the request's ``_meta``."""
+        telemetry = self._telemetry
+        if telemetry is None:
+            return send(self._now())
+        return telemetry.send(self._core, method, target, uri, send, self._now())
 
     # ------------------------------------------------------- driver contract
 
@@ -292,10 +322,13 @@ class Client:
         """Hand every queued core event to whoever waits for it, from ``event`` if given
         (the core's next one, already taken)."""
         next_event = self._core.next_event
+        telemetry = self._telemetry
         if event is None:
             event = next_event()
         while event is not None:
             if type(event) is ResponseReceived:  # inline: the one event of every call
+                if telemetry is not None:
+                    telemetry.answered(event)
                 rid = event.request_id
                 waiter = self._waiters.pop(rid, None)
                 if self._progress:
@@ -310,8 +343,12 @@ class Client:
         """One event to whoever it concerns; exhaustive over the core's events."""
         match event:
             case ResponseReceived(request_id=rid, result=result):
+                if self._telemetry is not None:
+                    self._telemetry.answered(event)
                 self._settle(rid, result)
             case RequestFailed(request_id=rid):
+                if self._telemetry is not None:
+                    self._telemetry.failed(event)
                 self._settle(rid, self._failure(event))
             case ProgressReceived():
                 self._report_progress(event)
@@ -322,6 +359,8 @@ class Client:
                 if handler is not None:
                     self._spawn(lambda: self._notify(handler, event))
             case InitializeCompleted() | InitializeFailed():
+                if self._telemetry is not None and isinstance(event, InitializeCompleted):
+                    self._telemetry.session_started(self._core.protocol_version)
                 waiter, self._init_waiter = self._init_waiter, None
                 if waiter is not None and not waiter.done():
                     if isinstance(event, InitializeFailed):
@@ -336,6 +375,8 @@ class Client:
             case GetStreamAbandoned(message=message):
                 log.warning("%s", message)
             case ConnectionTerminated(message=message, warning=warning):
+                if self._telemetry is not None:
+                    self._telemetry.session_ended(event)
                 log.debug("connection terminated: %s", message)
                 if warning is not None:  # how many messages were skipped since it last spoke
                     log.warning("%s", warning)
@@ -381,14 +422,23 @@ class Client:
             event.method, roots=None if self._roots is None else self._list_roots,
             sampling=handlers.on_sampling, elicitation=handlers.on_elicitation)
         outcome: object = NO_HANDLER
-        if handler is not None:
-            try:
-                outcome = handler(event.params)
-            except Exception as exc:  # an application bug must still answer the server
-                if not isinstance(exc, McpSansioError):
-                    log.exception("the %s handler raised", event.method)
-                outcome = exc
+        telemetry = self._telemetry
+        op = None if telemetry is None else telemetry.serving(event)
+        token = None if telemetry is None or op is None else telemetry.enter(op)
+        try:
+            if handler is not None:
+                try:
+                    outcome = handler(event.params)
+                except Exception as exc:  # an application bug must still answer the server
+                    if not isinstance(exc, McpSansioError):
+                        log.exception("the %s handler raised", event.method)
+                    outcome = exc
+        finally:
+            if telemetry is not None and token is not None:
+                telemetry.leave(token)
         answer(self._core, event, outcome, now=self._now())
+        if telemetry is not None and op is not None:
+            telemetry.served(op, outcome if isinstance(outcome, BaseException) else None)
         self._flush()
 
     def _list_roots(self) -> ListRootsResult:

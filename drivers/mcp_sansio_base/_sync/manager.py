@@ -364,6 +364,7 @@ class Manager:
             self._closers[outcome[0]] = outcome[1]
         else:
             client, closer = outcome
+            client.name_for_telemetry(name)
             self._clients[name], self._closers[client] = client, closer
             self._core.connected(name, self._now())
         self._dispatch()

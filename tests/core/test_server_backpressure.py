@@ -1,0 +1,442 @@
+"""Backpressure (``flow.py``): every server transport bounds what a client that does not read
+costs, slows the handlers producing into a congested stream, and drops a stalled one; plus
+the answers to invalid UTF-8 and to a request body that never ends (ASGI)."""
+
+from __future__ import annotations
+
+import json
+
+from pair import StepLoop
+from server_helpers import ENTROPY, SECRET
+from server_http_helpers import MODERN_HEADERS, RawHttp, http_server, modern_body
+from wsproto import ConnectionType, WSConnection
+from wsproto import events as ws
+
+from mcp_sansio.events import ConnectionTerminated
+from mcp_sansio.server import Context, MCPServer
+from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
+from mcp_sansio.server.flow import FlowLimits
+from mcp_sansio.server.http11 import ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
+from mcp_sansio.server.stdio import StdioServer
+from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.server import ServerRunner
+
+GET = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
+LIMITS = HttpLimits(high_water_bytes=2000, max_buffer_bytes=20_000, stall_timeout=5.0)
+PIECE = "x" * 1000
+
+
+def _flood_app(count: int, done: list[str]) -> MCPServer:
+    app = MCPServer("s")
+
+    @app.tool()
+    async def flood(ctx: Context) -> str:
+        try:
+            for i in range(count):
+                await ctx.report_progress(i, message=PIECE)
+        except BaseException:
+            done.append("cancelled")
+            raise
+        done.append("finished")
+        return "ok"
+
+    return app
+
+
+def _flood_request(conn: RawHttp) -> None:
+    conn.request(body=modern_body(1, "tools/call", {"name": "flood", "_meta": {"progressToken": 1}}),
+                 headers=MODERN_HEADERS | {"mcp-method": "tools/call", "mcp-name": "flood"})
+
+
+# ---------------------------------------------------------------- HTTP/1.1 connections
+
+
+def _streaming(limits: HttpLimits) -> tuple[HttpConnections, int, int]:
+    http = HttpConnections(limits)
+    conn = http.connection_made(0.0)
+    http.receive_data(conn, GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.start_stream(event.exchange, 200, [])
+    http.data_to_send(conn)
+    return http, conn, event.exchange
+
+
+def test_a_connection_is_congested_over_high_water_until_the_driver_takes_its_bytes() -> None:
+    http, conn, exchange = _streaming(LIMITS)
+    assert http.send(exchange, b"x" * 1500) and not http.congested(exchange)
+    assert http.send(exchange, b"x" * 1500) and http.congested(exchange)
+    assert len(http.data_to_send(conn)) > 3000
+    assert not http.congested(exchange) and http.next_deadline() is None
+
+
+def test_a_connection_congested_for_the_stall_timeout_is_dropped() -> None:
+    http, conn, exchange = _streaming(LIMITS)
+    http.send(exchange, b"x" * 3000)
+    assert http.next_deadline() == 0.0  # at once: to start the stall clock with the driver's time
+    http.handle_timeout(2.0)
+    assert http.next_deadline() == 7.0 and http.next_event() is None
+    http.handle_timeout(7.0)
+    reason = "the client does not read its stream"
+    assert http.next_event() == ExchangeClosed(exchange=exchange, reason=reason)
+    assert http.next_action() is not None and not http.congested(exchange)
+    assert http.data_to_send(conn) == b""  # what it did not read is forgotten
+
+
+def test_taking_the_bytes_stops_the_stall_clock() -> None:
+    http, conn, exchange = _streaming(LIMITS)
+    http.send(exchange, b"x" * 3000)
+    http.handle_timeout(1.0)
+    http.data_to_send(conn)
+    http.send(exchange, b"x" * 3000)
+    http.handle_timeout(6.5)  # congested again, but only since now
+    assert http.next_event() is None and http.next_deadline() == 11.5
+
+
+def test_responses_a_client_never_reads_are_bounded_too() -> None:
+    http = HttpConnections(HttpLimits(max_buffer_bytes=100))
+    conn = http.connection_made(0.0)
+    http.receive_data(conn, GET + GET, 0.0)
+    first = http.next_event()
+    assert isinstance(first, RequestReceived)
+    http.respond(first.exchange, 200, [], b"x" * 60, now=0.0)
+    second = http.next_event()
+    assert isinstance(second, RequestReceived)
+    http.respond(second.exchange, 200, [], b"x" * 60, now=0.0)
+    assert http.next_action() is not None  # dropped: the first answer is still unread
+
+
+# ---------------------------------------------------------------- the runner and the HTTP server
+
+
+def test_a_handler_awaiting_its_progress_waits_while_the_client_does_not_read() -> None:
+    done: list[str] = []
+    server = http_server(_flood_app(40, done), response_mode="sse", limits=LIMITS)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    conn = RawHttp(server)
+    _flood_request(conn)
+    runner.pump()
+    loop.run_ready()
+    assert done == [] and runner.running == 1
+    assert server.congested(next(iter(server._calls)))
+    biggest = 0
+    for _ in range(200):
+        if done:
+            break
+        taken = server.data_to_send(conn.id)  # the socket took it
+        biggest = max(biggest, len(taken))
+        runner.wake()
+        loop.run_ready()
+    assert done == ["finished"]
+    assert biggest <= LIMITS.high_water_bytes + 2 * len(PIECE) + 200  # one message past the mark, framed
+
+
+def test_a_handler_waiting_on_a_stalled_stateless_stream_is_cancelled() -> None:
+    done: list[str] = []
+    server = http_server(_flood_app(40, done), response_mode="sse", limits=LIMITS)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    _flood_request(RawHttp(server))
+    runner.pump()
+    loop.run_ready()
+    assert server.next_deadline() == 0.0
+    server.handle_timeout(1.0)
+    runner.pump()
+    assert server.next_deadline() == 6.0 and done == []
+    server.handle_timeout(6.0)
+    runner.pump()
+    loop.run_ready()
+    assert done == ["cancelled"] and runner.running == 0
+
+
+def test_a_cancelled_handler_stops_at_its_next_awaited_progress_even_if_woken_first() -> None:
+    done: list[str] = []
+    server = http_server(_flood_app(40, done), response_mode="sse", limits=LIMITS)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    _flood_request(RawHttp(server))
+    runner.pump()
+    loop.run_ready()
+    server.handle_timeout(1.0)
+    server.handle_timeout(6.0)  # dropped: the call is cancelled, its CallCancelled not yet acted on
+    runner.wake()  # its stream is gone, so no longer congested: the handler goes on, to its next await
+    loop.run_ready()
+    assert done == []
+    runner.pump()
+    loop.run_ready()
+    assert done == ["cancelled"] and runner.running == 0
+
+
+def test_a_stalled_handshake_era_stream_is_dropped_and_its_events_kept_for_resumption() -> None:
+    done: list[str] = []
+    server = http_server(_flood_app(5, done), response_mode="sse", limits=LIMITS)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    conn = RawHttp(server)
+    init = conn.request(body={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}})
+    assert init is not None
+    session_id = init.headers["mcp-session-id"]
+    runner.pump()
+    stream = RawHttp(server)
+    stream.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "flood", "_meta": {"progressToken": 1}}},
+                   headers={"mcp-session-id": session_id})
+    runner.pump()
+    loop.run_ready()
+    assert done == []
+    server.handle_timeout(1.0)
+    server.handle_timeout(6.0)
+    runner.pump()
+    loop.run_ready()
+    assert done == ["finished"]  # the stream is gone, not the request: it can be resumed
+    replay = server.event_store.replay(session_id, "2-3")  # after the call stream's priming event
+    assert replay is not None and len(replay[1]) == 6  # five progress notifications, the result
+    assert json.loads(replay[1][-1][1])["result"]["content"][0]["text"] == "ok"
+
+
+# ---------------------------------------------------------------- ASGI exchanges
+
+
+def test_an_asgi_body_that_does_not_arrive_in_time_gets_408_and_close() -> None:
+    exchanges = HttpExchanges(HttpLimits(body_timeout=3.0))
+    ex = exchanges.begin("POST", "/mcp", [(b"host", b"a")], now=1.0)
+    assert exchanges.receive_body(ex, b"{", more=True) and exchanges.reading(ex)
+    assert exchanges.next_deadline() == 4.0
+    exchanges.handle_timeout(3.9)
+    assert exchanges.exchanges_with_output() == []
+    exchanges.handle_timeout(4.0)
+    start = exchanges.next_part(ex)
+    assert isinstance(start, ResponseStart) and start.status == 408
+    assert (b"connection", b"close") in start.headers
+    assert not exchanges.reading(ex) and not exchanges.receive_body(ex, b"}", more=False)
+    assert exchanges.next_event() is None and exchanges.next_deadline() is None
+
+
+def test_an_asgi_stream_congested_for_the_stall_timeout_is_dropped() -> None:
+    exchanges = HttpExchanges(LIMITS)
+    ex = exchanges.begin("GET", "/mcp", [], now=0.0)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(ex, 200, [])
+    exchanges.send(ex, b"x" * 3000)
+    assert exchanges.congested(ex) and exchanges.next_deadline() == 0.0
+    exchanges.handle_timeout(1.0)
+    assert exchanges.next_deadline() == 6.0
+    exchanges.handle_timeout(6.0)
+    assert exchanges.next_event() == ExchangeClosed(exchange=ex, reason="the client does not read its stream")
+    assert exchanges.dropped(ex) and not exchanges.congested(ex)
+
+
+def test_an_asgi_response_that_ended_unread_is_dropped_after_the_stall_timeout() -> None:
+    exchanges = HttpExchanges(LIMITS)
+    ex = exchanges.begin("GET", "/mcp", [], now=0.0)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(ex, 200, [])
+    exchanges.send(ex, b"x" * 3000)
+    exchanges.end(ex, now=0.0)
+    exchanges.handle_timeout(1.0)  # stamped, not a timer due again and again
+    assert exchanges.next_deadline() == 6.0
+    exchanges.handle_timeout(6.0)
+    assert exchanges.next_event() is None  # its request was answered: nothing to cancel
+    assert exchanges.next_part(ex) == ResponseAborted() and exchanges.next_deadline() is None
+
+
+def test_an_asgi_part_counts_until_the_driver_takes_it() -> None:
+    exchanges = HttpExchanges(LIMITS)
+    ex = exchanges.begin("GET", "/mcp", [], now=0.0)
+    exchanges.receive_body(ex, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(ex, 200, [])
+    exchanges.send(ex, b"x" * 3000)
+    exchanges.send(ex, b"x" * 3000)
+    assert isinstance(exchanges.next_part(ex), ResponseStart) and exchanges.congested(ex)
+    assert isinstance(exchanges.next_part(ex), ResponseBody) and exchanges.congested(ex)
+    assert isinstance(exchanges.next_part(ex), ResponseBody) and not exchanges.congested(ex)
+    exchanges.abort(ex)
+    assert exchanges.next_part(ex) == ResponseAborted()
+
+
+# ---------------------------------------------------------------- stdio
+
+
+def _stdio(flow: FlowLimits, count: int, done: list[str]) -> tuple[StdioServer, ServerRunner, StepLoop]:
+    server = StdioServer(_flood_app(count, done), secret=SECRET, entropy=ENTROPY, flow=flow)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "flood", "_meta": {"progressToken": 1}}}
+    server.receive_data(json.dumps(init).encode() + b"\n", 0.0)
+    server.receive_data(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n', 0.0)
+    runner.pump()
+    server.data_to_send()
+    server.receive_data(json.dumps(call).encode() + b"\n", 0.0)
+    runner.pump()
+    loop.run_ready()
+    return server, runner, loop
+
+
+def test_a_stdio_handler_waits_while_stdout_is_not_read() -> None:
+    done: list[str] = []
+    server, runner, loop = _stdio(FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000), 20, done)
+    assert done == [] and server.congested(1)
+    for _ in range(100):
+        if done:
+            break
+        server.data_to_send()
+        runner.wake()
+        loop.run_ready()
+    assert done == ["finished"]
+    server.data_to_send()
+    server.handle_timeout(100.0)  # it read everything: no stall, the session goes on
+    runner.pump()
+    assert not runner.terminated and server.next_deadline() is None
+
+
+def test_a_stdio_client_that_stops_reading_ends_its_session() -> None:
+    done: list[str] = []
+    server, runner, loop = _stdio(FlowLimits(high_water_bytes=2000, stall_timeout=5.0), 20, done)
+    terminated: list[object] = []
+    runner._on_event = terminated.append  # what the runner passes on
+    server.handle_timeout(1.0)
+    server.handle_timeout(6.0)
+    runner.pump()
+    loop.run_ready()
+    assert done == ["cancelled"] and server.data_to_send() == b""
+    assert [type(e) for e in terminated] == [ConnectionTerminated]
+    server.receive_data(b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n', 7.0)  # read and dropped
+    assert server.data_to_send() == b"" and server.next_deadline() is None
+
+
+def test_stdio_output_past_the_buffer_bound_ends_the_session() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def spew(ctx: Context) -> str:  # a plain handler cannot wait: the bound drops it
+        for i in range(100):
+            ctx.report_progress(i, message=PIECE)
+        return "ok"
+
+    flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
+    server = StdioServer(app, secret=SECRET, entropy=ENTROPY, flow=flow)
+    server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                        b'"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n', 0.0)
+    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    runner.pump()
+    server.data_to_send()
+    server.receive_data(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"spew",'
+                        b'"_meta":{"progressToken":1}}}\n', 0.0)
+    runner.pump()
+    assert runner.terminated and server.data_to_send() == b""
+
+
+# ---------------------------------------------------------------- WebSocket
+
+
+def _ws_connected(server: WebSocketServer) -> tuple[int, WSConnection]:
+    client = WSConnection(ConnectionType.CLIENT)
+    conn = server.connection_made(0.0)
+    upgrade = client.send(ws.Request(host="localhost", target="/", subprotocols=["mcp"]))
+    server.receive_data(conn, upgrade, 0.0)
+    client.receive_data(server.data_to_send(conn))
+    assert any(isinstance(e, ws.AcceptConnection) for e in client.events())
+    return conn, client
+
+
+def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: ServerRunner) -> None:
+    for message in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]:
+        server.receive_data(conn, client.send(ws.Message(data=json.dumps(message))), 0.0)
+    runner.pump()
+    server.data_to_send(conn)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "flood",
+                                                                      "_meta": {"progressToken": 1}}}
+    server.receive_data(conn, client.send(ws.Message(data=json.dumps(call))), 0.0)
+    runner.pump()
+    runner._p.run_ready()  # type: ignore[attr-defined]  # a StepLoop
+
+
+def test_a_websocket_handler_waits_and_a_stalled_connection_is_dropped() -> None:
+    done: list[str] = []
+    flow = FlowLimits(high_water_bytes=2000, stall_timeout=5.0)
+    config = WebSocketConfig(flow=flow)
+    server = WebSocketServer(_flood_app(20, done), secret=SECRET, entropy=ENTROPY, config=config)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    conn, client = _ws_connected(server)
+    _ws_call(server, conn, client, runner)
+    assert done == [] and server.congested(1)
+    server.data_to_send(conn)
+    runner.wake()
+    loop.run_ready()
+    assert done == [] and server.next_deadline() == 0.0
+    server.handle_timeout(1.0)
+    assert server.next_deadline() == 6.0
+    server.handle_timeout(6.0)
+    runner.pump()
+    loop.run_ready()
+    assert done == ["cancelled"] and server.next_action() is not None
+    assert server.data_to_send(conn) == b""  # what it did not read is forgotten
+
+
+def test_websocket_output_past_the_buffer_bound_drops_the_connection() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def flood(ctx: Context) -> str:
+        for i in range(100):
+            ctx.report_progress(i, message=PIECE)
+        return "ok"
+
+    flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
+    server = WebSocketServer(app, secret=SECRET, entropy=ENTROPY, config=WebSocketConfig(flow=flow))
+    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    conn, client = _ws_connected(server)
+    _ws_call(server, conn, client, runner)
+    assert server.next_action() is not None and server.data_to_send(conn) == b""
+
+
+# ---------------------------------------------------------------- invalid UTF-8
+
+
+BAD_UTF8 = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"\xc3("}}'
+
+
+def test_invalid_utf8_on_stdio_is_a_parse_error() -> None:
+    server = StdioServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY)
+    server.receive_data(BAD_UTF8 + b"\n", 0.0)
+    answer = json.loads(server.data_to_send())
+    assert answer["id"] is None and answer["error"]["code"] == -32700
+
+
+def test_invalid_utf8_in_an_http_post_is_a_parse_error() -> None:
+    server = http_server()
+    answer = RawHttp(server).request(raw_body=BAD_UTF8, headers=MODERN_HEADERS)
+    assert answer is not None and answer.status == 400 and answer.json()["error"]["code"] == -32700
+
+
+# ---------------------------------------------------------------- the event store
+
+
+def test_the_memory_event_store_keeps_a_bounded_number_of_bytes_per_session() -> None:
+    from mcp_sansio.server.stores import MemoryEventStore
+
+    store = MemoryEventStore(max_events=100, max_bytes=2500)
+    first = store.append("s", 1, b"")
+    ids = [store.append("s", 1, b"x" * 1000) for _ in range(5)]
+    assert store.replay("s", first) is None  # it went, with the oldest events
+    assert store.replay("s", ids[-3]) is None  # two events of 1000 bytes are what fits
+    assert store.replay("s", ids[-2]) == (1, [(ids[-1], b"x" * 1000)])
+    store.append("s", 1, b"y" * 10_000)  # one event larger than the bound is still kept
+    assert store.replay("s", ids[-1]) is None and store.replay("t", "1-1") is None
+    for _ in range(200):
+        store.append("t", 1, b"")
+    assert store.replay("t", "1-100") is None and store.replay("t", "1-101") is not None
