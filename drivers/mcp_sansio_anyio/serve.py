@@ -24,9 +24,11 @@ from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
 from mcp_sansio_base.serving import (
     LINGER_SECONDS,
+    SharedStore,
     http_endpoint,
     peer_host,
     protocol_stdout,
@@ -143,10 +145,11 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None) -> None:
+                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
+                     store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, anyio.current_time())
+    endpoint = http_endpoint(app, host, secret, config, anyio.current_time(), store)
     await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
@@ -250,6 +253,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
 
     async with anyio.create_task_group() as group:
         runner = ServerRunner(endpoint, AnyioPrimitives(group, write, handler_threads), on_event)
+        if isinstance(endpoint, HttpServer):
+            group.start_soon(relay_anyio, endpoint, runner)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         if ready is not None:
             ready(listener.extra(anyio.abc.SocketAttribute.local_port))

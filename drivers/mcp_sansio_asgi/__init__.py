@@ -8,9 +8,10 @@ The handlers run in a task group the ASGI lifespan opens: the host server must r
 lifespan protocol (uvicorn, hypercorn and granian do by default).
 
 Several workers: a stateless (2026-07-28) request needs nothing shared but ``secret``
-(it seals ``requestState``). Handshake-era sessions live in the worker that opened them
-unless ``sessions`` and ``events`` are stores every worker reaches; with the in-memory
-defaults, route a session's requests to one worker (sticky by ``Mcp-Session-Id``).
+(it seals ``requestState``; default: ``$MCP_SANSIO_SECRET``). Handshake-era sessions live
+in the worker that opened them unless ``store`` (e.g. ``"redis://host:6379/0"``) or
+``sessions`` and ``events`` are stores every worker reaches; with the in-memory defaults,
+route a session's requests to one worker (sticky by ``Mcp-Session-Id``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, Response
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import peer_host, server_entropy, server_secret
+from mcp_sansio_base.serving import SharedStore, open_shared, peer_host, server_entropy, server_secret
 
 __all__ = ["AsgiApp"]
 
@@ -51,6 +53,8 @@ class AsgiApp:
             the same one (default: random, this process only).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
+        store: both at once, shared by every worker: a URL (``redis://``, ``rediss://``,
+            ``valkey://``; see ``mcp_sansio_base.redis_store``) or a store object.
         on_event: receives the events the runner does not act on itself.
         handler_threads: how many plain ``def`` handlers run at once, each in a worker
             thread (default 40, ``DEFAULT_HANDLER_THREADS``); ``async def`` ones run on
@@ -59,12 +63,14 @@ class AsgiApp:
 
     def __init__(self, app: MCPServer, *, config: HttpConfig | None = None, secret: bytes | None = None,
                  sessions: SessionStore | None = None, events: EventStore | None = None,
+                 store: str | SharedStore | None = None,
                  on_event: Callable[[Event], None] | None = None, handler_threads: int | None = None) -> None:
         self.app = app
         self.config = config or HttpConfig.loopback()
         self._exchanges = HttpExchanges(self.config.limits)
         self._secret = server_secret(secret)
-        self._stores = (sessions, events)
+        shared = open_shared(store)
+        self._stores = (sessions or shared, events or shared)
         self._on_event = on_event
         self._threads = handler_threads
         self._server: HttpServer | None = None
@@ -93,6 +99,7 @@ class AsgiApp:
             self._server = server
             self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake, self._threads),
                                         self._on_event)
+            group.start_soon(relay_anyio, server, self._runner)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             server.close(anyio.current_time())

@@ -22,9 +22,11 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
 from mcp_sansio_base.serving import (
     LINGER_SECONDS,
+    SharedStore,
     http_endpoint,
     peer_host,
     protocol_stdout,
@@ -240,10 +242,11 @@ class _FdWriter:
 async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
                      secret: bytes | None = None, config: HttpConfig | None = None,
                      on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None) -> None:
+                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
+                     store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
     arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
+    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time(), store)
     await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
@@ -274,8 +277,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             link = links.pop(action.connection, None)
             if link is not None:  # its last bytes, our side's end, then read and drop until the client's
                 link.transport.write(endpoint.data_to_send(action.connection))
-                if link.transport.can_write_eof():
-                    link.transport.write_eof()
+                if link.transport.can_write_eof() and _half_close(link.transport):
                     loop.call_later(LINGER_SECONDS, link.transport.close)
                 else:
                     link.transport.close()
@@ -287,11 +289,14 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         return _ConnectionProtocol(endpoint, runner, links, loop)
 
     server = await loop.create_server(factory, host, port)
+    relay = loop.create_task(relay_asyncio(endpoint, runner)) if isinstance(endpoint, HttpServer) else None
     if ready is not None:
         ready(server.sockets[0].getsockname()[1])
     try:
         await server.serve_forever()
     finally:
+        if relay is not None:
+            relay.cancel()
         server.close()
         endpoint.close(loop.time())
         runner.pump()
@@ -299,6 +304,16 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         primitives.close()
         for link in links.values():
             link.transport.close()
+
+
+def _half_close(transport: asyncio.Transport) -> bool:
+    """End our side of ``transport``; ``False`` when the peer is gone already (a balancer
+    that closed first: ``shutdown()`` fails with ENOTCONN, which must not reach a handler)."""
+    try:
+        transport.write_eof()
+    except OSError:
+        return False
+    return True
 
 
 class _Link:

@@ -5,8 +5,9 @@ how long a closed connection lingers.
 The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in every driver:
 
 - ``app``: the ``MCPServer``.
-- ``secret``: the key sealing ``requestState`` and naming sessions (default: 32 random
-  bytes, this process only; give every worker of one deployment the same).
+- ``secret``: the key sealing ``requestState`` (default: the ``MCP_SANSIO_SECRET``
+  environment variable, else 32 random bytes, this process only; give every worker of one
+  deployment the same).
 - ``stdin`` / ``stdout`` (stdio): the file descriptors (default: the process's).
 - ``flow`` (stdio): the bounds of output a client that does not read may cost
   (``mcp_sansio.server.flow.FlowLimits``; HTTP and WebSocket take theirs in ``config``).
@@ -14,6 +15,10 @@ The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in ever
   free one, which ``ready`` is told).
 - ``config``: ``HttpConfig`` / ``WebSocketConfig`` (default: DNS-rebinding protection on a
   loopback bind).
+- ``store`` (HTTP): where handshake-era sessions and stream events are kept so that any
+  worker serves any session: a URL (``redis://``, ``rediss://``, ``valkey://``; see
+  :mod:`mcp_sansio_base.redis_store`) or a store object that is both a ``SessionStore``
+  and an ``EventStore`` (default: this process's memory).
 - ``on_event``: receives the events the runner does not act on itself (``ClientInitialized``,
   ``ResourceSubscribed``, ...).
 - ``ready``: called with the bound port once the server listens.
@@ -37,17 +42,26 @@ import secrets
 import sys
 import time
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, Protocol
 
 from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
+from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
-__all__ = ["LINGER_SECONDS", "http_endpoint", "is_loopback", "peer_host", "protocol_stdout", "server_entropy",
-           "server_secret", "stdio_endpoint", "websocket_endpoint"]
+__all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
+           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "stdio_endpoint",
+           "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
+
+SECRET_ENV: Final = "MCP_SANSIO_SECRET"
+"""The environment variable every worker of a deployment reads its shared secret from."""
+
+
+class SharedStore(SessionStore, EventStore, Protocol):
+    """One store holding both sessions and events (as ``RedisStore`` does)."""
 
 LINGER_SECONDS: Final = 2.0
 """How long a driver keeps reading (and discarding) from a connection the core closed after
@@ -57,8 +71,25 @@ it (the "lingering close" of RFC 9112 section 9.6)."""
 
 
 def server_secret(secret: bytes | None) -> bytes:
-    """``secret``, or 32 fresh random bytes (good for this process only)."""
-    return secret if secret is not None else secrets.token_bytes(32)
+    """``secret``, else ``$MCP_SANSIO_SECRET`` (UTF-8), else 32 fresh random bytes (good for
+    this process only)."""
+    if secret is not None:
+        return secret
+    env = os.environ.get(SECRET_ENV)
+    return env.encode() if env else secrets.token_bytes(32)
+
+
+def open_shared(store: str | SharedStore | None) -> SharedStore | None:
+    """The store ``store`` names (a URL opens a :class:`~mcp_sansio_base.redis_store.RedisStore`).
+
+    Raises:
+        ValueError: a URL of no store this knows.
+    """
+    if not isinstance(store, str):
+        return store
+    from .redis_store import open_store  # redis-py is needed only with a store
+
+    return open_store(store)
 
 
 def server_entropy() -> bytes:
@@ -100,14 +131,16 @@ def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float,
 
 
 def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpConfig | None,
-                  now: float) -> HttpServer:
+                  now: float, store: str | SharedStore | None = None) -> HttpServer:
     """The Streamable HTTP transport for ``app`` bound to ``host`` (``config``, or loopback
-    protection on a loopback bind); a public bind that lets no browser page in says so."""
+    protection on a loopback bind), keeping sessions in ``store``; a public bind that lets no
+    browser page in says so."""
     if config is None:
         config = HttpConfig.loopback() if is_loopback(host) else HttpConfig()
     _warn_public_bind(host, config.allowed_origins)
+    shared = open_shared(store)
     return HttpServer(app, secret=server_secret(secret), entropy=server_entropy(),
-                      wall_offset=time.time() - now, config=config)
+                      wall_offset=time.time() - now, config=config, sessions=shared, events=shared)
 
 
 def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,

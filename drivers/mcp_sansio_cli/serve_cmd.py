@@ -3,7 +3,10 @@
 Over stdio by default; ``--http PORT`` serves Streamable HTTP on 127.0.0.1 (DNS-rebinding
 protection on), ``--websocket PORT`` a WebSocket endpoint. ``NAME`` is the variable
 holding the server (default ``app``); ``-m MODULE[:NAME]`` imports a module instead of a
-file. Two functions wire it into the CLI: :func:`add_parser` and :func:`run`.
+file. ``--store redis://HOST:PORT/DB`` keeps sessions and stream events in Redis/Valkey so
+that several processes serve one deployment; they share the secret from
+``$MCP_SANSIO_SECRET`` or ``--secret-file``. Two functions wire it into the CLI:
+:func:`add_parser` and :func:`run`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig
 from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
 from mcp_sansio.server.websocket import WebSocketConfig
-from mcp_sansio_base.serving import is_loopback
+from mcp_sansio_base.serving import is_loopback, open_shared
 
 from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
@@ -63,6 +66,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                              "on a loopback bind, any name otherwise)")
     parser.add_argument("--driver", choices=DRIVERS, default="asyncio",
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
+    parser.add_argument("--store", metavar="URL",
+                        help="with --http: keep sessions and stream events in Redis/Valkey (redis://HOST:PORT/DB,"
+                             " rediss://, valkey://): any process behind a balancer serves any session")
+    parser.add_argument("--secret-file", metavar="PATH",
+                        help="read the secret every process shares from PATH (default: $MCP_SANSIO_SECRET,"
+                             " else random)")
     parser.add_argument("--threads", type=_count, metavar="N", default=None,
                         help="run at most N plain def handlers at once, each in a worker thread "
                              "(default: 40; 0 with --driver sync, which then runs them inline)")
@@ -142,6 +151,20 @@ def _load_module(name: str) -> Any:
         raise ServeError(f"{name}: {type(exc).__name__}: {exc}") from exc
 
 
+def _secret(path: str | None) -> bytes | None:
+    """The secret in ``path`` (surrounding whitespace dropped), or ``None`` (the driver
+    then reads ``$MCP_SANSIO_SECRET``)."""
+    if path is None:
+        return None
+    try:
+        secret = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ServeError(f"--secret-file: {exc}") from exc
+    if len(secret) < 16:
+        raise ServeError(f"--secret-file: {path} holds {len(secret)} bytes; the secret needs at least 16")
+    return secret
+
+
 def _bind_options(args: argparse.Namespace) -> dict[str, Any]:
     """``allowed_hosts``/``allowed_origins`` from ``--allow-host``/``--allow-origin`` and the
     bind address (loopback: the loopback names as ``Host``, plus any named).
@@ -179,23 +202,33 @@ def run(args: argparse.Namespace) -> int:
     serve = importlib.import_module(f"{module}.serve")
     try:
         options = _bind_options(args)
-    except LocalProtocolError as exc:
+        secret = _secret(args.secret_file)
+    except (LocalProtocolError, ServeError) as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
+        return _EXIT_USAGE
+    if args.store is not None and args.http is None:
+        print("mcp-sansio serve: error: --store needs --http", file=sys.stderr)
         return _EXIT_USAGE
     threads: dict[str, Any] = {} if args.threads is None else {"handler_threads": args.threads}
     if args.http is not None:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
                   flush=True)
+        try:
+            store = None if args.store is None else open_shared(args.store)
+        except (ValueError, ImportError) as exc:
+            print(f"mcp-sansio serve: error: --store: {exc}", file=sys.stderr)
+            return _EXIT_USAGE
         call = functools.partial(serve.serve_http, app, host=args.host, port=args.http, ready=listening,
-                                 config=HttpConfig(**options), **threads)
+                                 config=HttpConfig(**options), secret=secret, store=store, **threads)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
             print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
-                                 ready=listening_ws, config=WebSocketConfig(**options), **threads)
+                                 ready=listening_ws, config=WebSocketConfig(**options), secret=secret,
+                                 **threads)
     else:
-        call = functools.partial(serve.serve_stdio, app, **threads)
+        call = functools.partial(serve.serve_stdio, app, secret=secret, **threads)
     try:
         if args.driver == "sync":
             call()

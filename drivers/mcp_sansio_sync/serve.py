@@ -25,9 +25,11 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio_base.relay import RelayThread
 from mcp_sansio_base.server import ServerRunner
 from mcp_sansio_base.serving import (
     LINGER_SECONDS,
+    SharedStore,
     http_endpoint,
     peer_host,
     protocol_stdout,
@@ -208,10 +210,10 @@ _WAKE: Final = "wake"
 def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000, secret: bytes | None = None,
                config: HttpConfig | None = None, on_event: Callable[[Event], None] | None = None,
                ready: Callable[[int], None] | None = None, stop: Stop | None = None,
-               handler_threads: int = 0) -> None:
+               handler_threads: int = 0, store: str | SharedStore | None = None) -> None:
     """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
     (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, time.monotonic())
+    endpoint = http_endpoint(app, host, secret, config, time.monotonic(), store)
     _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
 
 
@@ -290,7 +292,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             selector.unregister(conn.sock)
         conn.sock.close()
 
-    def write() -> None:
+    def write() -> None:  # after every pump: the relay thread also learns what to follow now
+        if relay is not None:
+            relay.publish()
         for cid in endpoint.connections_with_data():
             conn = conns.get(cid)
             if conn is None:
@@ -322,12 +326,23 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             runner.pump()  # the core closes it (its CloseConnection), else:
             close(conn)
 
+    relay: RelayThread | None = None
     loop = StepLoop(time.monotonic, write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
     waker = _Waker(selector, loop).__enter__()
     listener = socket.create_server((host, port))
     listener.setblocking(False)
     selector.register(listener, selectors.EVENT_READ, None)
+    wake_r, wake_w = socket.socketpair()  # the relay thread's doorbell
+    wake_r.setblocking(False)
+    wake_w.setblocking(False)
+    selector.register(wake_r, selectors.EVENT_READ, wake_r)
+
+    def ring() -> None:
+        with contextlib.suppress(OSError):  # full: the loop is already woken
+            wake_w.send(b"x")
+
+    relay = RelayThread(endpoint, runner, ring) if isinstance(endpoint, HttpServer) else None
     if ready is not None:
         ready(listener.getsockname()[1])
     try:
@@ -346,17 +361,25 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
                         flush(data)
                     if mask & selectors.EVENT_READ and (data.id in conns or data.id in lingering):
                         readable(data)
+                elif relay is not None:
+                    with contextlib.suppress(OSError):
+                        wake_r.recv(4096)
+                    relay.deliver(time.monotonic())
                 runner.pump()
             now = time.monotonic()
             for conn in [c for c in lingering.values() if c.linger_until <= now]:
                 close(conn)
     finally:
+        if relay is not None:
+            relay.close()
         endpoint.close(time.monotonic())
         runner.pump()
         runner.cancel_all()
         loop.run_ready()
         loop.close()
         waker.__exit__()
+        wake_r.close()
+        wake_w.close()
         for conn in [*conns.values(), *lingering.values()]:
             conn.sock.close()
         selector.close()

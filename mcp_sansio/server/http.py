@@ -15,8 +15,9 @@ body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). 
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -51,7 +52,17 @@ from .http_headers import (
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
 from .session import ServerSession, invalid_utf8
-from .stores import EventStore, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore
+from .stores import (
+    INBOX_STREAM,
+    EventStore,
+    Follow,
+    MemoryEventStore,
+    MemorySessionStore,
+    Relayed,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -171,6 +182,9 @@ class HttpServer(Endpoint):
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
                  events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
         super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
+        # this process's SSE streams and questions to clients are numbered from here: apart
+        # from other workers' in a shared session (a random 32-bit base, 2**20 apart)
+        self._stream_base = int.from_bytes(hashlib.sha256(b"streams/" + entropy).digest()[:4], "big") << 20
         self.config = config or HttpConfig()
         self._wire: HttpConnections | None = None  # None: a host server (ASGI) owns the bytes
         self.http: HttpConnections | HttpExchanges
@@ -183,6 +197,9 @@ class HttpServer(Endpoint):
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
         self._peer_sessions: Counter[str | None] = Counter()
+        self._following: dict[tuple[str, int], str] = {}  # (session, stream) -> last event relayed
+        self._follow_request: dict[tuple[str, int], int | str | None] = {}  # ... -> the request it answers
+        self._inboxes: dict[str, None] = {}  # the sessions whose inbox may matter here (a shared store)
         self._exchanges: dict[int, Exchange] = {}
         self._peers: dict[int, str | None] = {}  # open connection -> its peer
         self._peer_connections: Counter[str | None] = Counter()
@@ -273,7 +290,7 @@ class HttpServer(Endpoint):
             for req, refusal in self.gate.handle_timeout(now):
                 self._refuse(req, refusal, now)
         while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
-            self._end_session(legacy, now, "the session expired")
+            self._end_session(legacy, now, "the session expired", forget=not self.session_store.shared)
         super().handle_timeout(now)
         self._pump(now)
 
@@ -283,7 +300,8 @@ class HttpServer(Endpoint):
         Events: ``CallCancelled`` for running calls. Actions: ``CloseConnection``.
         """
         for legacy in list(self._legacy.values()):
-            self._end_session(legacy, now, "the server is shutting down")
+            self._end_session(legacy, now, "the server is shutting down",
+                              forget=not self.session_store.shared)
         self.modern.close(now, "the server is shutting down")
         for exchange in list(self._exchanges):
             self.http.abort(exchange)
@@ -347,6 +365,62 @@ class HttpServer(Endpoint):
         self._pump(now)
         return True
 
+    # ------------------------------------------------------------ streams other workers produce
+
+    def follows(self) -> list[Follow]:
+        """The streams resumed here whose requests run on another worker, and the inboxes
+        of the sessions whose calls run here (answers and cancellations other workers
+        received): the driver passes them to ``event_store.follow`` (off its loop) and what
+        it returns to :meth:`receive_relayed`. Changes nothing."""
+        follows = [Follow(session_id=sid, stream=stream, after=after)
+                   for (sid, stream), after in self._following.items()]
+        for sid in self._inboxes:
+            legacy = self._legacy[sid]
+            if legacy.session.calls and legacy.inbox_after is not None:
+                follows.append(Follow(session_id=sid, stream=INBOX_STREAM, after=legacy.inbox_after))
+        return follows
+
+    def receive_relayed(self, relayed: Sequence[Relayed], now: float) -> None:
+        """Events another worker stored for streams this one follows: each goes to the
+        client once, in order; a final one ends its stream. Events of streams no longer
+        followed (the client left again) are dropped: the store still has them."""
+        start = dict(self._following)
+        inboxes = {sid: self._legacy[sid].inbox_after for sid in self._inboxes}
+        for item in relayed:
+            key = (item.session_id, item.stream)
+            if item.stream == INBOX_STREAM:
+                if inboxes.get(item.session_id) == item.since:  # else: gone, or read for an earlier position
+                    self._inbox_message(self._legacy[item.session_id], item, now)
+                continue
+            if start.get(key) != item.since or key not in self._following:
+                continue  # read for an earlier position (resumed again since), or no longer followed
+            legacy = self._legacy[item.session_id]  # followed: its session and exchange are here
+            ex = self._exchanges[legacy.live[item.stream]]
+            self._following[key] = item.event_id
+            data, final = item.data, item.final
+            event_id: str | None = item.event_id
+            if item.abandoned:  # its worker died: answer for it, for this and any later resumption
+                request_id = self._follow_request.get(key)
+                data = b"" if request_id is None else jsonrpc.encode_error(
+                    request_id, jsonrpc.INTERNAL_ERROR, "the server process running this request stopped")
+                event_id, final = self._append(legacy, item.stream, data, True), True
+            if data:
+                self.http.send(ex.id, sse_event(data, event_id))
+            if final:
+                del self._following[key]
+                self._follow_request.pop(key, None)
+                self._exchanges.pop(ex.id, None)
+                ex.mode = Mode.DONE
+                self.http.end(ex.id, now=now)
+                self._stream_done(legacy, item.stream)
+        self._pump(now)
+
+    def _inbox_message(self, legacy: Legacy, item: Relayed, now: float) -> None:
+        """An answer or a cancellation another worker received for a session of ours."""
+        legacy.inbox_after = item.event_id
+        if item.data:  # (none: the store's position moved past events of other streams)
+            legacy.session.receive_message(item.data, now, None)  # unknown ids: discarded (not ours)
+
     def congested(self, call: int) -> bool:
         """Whether the response stream ``call`` writes to is congested (see ``flow.py``)."""
         session = self._calls.get(call)
@@ -379,7 +453,7 @@ class HttpServer(Endpoint):
         if ex is not None:
             self._emit(ex, data, legacy, status, now if final else None)
         elif stream is not None:  # its stream broke: keep the event for a resumption
-            self.event_store.append(legacy.id, stream, data)
+            self._append(legacy, stream, data, final)
             if final:
                 self._stream_done(legacy, stream)
 
@@ -412,7 +486,7 @@ class HttpServer(Endpoint):
                                 host_checked=config.allowed_hosts is not None):
             self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
         elif self.gate is None:
-            self._dispatch(req, None, now)
+            self._guarded(req, None, now)
         else:
             credentials = [value for name, value in req.headers if name == "authorization"]
             outcome = self.gate.check(credentials, req, now)
@@ -434,10 +508,16 @@ class HttpServer(Endpoint):
         if isinstance(outcome, Refusal):
             self._refuse(req, outcome, now)
         else:
-            self._dispatch(req, outcome.principal, now)
+            self._guarded(req, outcome.principal, now)
 
     def _refuse(self, req: RequestReceived, refusal: Refusal, now: float) -> None:
         self.http.respond(req.exchange, refusal.status, list(refusal.headers), refusal.body, now=now)
+
+    def _guarded(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
+        try:
+            self._dispatch(req, principal, now)
+        except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
+            self._plain(req, 503, f"Service Unavailable: {exc}", now)
 
     def _dispatch(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         if req.method == "POST":
@@ -550,6 +630,7 @@ class HttpServer(Endpoint):
                wants_sse: bool, principal: Principal | None, now: float) -> None:
         """Hand a message to its session, with this exchange as its channel."""
         ex = Exchange(req.exchange, legacy, wants_json, wants_sse)
+        ex.request_id = peek.id if isinstance(peek.id, int | str) and isinstance(peek.method, str) else None
         self._exchanges[req.exchange] = ex
         if legacy is None:
             self.modern.receive_message(req.body, now, req.exchange, principal)
@@ -559,6 +640,9 @@ class HttpServer(Endpoint):
                 legacy.used = True
             legacy.session.receive_message(req.body, now, req.exchange, principal)
             self._remember(legacy)
+            if self.event_store.shared and (peek.method == "notifications/cancelled" or (
+                    peek.id is not UNSET and not isinstance(peek.method, str))):
+                self._append(legacy, INBOX_STREAM, req.body, False)  # for the worker it concerns
         if ex.mode is Mode.PENDING and (peek.id is UNSET or not isinstance(peek.method, str)):
             del self._exchanges[req.exchange]  # a notification or a response: accepted, no body
             self.http.respond(req.exchange, 202, self._headers(legacy), now=now)
@@ -595,7 +679,9 @@ class HttpServer(Endpoint):
         if replay is None:
             self._plain(req, 404, "Not Found: unknown Last-Event-ID", now)
             return
-        stream, events = replay
+        stream, events = replay.stream, replay.events
+        produced_here = any(legacy.stream_of.get(-1 if c.channel is None else c.channel) == stream
+                            for c in legacy.session.calls.values())
         ex = Exchange(req.exchange, legacy, False, True)
         self._exchanges[req.exchange] = ex
         self.http.start_stream(req.exchange, 200, [*_SSE, *self._headers(legacy)])
@@ -611,11 +697,15 @@ class HttpServer(Endpoint):
         legacy.live[stream] = req.exchange
         if stream == 0:
             legacy.get_exchange = req.exchange
-        finished = stream in legacy.finished_streams
+        finished = replay.finished or stream in legacy.finished_streams
         if finished:
             self.http.end(req.exchange, now=now)
             self._exchanges.pop(req.exchange, None)
             legacy.live.pop(stream, None)
+        elif self.event_store.shared and stream != 0 and not produced_here:
+            # another worker runs the request: relay what it stores from here on
+            self._following[legacy.id, stream] = events[-1][0] if events else last
+            self._follow_request[legacy.id, stream] = replay.request_id
 
     def _delete(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
         session_id = req.header("mcp-session-id")
@@ -644,6 +734,8 @@ class HttpServer(Endpoint):
         stream = legacy.stream_of.get(ex.id)
         if stream is not None and legacy.live.get(stream) == ex.id:
             del legacy.live[stream]
+            self._following.pop((legacy.id, stream), None)
+            self._follow_request.pop((legacy.id, stream), None)
 
     # ------------------------------------------------------------ responses
 
@@ -666,7 +758,7 @@ class HttpServer(Endpoint):
             self._start_sse(ex, legacy)
         event_id = None
         if legacy is not None:
-            event_id = self.event_store.append(legacy.id, legacy.stream_of[ex.id], data)
+            event_id = self._append(legacy, legacy.stream_of[ex.id], data, now is not None)
         self.http.send(ex.id, sse_event(data, event_id))
         if now is not None:
             self._exchanges.pop(ex.id, None)
@@ -697,8 +789,22 @@ class HttpServer(Endpoint):
             legacy.next_stream += 1
             stream = legacy.stream_of[ex.id] = legacy.next_stream
         legacy.live[stream] = ex.id
-        priming = self.event_store.append(legacy.id, stream, b"")
-        self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+        priming = self._append(legacy, stream, b"", False, ex.request_id)
+        if priming is not None:
+            self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+
+    def _append(self, legacy: Legacy, stream: int, data: bytes, final: bool,
+                request_id: int | str | None = None) -> str | None:
+        """Keep an event for resumption; its id, or ``None`` when the store failed (the
+        event is still sent, without an id: that stream cannot be resumed past it)."""
+        try:
+            event_id = self.event_store.append(legacy.id, stream, data, final, request_id)
+        except StoreUnavailable:
+            return None
+        if self.event_store.shared and legacy.inbox_after is None and stream != INBOX_STREAM:
+            legacy.inbox_after = event_id  # the client's answers to what we send come after it
+            self._inboxes[legacy.id] = None
+        return event_id
 
     def _headers(self, legacy: Legacy | None) -> list[Header]:
         return [] if legacy is None else [("mcp-session-id", legacy.id)]
@@ -717,8 +823,9 @@ class HttpServer(Endpoint):
         session_id = self.new_id("session")
         legacy = Legacy(session_id, now + self.config.session_idle_timeout, peer)
         legacy.owner = None if principal is None else principal.identity
+        legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        legacy.session = ServerSession(self.app, legacy.host)
+        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
         legacy.session.session_id = session_id
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
@@ -738,12 +845,15 @@ class HttpServer(Endpoint):
                 lambda s: s.peer == peer)
             if victim is None:
                 return 429, "Too Many Requests: this client holds too many sessions; end some (DELETE)"
-            self._end_session(victim, now, "its client opened too many sessions")
+            # (with a shared store only this worker's copy: it may be busy at another worker)
+            self._end_session(victim, now, "its client opened too many sessions",
+                              forget=not self.session_store.shared)
         elif len(self._legacy) >= config.max_sessions:
             victim = self._idle_session(lambda s: not s.used)
             if victim is None:
                 return 503, "Service Unavailable: too many sessions"
-            self._end_session(victim, now, "the server needed room for a new session")
+            self._end_session(victim, now, "the server needed room for a new session",
+                              forget=not self.session_store.shared)
         return None
 
     def _idle_session(self, which: Callable[[Legacy], bool]) -> Legacy | None:
@@ -761,15 +871,21 @@ class HttpServer(Endpoint):
         owner = None if principal is None else principal.identity
         legacy = self._legacy.get(session_id)
         if legacy is not None:
-            return legacy if legacy.owner == owner else None
+            if legacy.owner != owner:
+                return None
+            if self.session_store.shared and not self.session_store.touch(session_id):
+                self._end_session(legacy, now, "the session ended", forget=False)  # by another worker
+                return None
+            return legacy
         record = self.session_store.load(session_id)
         if record is None or record.owner != owner or self._make_room(None, now) is not None:
             return None
         legacy = Legacy(session_id, now + self.config.session_idle_timeout, None)
         legacy.used = True
         legacy.owner = owner
+        legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        session = legacy.session = ServerSession(self.app, legacy.host)
+        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
         session.session_id = session_id
         session.phase = Phase.READY
         session.protocol_version = record.protocol_version
@@ -792,18 +908,31 @@ class HttpServer(Endpoint):
             subscriptions=sorted(session.subscriptions), owner=legacy.owner,
         )
         if record != legacy.saved:
+            try:
+                self.session_store.save(record)
+            except StoreUnavailable:
+                return  # served here all the same; the next request tries again
             legacy.saved = record
-            self.session_store.save(record)
 
-    def _end_session(self, legacy: Legacy, now: float, reason: str) -> None:
+    def _end_session(self, legacy: Legacy, now: float, reason: str, *, forget: bool = True) -> None:
+        """End ``legacy`` here; ``forget``: in the stores too (else other workers go on
+        serving it, and a shared store's TTL ends it)."""
         del self._legacy[legacy.id]
         self._timed.discard(legacy.session)
         self._peer_sessions[legacy.peer] -= 1
         if not self._peer_sessions[legacy.peer]:
             del self._peer_sessions[legacy.peer]
         legacy.session.close(now, reason)
-        self.session_store.delete(legacy.id)
-        self.event_store.forget(legacy.id)
+        for key in [k for k in self._following if k[0] == legacy.id]:
+            del self._following[key]
+            self._follow_request.pop(key, None)
+        self._inboxes.pop(legacy.id, None)
+        if forget:
+            try:
+                self.session_store.delete(legacy.id)
+                self.event_store.forget(legacy.id)
+            except StoreUnavailable:
+                pass  # a shared store's TTL forgets it
         for exchange in [e for e, ex in self._exchanges.items() if ex.legacy is legacy]:
             del self._exchanges[exchange]
             self.http.abort(exchange)

@@ -40,9 +40,10 @@ class Exchange:
         wants_json: its ``Accept`` takes JSON.
         wants_sse: its ``Accept`` takes an event stream.
         mode: what was sent so far.
+        request_id: the JSON-RPC id of the request it carries, if it is one.
     """
 
-    __slots__ = ("id", "legacy", "mode", "wants_json", "wants_sse")
+    __slots__ = ("id", "legacy", "mode", "request_id", "wants_json", "wants_sse")
 
     def __init__(self, exchange: int, legacy: Legacy | None, wants_json: bool, wants_sse: bool) -> None:
         self.id = exchange
@@ -50,6 +51,7 @@ class Exchange:
         self.wants_json = wants_json
         self.wants_sse = wants_sse
         self.mode = Mode.PENDING
+        self.request_id: int | str | None = None
 
 
 class Legacy:
@@ -71,10 +73,11 @@ class Legacy:
         used: it served a request beyond ``initialize`` (or a stream): one never used is
             the first to go when the server needs room.
         owner: the ``Principal.identity`` that opened it (auth on), else ``None``.
+        inbox_after: where this worker reads the session's inbox from (a shared store).
     """
 
-    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "live", "next_stream",
-                 "owner", "peer", "saved", "session", "stream_of", "used")
+    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "inbox_after", "live",
+                 "next_stream", "owner", "peer", "saved", "session", "stream_of", "used")
 
     def __init__(self, session_id: str, expires_at: float, peer: str | None) -> None:
         self.id = session_id
@@ -90,6 +93,7 @@ class Legacy:
         self.next_stream = 0
         self.saved: SessionRecord | None = None
         self.owner: str | None = None
+        self.inbox_after: str | None = None
 
 
 class LegacyHost(SubHost):

@@ -108,9 +108,12 @@ class ServerSession:
         host: the transport; it allocates call handles and carries messages and events.
         channel_ids: JSON-RPC ids are unique per channel rather than per session (the
             shared session of stateless HTTP requests, where every POST is a channel).
+        first_request_id: our requests to the client are numbered after it (workers
+            sharing a session number theirs apart).
     """
 
-    def __init__(self, app: MCPServer, host: SessionHost, *, channel_ids: bool = False) -> None:
+    def __init__(self, app: MCPServer, host: SessionHost, *, channel_ids: bool = False,
+                 first_request_id: int = 0) -> None:
         self.app = app
         self.config = app.config
         self.host = host
@@ -130,7 +133,7 @@ class ServerSession:
         self._channel_ids = channel_ids
         self._outbound: dict[int, methods.Outbound] = {}
         self._tickets: dict[int, int] = {}  # ticket -> our request id
-        self._next_id = 0
+        self._next_id = first_request_id
         self._server_meta: Final = {SERVER_INFO_KEY: msgspec.to_builtins(app.info)}
 
     # ---------------------------------------------------------------- input

@@ -5,20 +5,37 @@ client, capabilities, log level, subscriptions) can be kept in a :class:`Session
 so that any worker can serve its next request; SSE events kept in an
 :class:`EventStore` let a client resume a broken stream (``Last-Event-ID``) on any
 worker. Stateless 2026-07-28 requests need neither. The stores are called by the core
-and so are synchronous; the in-memory defaults serve one process. A shared store must
-answer quickly (local shared memory, an embedded database), since it runs on the loop.
+and so are synchronous; the in-memory defaults serve one process. A *shared* store
+(``shared = True``, e.g. Redis in ``mcp_sansio_base.redis_store``) answers in one short,
+bounded round trip, keeps sessions alive by its own TTL (so a worker that saw a session
+idle only forgets its copy), and lets a worker follow a stream another worker produces:
+the driver calls :meth:`EventStore.follow` (which may block) off the loop, for what
+``HttpServer.follows()`` names, and hands what it returns to ``HttpServer.receive_relayed``.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Final, Protocol
 
 import msgspec
 
+from ..errors import McpSansioError
 from ..types import ClientCapabilities, Implementation, LoggingLevel
 
-__all__ = ["EventStore", "MemoryEventStore", "MemorySessionStore", "SessionRecord", "SessionStore"]
+__all__ = ["INBOX_STREAM", "EventStore", "Follow", "MemoryEventStore", "MemorySessionStore", "Relayed",
+           "Replay", "SessionRecord", "SessionStore", "StoreUnavailable"]
+
+
+INBOX_STREAM: Final = 2**62
+"""The stream number of a session's inbox: the client's answers and cancellations, which any
+worker may receive, kept for the worker whose handler waits for them (never replayed to a
+client; the SSE streams of a session are numbered below it)."""
+
+
+class StoreUnavailable(McpSansioError):
+    """A shared store did not answer in time; the request it served gets a 503."""
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -34,15 +51,62 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     """The ``Principal.identity`` it is bound to (auth on), else ``None``."""
 
 
+class Replay(msgspec.Struct, frozen=True, kw_only=True):
+    """What a ``Last-Event-ID`` resumes: its stream, the events after it, and whether the
+    stream's final response was sent (then nothing more will come)."""
+
+    stream: int
+    events: list[tuple[str, bytes]]
+    finished: bool = False
+    request_id: int | str | None = None
+    """The request the stream answers, when known."""
+
+
+class Follow(msgspec.Struct, frozen=True, kw_only=True):
+    """A stream this worker relays from the store: the events of ``stream`` of
+    ``session_id`` after the event ``after``."""
+
+    session_id: str
+    stream: int
+    after: str
+
+
+class Relayed(msgspec.Struct, frozen=True, kw_only=True):
+    """One event of a followed stream, as another worker stored it (``final``: the stream's
+    last)."""
+
+    session_id: str
+    stream: int
+    event_id: str
+    data: bytes
+    final: bool = False
+    since: str = ""
+    """The ``after`` of the :class:`Follow` it answers: a relay overtaken by a newer
+    resumption of the stream is dropped."""
+    abandoned: bool = False
+    """The worker producing the stream is gone (no ``data``): nothing more will come."""
+
+
 class SessionStore(Protocol):
-    """Where sessions are kept."""
+    """Where sessions are kept.
+
+    Attributes:
+        shared: other workers use it too, and it expires sessions by its own TTL.
+    """
+
+    shared: bool
 
     def save(self, record: SessionRecord) -> None:
         """Store or replace ``record``."""
         ...
 
     def load(self, session_id: str) -> SessionRecord | None:
-        """The session ``session_id``, if it is known."""
+        """The session ``session_id``, if it is known (a shared store restarts its TTL)."""
+        ...
+
+    def touch(self, session_id: str) -> bool:
+        """A request of ``session_id`` came: restart its TTL; ``False`` when the store no
+        longer has it (ended by another worker, or expired)."""
         ...
 
     def delete(self, session_id: str) -> None:
@@ -51,19 +115,33 @@ class SessionStore(Protocol):
 
 
 class EventStore(Protocol):
-    """Where the events of resumable SSE streams are kept."""
+    """Where the events of resumable SSE streams are kept.
 
-    def append(self, session_id: str, stream: int, data: bytes) -> str:
-        """Keep one event (the JSON of a message) of ``stream``; its event id."""
+    Attributes:
+        shared: other workers use it too; :meth:`follow` relays what they append.
+    """
+
+    shared: bool
+
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
+        """Keep one event (the JSON of a message; ``final``: the stream's last) of
+        ``stream``; its event id. ``request_id`` comes with a stream's first event: the
+        request it answers (another worker relaying it answers for it if its producer dies)."""
         ...
 
-    def replay(self, session_id: str, last_event_id: str) -> tuple[int, list[tuple[str, bytes]]] | None:
+    def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream ``last_event_id`` belongs to and its events after it, or ``None``
         when the id is unknown (forgotten, or never issued)."""
         ...
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
+        ...
+
+    def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
+        """The events appended after each of ``wants``, waiting up to ``timeout`` seconds
+        for one (a blocking call: the driver makes it off its loop; never the core)."""
         ...
 
 
@@ -73,6 +151,7 @@ class MemorySessionStore:
     def __init__(self, max_sessions: int = 10_000) -> None:
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._max = max_sessions
+        self.shared = False
 
     def save(self, record: SessionRecord) -> None:
         """Store or replace ``record``."""
@@ -85,6 +164,10 @@ class MemorySessionStore:
         """The session ``session_id``, if it is known."""
         return self._records.get(session_id)
 
+    def touch(self, session_id: str) -> bool:
+        """Whether ``session_id`` is known."""
+        return session_id in self._records
+
     def delete(self, session_id: str) -> None:
         """Forget ``session_id``."""
         self._records.pop(session_id, None)
@@ -95,41 +178,65 @@ class MemoryEventStore:
     than ``max_bytes`` of them (the oldest go first; a stream whose client stopped reading
     goes on here, so this bounds what it costs).
 
-    Event ids are ``<stream>-<sequence>``, opaque to clients.
+    Event ids are ``<stream>-<sequence>``, opaque to clients. ``follow`` answers at once
+    (it never waits): enough for servers sharing one process, as the tests have them.
     """
 
     def __init__(self, max_events: int = 1000, max_bytes: int = 4 * 1024 * 1024) -> None:
-        self._events: dict[str, deque[tuple[int, int, bytes]]] = {}
+        self._events: dict[str, deque[tuple[int, int, bytes, bool]]] = {}
         self._sizes: dict[str, int] = {}
         self._next: dict[str, int] = {}
+        self._requests: dict[tuple[str, int], int | str] = {}
         self._max = max_events
         self._max_bytes = max_bytes
+        self.shared = False
 
-    def append(self, session_id: str, stream: int, data: bytes) -> str:
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
         """Keep one event; its id."""
+        if request_id is not None:
+            self._requests[session_id, stream] = request_id
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
         events = self._events.setdefault(session_id, deque())
-        events.append((stream, seq, data))
+        events.append((stream, seq, data, final))
         size = self._sizes.get(session_id, 0) + len(data)
         while len(events) > self._max or (size > self._max_bytes and len(events) > 1):
             size -= len(events.popleft()[2])
         self._sizes[session_id] = size
         return f"{stream}-{seq}"
 
-    def replay(self, session_id: str, last_event_id: str) -> tuple[int, list[tuple[str, bytes]]] | None:
+    def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream of ``last_event_id`` and its later events, or ``None``."""
         stream_text, _, seq_text = last_event_id.partition("-")
         if not stream_text.isdigit() or not seq_text.isdigit():
             return None
         stream, seq = int(stream_text), int(seq_text)
         events = self._events.get(session_id)
-        if events is None or not any(s == stream and n == seq for s, n, _ in events):
+        seen = None if events is None else next((e for e in events if e[0] == stream and e[1] == seq), None)
+        if events is None or seen is None:
             return None
-        return stream, [(f"{s}-{n}", data) for s, n, data in events if s == stream and n > seq]
+        later = [e for e in events if e[0] == stream and e[1] > seq]
+        return Replay(stream=stream, events=[(f"{s}-{n}", data) for s, n, data, _ in later],
+                      finished=seen[3] or any(e[3] for e in later),
+                      request_id=self._requests.get((session_id, stream)))
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
         self._events.pop(session_id, None)
         self._sizes.pop(session_id, None)
         self._next.pop(session_id, None)
+        for key in [k for k in self._requests if k[0] == session_id]:
+            del self._requests[key]
+
+    def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
+        """The events of each of ``wants``' stream stored after its position (at once:
+        ``timeout`` is not waited)."""
+        out: list[Relayed] = []
+        for want in wants:
+            after = int(want.after.rpartition("-")[2] or 0)
+            for stream, seq, data, final in self._events.get(want.session_id, ()):
+                if stream == want.stream and seq > after:
+                    out.append(Relayed(session_id=want.session_id, stream=stream, event_id=f"{stream}-{seq}",
+                                       data=data, final=final, since=want.after))
+        return out

@@ -191,9 +191,10 @@ def test_a_stalled_handshake_era_stream_is_dropped_and_its_events_kept_for_resum
     runner.pump()
     loop.run_ready()
     assert done == ["finished"]  # the stream is gone, not the request: it can be resumed
-    replay = server.event_store.replay(session_id, "2-3")  # after the call stream's priming event
-    assert replay is not None and len(replay[1]) == 6  # five progress notifications, the result
-    assert json.loads(replay[1][-1][1])["result"]["content"][0]["text"] == "ok"
+    first_stream = int(init.ids[0].partition("-")[0])  # initialize's (SSE) stream; the call's is next
+    replay = server.event_store.replay(session_id, f"{first_stream + 1}-3")  # after its priming event
+    assert replay is not None and len(replay.events) == 6  # five progress notifications, the result
+    assert json.loads(replay.events[-1][1])["result"]["content"][0]["text"] == "ok"
 
 
 # ---------------------------------------------------------------- ASGI exchanges
@@ -434,7 +435,8 @@ def test_the_memory_event_store_keeps_a_bounded_number_of_bytes_per_session() ->
     ids = [store.append("s", 1, b"x" * 1000) for _ in range(5)]
     assert store.replay("s", first) is None  # it went, with the oldest events
     assert store.replay("s", ids[-3]) is None  # two events of 1000 bytes are what fits
-    assert store.replay("s", ids[-2]) == (1, [(ids[-1], b"x" * 1000)])
+    replay = store.replay("s", ids[-2])
+    assert replay is not None and (replay.stream, replay.events) == (1, [(ids[-1], b"x" * 1000)])
     store.append("s", 1, b"y" * 10_000)  # one event larger than the bound is still kept
     assert store.replay("s", ids[-1]) is None and store.replay("t", "1-1") is None
     for _ in range(200):

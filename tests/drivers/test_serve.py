@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -99,6 +100,17 @@ anyio.run(main)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert done.stdout.decode().strip() == f"{version} ['add', 'ask', 'progress'] 42"
+
+
+def test_a_client_that_resets_its_connection_leaves_the_server_serving(http_url: str) -> None:
+    port = int(http_url.split(":")[2].split("/", maxsplit=1)[0])
+    for _ in range(3):  # as a balancer's TCP health check does
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    time.sleep(0.2)
+    with connect_http(http_url) as client:
+        assert text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
 # ---------------------------------------------------------------- hostile clients

@@ -1,0 +1,157 @@
+"""What the shared Redis store costs per ``tools/call``, against the in-memory default.
+
+Usage: ``python bench/bench_store.py [--calls N] [--rounds R] [--json FILE]`` (needs
+``redis-server`` on PATH: it starts one on a free loopback port, ``--save '' --appendonly no``).
+
+One handshake-era session of ``add_server.py`` served by ``mcp-sansio serve --http`` (asyncio
+driver), with JSON answers and with SSE answers, with the in-memory stores and with
+``--store redis://...``; one client on one keep-alive connection, one request at a time.
+Per call it reports:
+
+- ``server us``: the server process's CPU (``/proc/PID/schedstat``), as ``bench_server.py``;
+- ``wall us``: the client's wall time per round trip (what a caller waits; the Redis round
+  trips are in it, Redis's own CPU is not in ``server us``);
+- ``store trips``: Redis commands the server sent per call (``INFO stats``
+  ``total_commands_processed`` before and after, minus this bench's own two ``INFO`` calls),
+  and ``round trips`` (a pipeline is one).
+
+The rows alternate (memory, Redis, memory, Redis, ...) over ``--rounds`` rounds and the
+median of each is reported, so that a loaded machine affects both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import cast
+
+if __name__ == "__main__":  # run as a script: make the package ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_server import ADD, INIT, PY, call, cpu_ns, free_port, http_server
+
+SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_http; "
+             "from mcp_sansio.server.http import HttpConfig; "
+             "app = runpy.run_path(sys.argv[1])['app']; "
+             "store = sys.argv[3] if sys.argv[3] != '-' else None; "
+             "asyncio.run(serve_http(app, port=int(sys.argv[2]), store=store, "
+             "config=HttpConfig.loopback(response_mode='sse')))")
+# Redis round trips per call, by the code: a JSON answer: EXPIRE (touch); an SSE answer: the
+# touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline (the priming's
+# also HSET+EXPIRE: who produces the stream, for the request): 9 commands in 3 round trips.
+ROUND_TRIPS = {"JSON": 1, "SSE": 3}
+
+
+def _body(response: http.client.HTTPResponse) -> dict[str, object]:
+    """The JSON-RPC answer in a JSON or SSE response."""
+    data = response.read()
+    if not response.getheader("content-type", "").startswith("text/event-stream"):
+        return cast("dict[str, object]", json.loads(data))
+    for line in data.split(b"\n"):
+        if line.startswith(b"data:") and line[5:].strip():
+            message: dict[str, object] = json.loads(line[5:])
+            if "id" in message:
+                return message
+    raise AssertionError(f"no answer in {data!r}")
+
+
+def redis_commands(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    try:
+        return int(client.info("stats")["total_commands_processed"])
+    finally:
+        client.close()
+
+
+def measure(mode: str, store: str | None, redis_port: int, calls: int, warmup: int) -> dict[str, float]:
+    port = free_port()
+    if mode == "JSON":
+        command = [PY, "-m", "mcp_sansio_cli", "serve", ADD, "--http", str(port)]
+        command += [] if store is None else ["--store", store]
+    else:
+        command = [PY, "-c", SSE_SERVE, ADD, str(port), store or "-"]
+    with http_server(command, port) as proc:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+        def post(message: dict[str, object]) -> http.client.HTTPResponse:
+            conn.request("POST", "/mcp", json.dumps(message), headers)
+            return conn.getresponse()
+
+        first = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        _body(first)
+        headers["mcp-session-id"] = first.getheader("mcp-session-id") or ""
+        headers["mcp-protocol-version"] = "2025-11-25"
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
+        for rid in range(1, warmup + 1):
+            _body(post(call(rid)))
+        commands = redis_commands(redis_port)
+        cpu = cpu_ns(proc.pid)
+        wall = time.perf_counter()
+        for rid in range(warmup + 1, warmup + calls + 1):
+            reply = _body(post(call(rid)))
+            assert "result" in reply, reply
+        wall = time.perf_counter() - wall
+        used = cpu_ns(proc.pid) - cpu
+        commands = redis_commands(redis_port) - commands - 1  # the second INFO counts itself
+        conn.close()
+    return {"server_us": used / calls / 1000, "wall_us": wall / calls * 1e6,
+            "store_commands": commands / calls}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", help="also write the results here")
+    options = parser.parse_args()
+    if shutil.which("redis-server") is None:
+        sys.exit("bench_store: redis-server is not on PATH (apt-get install redis-server)")
+    redis_port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis_commands(redis_port)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        store = f"redis://127.0.0.1:{redis_port}/0"
+        warm = max(50, options.calls // 10)
+        samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for _ in range(options.rounds):
+            for mode in ("JSON", "SSE"):
+                for name, url in (("memory", None), ("redis", store)):
+                    samples.setdefault((mode, name), []).append(
+                        measure(mode, url, redis_port, options.calls, warm))
+        results = []
+        print(f"{'answers':8} {'store':7} {'server us':>10} {'wall us':>9} {'commands':>9} "
+              f"{'round trips':>12}")
+        for (mode, name), runs in samples.items():
+            row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            trips = 0 if name == "memory" else ROUND_TRIPS[mode]
+            results.append({"answers": mode, "store": name, **row, "round_trips": trips})
+            print(f"{mode:8} {name:7} {row['server_us']:10.1f} {row['wall_us']:9.1f} "
+                  f"{row['store_commands']:9.2f} {trips:12}")
+    finally:
+        server.terminate()
+        server.wait(10)
+    if options.json:
+        Path(options.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""Sessions and SSE events in Redis or Valkey: the store several worker processes share.
+
+``open_store("redis://host:6379/0")`` gives one :class:`RedisStore`, which is both the
+``SessionStore`` and the ``EventStore`` of ``HttpServer`` (``rediss://`` for TLS;
+``valkey://`` and ``valkeys://`` name the same protocol). It uses redis-py's blocking
+client with short socket timeouts: the core calls a store synchronously, so each call is
+one bounded round trip (a pipeline where it takes several commands), and a store that
+does not answer in time raises ``StoreUnavailable`` (the request gets a 503) instead of
+stalling the loop. The only call that waits, :meth:`RedisStore.follow` (``XREAD BLOCK``),
+runs on a connection of its own and is made by the driver off its loop, so asyncio,
+trio, the blocking driver and ASGI all share this one implementation.
+
+Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
+
+- ``<prefix>s:<session id>``: the ``SessionRecord`` as JSON, with a TTL (``?session_ttl=``
+  seconds, default 1800) that every request restarts (``EXPIRE``/``GETEX``).
+- ``<prefix>e:<session id>``: a Redis Stream of the session's SSE events (fields ``s``: the
+  SSE stream number, ``d``: the data, ``f``: present on a stream's final event), bounded
+  by length (``XADD MAXLEN ~``, ``?max_events=``, default 1000) and age (``XTRIM MINID ~``
+  and the key's TTL, ``?event_ttl=`` seconds, default 3600). An event id is
+  ``<stream>.<entry id>``: opaque to clients.
+- ``<prefix>i:<session id>``: the session's inbox (``INBOX_STREAM``: the client's answers and
+  cancellations, for the worker whose call waits), bounded alike. A key of its own, so that a
+  worker following it is not woken by the session's SSE events; since entry ids are times on
+  the one Redis clock, a position in the events reads the inbox from 1 ms before it (a
+  message read twice is harmless: an answer or cancellation of no pending request is dropped).
+- ``<prefix>r:<session id>``: stream number -> ``[worker, request id]``: who produces each
+  request's stream; ``<prefix>w:<worker>``: that worker's heartbeat (a key with a 5 s TTL its
+  relay renews every second). A worker following a stream whose producer's heartbeat is gone
+  reports it abandoned, and the core answers the request with an error for the dead worker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar, cast
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+import msgspec
+import redis
+from redis.exceptions import RedisError
+
+from mcp_sansio.server.stores import INBOX_STREAM, Follow, Relayed, Replay, SessionRecord, StoreUnavailable
+
+__all__ = ["RedisStore", "open_store"]
+
+T = TypeVar("T")
+Entries = list[tuple[bytes, dict[bytes, bytes]]]  # XRANGE's answer (redis-py types it loosely)
+
+_SCHEMES: Final = {"redis": "redis", "rediss": "rediss", "valkey": "redis", "valkeys": "rediss",
+                   "unix": "unix"}
+_encode: Final = msgspec.json.Encoder().encode
+_decode_record: Final = msgspec.json.Decoder(SessionRecord).decode
+_decode_producer: Final = msgspec.json.Decoder(tuple[str, int | str]).decode
+HEARTBEAT_TTL: Final = 5
+"""Seconds a worker's heartbeat lives: how long a killed worker's streams wait for it."""
+HEARTBEAT_EVERY: Final = 1.0
+
+
+class RedisStore:
+    """The ``SessionStore`` and ``EventStore`` of every worker, in one Redis (or Valkey).
+
+    Args:
+        url: ``redis://[[user]:password@]host[:port][/db]`` (also ``rediss://``,
+            ``valkey://``, ``valkeys://``, ``unix://``).
+        prefix: prepended to every key (several deployments in one database).
+        session_ttl: seconds a session lives without a request (match
+            ``HttpConfig.session_idle_timeout``).
+        max_events: events kept per session (the oldest go first).
+        event_ttl: seconds an event is kept at most.
+        timeout: seconds one store call may take before ``StoreUnavailable``.
+        follow_timeout: the longest one :meth:`follow` waits.
+    """
+
+    shared = True
+
+    def __init__(self, url: str, *, prefix: str = "mcp:", session_ttl: float = 1800.0,
+                 max_events: int = 1000, event_ttl: float = 3600.0, timeout: float = 0.5,
+                 follow_timeout: float = 0.25) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.session_ttl = max(1, round(session_ttl))
+        self.max_events = max_events
+        self.event_ttl = max(1, round(event_ttl))
+        self.follow_timeout = follow_timeout
+        self.round_trips = 0
+        """Round trips made for the core's calls (not :meth:`follow`): what a bench reports."""
+        self.worker = os.urandom(8).hex()
+        """This process's name in the store (its heartbeat, the producer of its streams)."""
+        self._beat_at = 0.0
+        real = _redis_url(url)
+        self._client: redis.Redis = redis.Redis.from_url(
+            real, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
+        self._follower: redis.Redis = redis.Redis.from_url(
+            real, socket_timeout=follow_timeout + timeout, socket_connect_timeout=timeout)
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._client.close()
+        self._follower.close()
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        self.round_trips += 1
+        try:
+            return fn()
+        except RedisError as exc:
+            raise StoreUnavailable(f"the session store at {_safe(self.url)} failed: {exc}") from exc
+
+    # ------------------------------------------------------------ SessionStore
+
+    def save(self, record: SessionRecord) -> None:
+        """Store or replace ``record`` (its TTL starts again)."""
+        key = self.prefix + "s:" + record.session_id
+        self._call(lambda: self._client.set(key, _encode(record), ex=self.session_ttl))
+
+    def load(self, session_id: str) -> SessionRecord | None:
+        """The session ``session_id`` (its TTL starts again), or ``None``."""
+        key = self.prefix + "s:" + session_id
+        raw = cast("bytes | None", self._call(lambda: self._client.getex(key, ex=self.session_ttl)))
+        if raw is None:
+            return None
+        try:
+            return _decode_record(raw)
+        except msgspec.DecodeError:
+            return None  # written by an incompatible version: a new session is needed
+
+    def touch(self, session_id: str) -> bool:
+        """Restart the TTL of ``session_id``; whether the store still has it."""
+        key = self.prefix + "s:" + session_id
+        return bool(self._call(lambda: self._client.expire(key, self.session_ttl)))
+
+    def delete(self, session_id: str) -> None:
+        """Forget ``session_id`` and its events."""
+        keys = [self.prefix + kind + session_id for kind in ("s:", "e:", "i:", "r:")]
+        self._call(lambda: self._client.delete(*keys))
+
+    # ------------------------------------------------------------ EventStore
+
+    def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+               request_id: int | str | None = None) -> str:
+        """Keep one event of ``stream`` (one round trip); its id (``request_id``: with a
+        stream's first event, the request it answers, produced by this worker)."""
+        key = self.prefix + ("i:" if stream == INBOX_STREAM else "e:") + session_id
+        fields: dict[Any, Any] = {"s": stream, "d": data}
+        if final:
+            fields["f"] = 1
+        oldest = f"{int(time.time() * 1000) - self.event_ttl * 1000}-0"
+        producers = self.prefix + "r:" + session_id
+
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
+            pipe.xtrim(key, minid=oldest, approximate=True)
+            pipe.expire(key, self.event_ttl)
+            if request_id is not None:
+                pipe.hset(producers, str(stream), _encode((self.worker, request_id)))
+                pipe.expire(producers, self.event_ttl)
+            return pipe.execute()
+
+        entry = self._call(run)[0]
+        return f"{stream}.{_text(entry)}"
+
+    def replay(self, session_id: str, last_event_id: str) -> Replay | None:
+        """The stream of ``last_event_id``, its later events, and whether it has ended."""
+        parsed = _parse_id(last_event_id)
+        if parsed is None:
+            return None
+        stream, entry = parsed
+        key = self.prefix + "e:" + session_id
+
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.xrange(key, min=entry)
+            pipe.hget(self.prefix + "r:" + session_id, str(stream))
+            return pipe.execute()
+
+        answer = self._call(run)
+        entries, producer = cast(Entries, answer[0]), cast("bytes | None", answer[1])
+        if not entries or _text(entries[0][0]) != entry or _stream(entries[0][1]) != stream:
+            return None  # forgotten (trimmed, expired) or never issued
+        finished = b"f" in entries[0][1]
+        events: list[tuple[str, bytes]] = []
+        for entry_id, fields in entries[1:]:
+            if _stream(fields) == stream:
+                events.append((f"{stream}.{_text(entry_id)}", fields[b"d"]))
+                finished = finished or b"f" in fields
+        request_id = None if producer is None else _producer(producer)[1]
+        return Replay(stream=stream, events=events, finished=finished, request_id=request_id)
+
+    def forget(self, session_id: str) -> None:
+        """Drop every event of ``session_id``."""
+        keys = [self.prefix + kind + session_id for kind in ("e:", "i:", "r:")]
+        self._call(lambda: self._client.delete(*keys))
+
+    def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
+        """The events stored after each of ``wants``, waiting up to ``timeout`` (at most
+        ``follow_timeout``) for the first (``XREAD BLOCK`` on a connection of its own), and
+        an ``abandoned`` mark for a stream whose producer's heartbeat is gone. Renews this
+        worker's heartbeat (a driver calls it, with no ``wants`` too, at least every
+        second). Blocking: a driver calls it off its loop."""
+        self._heartbeat()
+        if not wants:
+            return []
+        after: dict[str, str] = {}
+        streams: dict[str, dict[int, str]] = {}
+        positions = {(w.session_id, w.stream): w.after for w in wants}
+        for want in wants:
+            parsed = _parse_id(want.after)
+            if parsed is None:
+                continue
+            entry = parsed[1]
+            if want.stream == INBOX_STREAM:
+                key = self.prefix + "i:" + want.session_id
+                ms, _, seq = entry.partition("-")
+                if parsed[0] != INBOX_STREAM and int(ms):  # a position in the events: see the docstring
+                    entry = f"{int(ms) - 1}-{seq}"
+            else:
+                key = self.prefix + "e:" + want.session_id
+            if key not in after or _entry_key(entry) < _entry_key(after[key]):
+                after[key] = entry
+            streams.setdefault(key, {})[want.stream] = entry
+        if not after:
+            return []
+        block = max(1, round(min(timeout, self.follow_timeout) * 1000))
+        try:
+            answer = cast("list[tuple[bytes, Entries]] | None",
+                          self._follower.xread(cast(Any, after), block=block))  # str keys and ids
+        except RedisError:
+            return []  # the driver asks again; nothing was consumed
+        out: list[Relayed] = []
+        for raw_key, entries in answer or []:
+            key_text = _text(raw_key)
+            wanted = streams.get(key_text, {})
+            session_id = key_text[len(self.prefix) + 2:]
+            last: dict[int, str] = {}
+            for entry_id, fields in entries:
+                stream = _stream(fields)
+                entry = _text(entry_id)
+                since = wanted.get(stream)
+                if since is None or _entry_key(entry) <= _entry_key(since):
+                    continue
+                last[stream] = entry
+                out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{entry}",
+                                   data=fields[b"d"], final=b"f" in fields,
+                                   since=positions[session_id, stream]))
+            newest = _text(entries[-1][0]) if entries else None
+            for stream, since in wanted.items():
+                if newest is not None and _entry_key(newest) > _entry_key(last.get(stream, since)):
+                    # only other streams' events came: move this one's position past them (no
+                    # data, nothing is sent), or the next XREAD would return them at once again
+                    out.append(Relayed(session_id=session_id, stream=stream, event_id=f"{stream}.{newest}",
+                                       data=b"", since=positions[session_id, stream]))
+        moved = {(r.session_id, r.stream) for r in out}
+        quiet = [w for w in wants if w.stream != INBOX_STREAM and (w.session_id, w.stream) not in moved]
+        return out + self._abandoned(quiet)
+
+    def _heartbeat(self) -> None:
+        now = time.monotonic()
+        if now - self._beat_at < HEARTBEAT_EVERY:
+            return
+        try:
+            self._follower.set(self.prefix + "w:" + self.worker, b"1", ex=HEARTBEAT_TTL)
+        except RedisError:
+            return  # the next call tries again
+        self._beat_at = now
+
+    def _abandoned(self, quiet: Sequence[Follow]) -> list[Relayed]:
+        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone."""
+        if not quiet:
+            return []
+        try:
+            pipe = self._follower.pipeline(transaction=False)
+            for want in quiet:
+                pipe.hget(self.prefix + "r:" + want.session_id, str(want.stream))
+            producers = cast("list[bytes | None]", pipe.execute())
+            workers = [None if p is None else _producer(p)[0] for p in producers]
+            pipe = self._follower.pipeline(transaction=False)
+            for worker in workers:
+                pipe.exists(self.prefix + "w:" + (worker or "?"))
+            alive = cast("list[int]", pipe.execute())
+        except RedisError:
+            return []
+        return [Relayed(session_id=w.session_id, stream=w.stream, event_id=w.after, data=b"", since=w.after,
+                        abandoned=True)
+                for w, worker, up in zip(quiet, workers, alive, strict=True) if worker is not None and not up]
+
+
+def open_store(url: str) -> RedisStore:
+    """The shared store a URL names: ``redis://``, ``rediss://``, ``valkey://``,
+    ``valkeys://`` or ``unix://``, with optional query settings ``prefix``,
+    ``session_ttl``, ``max_events``, ``event_ttl`` and ``timeout`` (see :class:`RedisStore`).
+
+    Raises:
+        ValueError: the scheme is not one of those, or a setting is not a number.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise ValueError(f"--store takes redis://, rediss://, valkey:// or valkeys://, not {url!r}")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    settings: dict[str, Any] = {}
+    for name in ("session_ttl", "event_ttl", "timeout"):
+        if name in query:
+            settings[name] = float(query.pop(name))
+    if "max_events" in query:
+        settings["max_events"] = int(query.pop("max_events"))
+    if "prefix" in query:
+        settings["prefix"] = query.pop("prefix")
+    rest = "&".join(f"{k}={v}" for k, v in query.items())
+    return RedisStore(urlunsplit(parts._replace(query=rest)), **settings)
+
+
+def _redis_url(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=_SCHEMES.get(parts.scheme, parts.scheme)))
+
+
+def _safe(url: str) -> str:
+    """``url`` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+
+
+def _producer(raw: bytes) -> tuple[str, int | str | None]:
+    """``(worker, request id)`` of a stream, as stored (an unreadable one: nobody's)."""
+    try:
+        return _decode_producer(raw)
+    except msgspec.DecodeError:
+        return "?", None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _stream(fields: dict[bytes, bytes]) -> int:
+    try:
+        return int(fields.get(b"s", b"-1"))
+    except ValueError:
+        return -1
+
+
+def _parse_id(event_id: str) -> tuple[int, str] | None:
+    """``(stream, entry id)`` of an event id this store issued, or ``None``."""
+    stream_text, dot, entry = event_id.partition(".")
+    ms, dash, seq = entry.partition("-")
+    if not dot or not dash or not stream_text.isdigit() or not ms.isdigit() or not seq.isdigit():
+        return None
+    return int(stream_text), entry
+
+
+def _entry_key(entry: str) -> tuple[int, int]:
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq)

@@ -1,0 +1,56 @@
+"""The server the deployment tests run behind HAProxy: several ``mcp-sansio serve --http
+--store redis://...`` processes, or ``uvicorn deployed_app:asgi --workers 3``.
+
+Every answer names the process that gave it (``whoami``, the progress messages of
+``count``), so that a test sees where the balancer sent each request.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+
+from mcp_sansio import Context, MCPServer
+
+app = MCPServer("deployed", version="1.0.0")
+
+
+@app.tool()
+def whoami() -> str:
+    """The process id of the worker that answered."""
+    return str(os.getpid())
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@app.tool()
+async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False) -> str:
+    """Report progress ``n`` times, ``delay`` seconds apart (``poll``: end the SSE stream
+    after the first, so that the client resumes it, SEP-1699)."""
+    for step in range(1, n + 1):
+        ctx.report_progress(step, n, f"{os.getpid()}")
+        if poll and step == 1:
+            ctx.close_sse_stream()
+        if delay:
+            await anyio.sleep(delay)
+    return f"counted {n} at {os.getpid()}"
+
+
+@app.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the user's name (elicitation)."""
+    answer = await ctx.elicit("Who are you?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    return f"hello {answer.content['name'] if answer.content else '?'}"
+
+
+def _asgi() -> object:
+    store = os.environ.get("MCP_SANSIO_STORE")
+    return app.asgi(store=store) if store else app.asgi()
+
+
+asgi = _asgi()

@@ -1,0 +1,152 @@
+"""The Redis store against a real redis-server: sessions with a TTL every request restarts,
+events in a Redis Stream bounded by length, replays, blocking follows, and failures that
+become ``StoreUnavailable`` (or nothing, for a follow) instead of stalling."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from peer_servers import free_port
+
+from mcp_sansio.server.stores import Follow, SessionRecord, StoreUnavailable
+from mcp_sansio.types import ClientCapabilities, Implementation
+from mcp_sansio_base.redis_store import RedisStore, open_store
+
+from .cluster import Proc, redis_server
+
+
+@pytest.fixture(scope="module")
+def redis_proc() -> Iterator[Proc]:
+    proc = redis_server()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def store(redis_proc: Proc, request: pytest.FixtureRequest) -> Iterator[RedisStore]:
+    opened = open_store(f"redis://127.0.0.1:{redis_proc.port}/0?prefix={request.node.name}:")
+    yield opened
+    opened.close()
+
+
+def record(session_id: str) -> SessionRecord:
+    return SessionRecord(session_id=session_id, protocol_version="2025-11-25",
+                         client_info=Implementation(name="c", version="1"),
+                         client_capabilities=ClientCapabilities())
+
+
+def test_a_session_is_saved_loaded_touched_and_deleted(store: RedisStore) -> None:
+    assert store.load("s1") is None and not store.touch("s1")
+    store.save(record("s1"))
+    assert store.load("s1") == record("s1") and store.touch("s1")
+    store.delete("s1")
+    assert store.load("s1") is None and not store.touch("s1")
+
+
+def test_a_session_expires_by_its_ttl(redis_proc: Proc) -> None:
+    store = open_store(f"redis://127.0.0.1:{redis_proc.port}/0?session_ttl=1&prefix=ttl:")
+    store.save(record("s2"))
+    raw = redis.Redis(port=redis_proc.port)
+    deadline = time.monotonic() + 10
+    while raw.exists("ttl:s:s2") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert store.load("s2") is None
+    raw.close()
+    store.close()
+
+
+def test_events_replay_after_an_id_of_their_stream_and_know_a_finished_stream(store: RedisStore) -> None:
+    priming = store.append("s3", 4, b"")
+    first = store.append("s3", 4, b'{"a":1}')
+    store.append("s3", 5, b'{"other":1}')
+    last = store.append("s3", 4, b'{"a":2}', True)
+    replay = store.replay("s3", priming)
+    assert replay is not None and replay.stream == 4 and replay.events[-1] is not None
+    assert replay.events == [(first, b'{"a":1}'), (last, b'{"a":2}')] and replay.finished
+    after_last = store.replay("s3", last)
+    assert after_last is not None and after_last.events == [] and after_last.finished
+    assert store.replay("s3", "4.1-0") is None and store.replay("s3", "garbage") is None
+    store.forget("s3")
+    assert store.replay("s3", priming) is None
+
+
+def test_events_are_bounded_by_length(redis_proc: Proc) -> None:
+    store = open_store(f"redis://127.0.0.1:{redis_proc.port}/0?max_events=10&prefix=len:")
+    first = store.append("s4", 1, b"{}")
+    for _ in range(1000):
+        store.append("s4", 1, b"{}")
+    raw = redis.Redis(port=redis_proc.port)
+    assert raw.xlen("len:e:s4") < 200
+    assert store.replay("s4", first) is None
+    raw.close()
+    store.close()
+
+
+def test_follow_waits_for_the_next_event_and_moves_past_other_streams(store: RedisStore) -> None:
+    start = store.append("s5", 7, b"")
+    want = Follow(session_id="s5", stream=7, after=start)
+    assert store.follow([want], 0.05) == []
+    later = threading.Timer(0.1, lambda: store.append("s5", 7, b'{"late":1}', True))
+    later.start()
+    got = store.follow([want], 0.25)
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        got = store.follow([want], 0.25)
+    later.join()
+    assert [(r.data, r.final, r.since) for r in got] == [(b'{"late":1}', True, start)]
+    other = store.append("s5", 8, b'{"not":"ours"}')
+    (moved,) = store.follow([Follow(session_id="s5", stream=7, after=got[0].event_id)], 0.05)
+    assert moved.data == b"" and moved.event_id == f"7.{other.partition('.')[2]}"
+
+
+def test_a_store_that_does_not_answer_fails_fast() -> None:
+    down = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="failed"):
+        down.load("s6")
+    with pytest.raises(StoreUnavailable):
+        down.append("s6", 1, b"{}")
+    assert down.follow([Follow(session_id="s6", stream=1, after="1.1-0")], 0.05) == []
+    assert time.monotonic() - started < 5.0
+    down.close()
+
+
+def test_a_valkey_url_names_the_same_protocol(redis_proc: Proc) -> None:
+    store = open_store(f"valkey://127.0.0.1:{redis_proc.port}/1?prefix=vk:")
+    store.save(record("s7"))
+    assert store.load("s7") == record("s7")
+    store.close()
+
+
+def test_a_store_url_carries_its_settings() -> None:
+    store = open_store("redis://u:pw@h:1/0?session_ttl=60&event_ttl=30&max_events=5&timeout=0.1&prefix=x:")
+    assert (store.session_ttl, store.event_ttl, store.max_events, store.prefix) == (60, 30, 5, "x:")
+    assert store.url == "redis://u:pw@h:1/0"
+    store.close()
+
+
+def test_a_store_url_of_another_scheme_is_refused() -> None:
+    with pytest.raises(ValueError, match="redis://"):
+        open_store("memcached://h:1")
+
+
+def test_a_stream_whose_producer_stopped_beating_is_abandoned(redis_proc: Proc) -> None:
+    url = f"redis://127.0.0.1:{redis_proc.port}/0?prefix=beat:"
+    producer, follower = open_store(url), open_store(url)
+    priming = producer.append("s8", 3, b"", False, 7)
+    assert producer.follow([], 0.0) == []  # renews its heartbeat
+    want = Follow(session_id="s8", stream=3, after=priming)
+    assert follower.follow([want], 0.05) == []  # alive: nothing yet
+    replay = follower.replay("s8", priming)
+    assert replay is not None and replay.request_id == 7
+    raw = redis.Redis(port=redis_proc.port)
+    raw.delete(f"beat:w:{producer.worker}")  # as if killed: its heartbeat lapses
+    (gone,) = follower.follow([want], 0.05)
+    assert gone.abandoned and gone.since == priming and gone.data == b""
+    raw.close()
+    producer.close()
+    follower.close()

@@ -1,0 +1,48 @@
+"""``mcp-sansio serve``'s deployment options: ``--store`` and ``--secret-file`` refused with
+a reason when they cannot work, and the secret every worker shares read from a file or
+``$MCP_SANSIO_SECRET``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_sansio_base.serving import server_secret
+
+from .cluster import APP
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "mcp_sansio_cli", "serve", APP, *args], capture_output=True,
+                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--store", "redis://127.0.0.1:1/0"], "--store needs --http"),
+    (["--http", "0", "--store", "memcached://h:1"], "--store: --store takes redis://"),
+])
+def test_a_store_that_cannot_work_is_refused_saying_why(args: list[str], message: str) -> None:
+    done = serve(*args)
+    assert done.returncode == 2 and message in done.stderr.decode()
+
+
+def test_a_secret_file_too_short_is_refused(tmp_path: Path) -> None:
+    short = tmp_path / "secret"
+    short.write_bytes(b"short\n")
+    done = serve("--secret-file", str(short))
+    assert done.returncode == 2 and "holds 5 bytes; the secret needs at least 16" in done.stderr.decode()
+    done = serve("--secret-file", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "--secret-file:" in done.stderr.decode()
+    short.write_bytes(b"a-secret-of-enough-bytes\n")
+    assert serve("--secret-file", str(short)).returncode == 0  # stdio: stdin is empty, it ends at once
+
+
+def test_the_secret_comes_from_the_environment_when_none_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SANSIO_SECRET", "shared-by-every-worker")
+    assert server_secret(None) == b"shared-by-every-worker"
+    assert server_secret(b"given" * 4) == b"given" * 4
+    monkeypatch.delenv("MCP_SANSIO_SECRET")
+    assert len(server_secret(None)) == 32
