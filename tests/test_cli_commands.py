@@ -269,14 +269,32 @@ def test_inspect_a_configured_server_by_name(project: Path, tmp_path: Path) -> N
     assert failed.status == 1 and "server 'broken' failed" in failed.stderr
 
 
-def test_output_nobody_reads_ends_quietly(project: Path) -> None:
-    command = [SCRIPT, "inspect", "--stdio", f"{sys.executable} -m mcp_sansio_cli.demo_server"]
-    with subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-        assert child.stdout is not None and child.stderr is not None
-        child.stdout.close()  # as `| head -0` would: every write meets a closed pipe
-        stderr = child.stderr.read()
-    assert child.returncode == 1
-    assert b"Traceback" not in stderr and b"BrokenPipe" not in stderr
+def _stdout_nobody_reads(kind: str) -> int:
+    """A descriptor for a child's stdout whose reader is already gone (so no write can win a race)."""
+    if kind == "pty":  # a terminal that closed: writes fail with EIO, and stdout is line-buffered
+        reader, writer = os.openpty()
+    else:
+        reader, writer = os.pipe()
+    os.close(reader)
+    return writer
+
+
+@pytest.mark.parametrize("kind", ["pipe", "pty"])
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_output_nobody_reads_ends_quietly(project: Path, kind: str, unbuffered: bool) -> None:
+    # Python buffers stdout by what it is (a pipe: blocks, a terminal: lines) and by PYTHONUNBUFFERED,
+    # so the closed pipe is met by a write during the command or by the last flush: the same either way.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    stdout = _stdout_nobody_reads(kind)
+    try:
+        command = [SCRIPT, "inspect", "--stdio", f"{sys.executable} -m mcp_sansio_cli.demo_server"]
+        child = subprocess.run(command, cwd=project, stdout=stdout, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, env=env, timeout=90, check=False)
+    finally:
+        os.close(stdout)
+    assert (child.returncode, child.stderr) == (1, b"")
 
 
 def test_inspect_takes_a_name_or_a_target_not_both(project: Path) -> None:
