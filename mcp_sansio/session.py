@@ -385,8 +385,9 @@ class ClientSession(Calls):
             method: the JSON-RPC method.
             params: a params Struct or a wire-shape mapping; a progress token is added.
             now: the driver's clock.
-            timeout: seconds until the request fails with TIMEOUT (default from config;
-                ``None`` in the config means no deadline).
+            timeout: seconds until the request fails with TIMEOUT (default from config);
+                progress moves the deadline on, never past ``max_request_timeout`` from
+                now (or past ``timeout``, when that is the longer).
             all_pages: for list methods, follow ``nextCursor`` and answer once with
                 every page merged.
 
@@ -430,12 +431,14 @@ class ClientSession(Calls):
         else:
             wire = jsonrpc.encode_request(rid, method, with_progress_token(params, rid, extra))
         self._next_id = rid
+        limit = self.config.max_request_timeout
         if endless:
             timeout = math.inf  # progress cannot arm a deadline either
         elif timeout is None:
             timeout = self.config.request_timeout
+        elif limit is not None and timeout > limit:
+            limit = timeout  # asked for by this call: its bound, not cut to the config's
         deadline = now + timeout
-        limit = self.config.max_request_timeout
         limit_at = None
         if limit is not None and not endless:
             limit_at = now + limit

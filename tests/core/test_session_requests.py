@@ -9,6 +9,7 @@ import pytest
 from helpers import FIRST_REQUEST_ID, Json, ScriptedServer, drain_events, ready_client, take_messages
 
 from mcp_sansio import (
+    ClientConfig,
     DiscardReason,
     ErrorData,
     FailureReason,
@@ -226,6 +227,31 @@ def test_max_request_timeout_caps_the_first_deadline() -> None:
     client = ready_client(request_timeout=10.0, max_request_timeout=3.0)
     client.ping(now=1.0)
     assert client.next_deadline() == 4.0
+
+
+def test_progress_every_second_cannot_keep_a_call_alive_past_ten_minutes_by_default() -> None:
+    client = ready_client()  # the default config: a server that only ever reports progress
+    rid = client.call_tool("slow", now=0.0, timeout=8.0)
+    now = 0.0
+    while not (events := [e for e in drain_events(client) if isinstance(e, RequestFailed)]):
+        now += 1.0
+        assert now <= 600.0, "progress kept the call alive past max_request_timeout"
+        client.receive_data(SERVER.progress(rid, now), now)
+        client.handle_timeout(now)
+    assert now == 600.0 and events[0].reason is FailureReason.TIMEOUT
+
+
+def test_a_call_timeout_longer_than_max_request_timeout_is_its_bound() -> None:
+    client = ready_client(request_timeout=10.0, max_request_timeout=15.0)
+    rid = client.call_tool("slow", now=0.0, timeout=40.0)
+    assert client.next_deadline() == 40.0
+    client.receive_data(SERVER.progress(rid, 1), 30.0)
+    assert client.next_deadline() == 40.0  # progress moves it on, within the call's own 40 s
+
+
+def test_max_request_timeout_must_be_positive() -> None:
+    with pytest.raises(LocalProtocolError, match="max_request_timeout"):
+        ClientConfig(max_request_timeout=0.0)
 
 
 def test_progress_leaves_the_deadline_when_reset_is_off() -> None:

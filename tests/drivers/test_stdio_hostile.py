@@ -248,3 +248,18 @@ async def test_slow_start_past_initialize_timeout_fails_the_handshake(driver: Dr
         async with driver.connect(*hostile("slow-start", "5"), config=config):
             pytest.fail("the handshake succeeded")
     assert time.monotonic() - started < 2.0
+
+
+async def test_progress_forever_cannot_outlast_max_request_timeout(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, max_request_timeout=1.0)
+    async with driver.connect(*hostile("progress", "inf"), config=config) as client:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("poke", timeout=0.3)  # progress every 50 ms resets the 0.3 s
+        assert time.monotonic() - started >= 0.9
+
+
+async def test_a_call_timeout_longer_than_max_request_timeout_is_honoured(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, max_request_timeout=0.3)
+    async with driver.connect(*hostile("progress", "1.0"), config=config) as client:
+        assert text_of(await client.call_tool("poke", timeout=20.0)) == "ok"

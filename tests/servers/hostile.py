@@ -16,6 +16,8 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
   stderr still gets its answer.
 - ``flood-stderr-unbroken``: the same, 50 MiB with no newline at all.
 - ``slow-start SECONDS``: sleeps that long before answering ``initialize``.
+- ``progress SECONDS``: reports progress on ``tools/call`` every 50 ms and answers after
+  SECONDS (``inf``: never).
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
 
@@ -142,6 +144,9 @@ class HostileServer:
         match self.mode:
             case "stall":
                 return
+            case "progress":
+                threading.Thread(target=self.progress_then_answer, args=(request_id,), daemon=True).start()
+                return
             case "bad-utf8":
                 write(b"\xff\xfe not UTF-8 \xc3\x28\n")
             case "unknown-id":
@@ -159,6 +164,20 @@ class HostileServer:
             case "flood-stderr-unbroken":
                 threading.Thread(target=flood_stderr, args=(UNBROKEN_FLOOD_BYTES, b"e"), daemon=True).start()
         self.reply(request_id, text_result("ok"))
+
+    def progress_then_answer(self, request_id: object) -> None:
+        """Report progress every 50 ms; answer once ``seconds`` have passed."""
+        start = time.monotonic()
+        step = 0
+        try:
+            while time.monotonic() - start < self.seconds:
+                step += 1
+                self.send({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": request_id, "progress": step}})
+                time.sleep(0.05)
+            self.reply(request_id, text_result("ok"))
+        except OSError:  # the client went away
+            return
 
     def reply(self, request_id: object, result: Message) -> None:
         """Send a success response."""
@@ -196,6 +215,7 @@ def parse_args(argv: list[str]) -> HostileServer:
     ):
         modes.add_parser(mode)
     modes.add_parser("slow-start").add_argument("seconds", type=float)
+    modes.add_parser("progress").add_argument("seconds", type=float)
     modes.add_parser("crash-after").add_argument("requests", type=int)
     options = parser.parse_args(argv)
     return HostileServer(
