@@ -26,7 +26,7 @@ from . import jsonrpc, modern, skills
 from .calls import Calls
 from .capabilities import SERVER_REQUESTS, listen_filter, required_capability, server_offers
 from .config import ClientConfig
-from .discards import DiscardLog, undecodable
+from .discards import DiscardLog, undecodable, undecodable_answer
 from .errors import LocalProtocolError
 from .events import (
     ClientEvent,
@@ -1103,8 +1103,25 @@ class ClientSession(Calls):
             ), None, now)
 
     def _discard_undecodable(self, data: bytes, exc: Exception, now: float) -> None:
+        rid = jsonrpc.recover_response_id(data)
+        if rid is not None and self._fail_undecodable(rid, data, exc, now):
+            return
         reason, detail = undecodable(data, exc)
         garbage = self._link.garbage
         if (garbage is None or reason is DiscardReason.NOT_JSON_RPC or self._phase is Phase.CLOSED
                 or not garbage(reason, detail, now)):
             self.discard(reason, detail, data)
+
+    def _fail_undecodable(self, rid: int | str, data: bytes, exc: Exception, now: float) -> bool:
+        """Fail the request (or the handshake) whose answer is ``data``, which did not decode,
+        rather than let it wait out its deadline; ``False`` when nothing awaits ``rid``."""
+        cause = undecodable_answer(data, exc)
+        if rid == self._init_id:
+            self._initialize_failed(FailureReason.INVALID_RESULT, f"the answer to initialize {cause}",
+                                    now=now)
+            return True
+        pending = self._pending.get(rid) if type(rid) is int else None
+        if pending is None:
+            return False
+        self._fail(pending, FailureReason.INVALID_RESULT, f"the answer to {pending.method} {cause}", now)
+        return True

@@ -442,11 +442,23 @@ def test_result_of_the_wrong_shape_fails_the_request() -> None:
     assert event.message.startswith("invalid tools/call result: ")
 
 
-def test_message_nested_too_deep_is_discarded_and_the_request_stays_pending() -> None:
+def test_message_nested_too_deep_fails_its_request_at_once() -> None:
     client = ready_client()
     rid = client.call_tool("t", now=0.0)
     deep = b"[" * 100_000 + b"]" * 100_000
-    client.receive_data(b'{"jsonrpc":"2.0","id":2,"result":{"structuredContent":{"a":' + deep + b"}}}\n", 0.0)
+    answer = b'{"jsonrpc":"2.0","id":%d,"result":{"structuredContent":{"a":%s}}}\n' % (rid, deep)
+    client.receive_data(answer, 0.0)
+    [event] = drain_events(client)
+    assert isinstance(event, RequestFailed) and event.reason is FailureReason.INVALID_RESULT
+    assert client.pending_requests() == []
+
+
+def test_message_nested_too_deep_for_no_pending_request_is_discarded() -> None:
+    client = ready_client()
+    rid = client.call_tool("t", now=0.0)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    answer = b'{"jsonrpc":"2.0","id":77,"result":{"structuredContent":{"a":' + deep + b"}}}\n"
+    client.receive_data(answer, 0.0)
     [event] = drain_events(client)
     assert isinstance(event, MessageDiscarded)
     assert event.reason is DiscardReason.NOT_JSON_RPC

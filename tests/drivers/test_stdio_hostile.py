@@ -263,3 +263,12 @@ async def test_a_call_timeout_longer_than_max_request_timeout_is_honoured(driver
     config = msgspec.structs.replace(QUICK, max_request_timeout=0.3)
     async with driver.connect(*hostile("progress", "1.0"), config=config) as client:
         assert text_of(await client.call_tool("poke", timeout=20.0)) == "ok"
+
+
+async def test_an_answer_too_deep_to_decode_fails_its_call_at_once(driver: Driver) -> None:
+    async with driver.connect(*hostile("deep-answer"), config=QUICK) as client:
+        started = time.monotonic()
+        with pytest.raises(RemoteProtocolError, match="could not be decoded: its JSON nests deeper"):
+            await client.call_tool("poke", timeout=30.0)
+        assert time.monotonic() - started < 10.0  # not the 30 s timeout
+        assert [tool.name for tool in await client.list_tools()] == ["poke"]  # the connection lives on

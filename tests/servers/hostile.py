@@ -18,6 +18,8 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
 - ``slow-start SECONDS``: sleeps that long before answering ``initialize``.
 - ``progress SECONDS``: reports progress on ``tools/call`` every 50 ms and answers after
   SECONDS (``inf``: never).
+- ``deep-answer``: the answer to ``tools/call`` nests 100,000 arrays deep (valid JSON that
+  no decoder with a depth limit reads).
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
 
@@ -151,6 +153,10 @@ class HostileServer:
                 write(b"\xff\xfe not UTF-8 \xc3\x28\n")
             case "unknown-id":
                 self.reply(UNKNOWN_ID, text_result("nobody asked"))
+            case "deep-answer":
+                deep = "[" * 100_000 + "]" * 100_000
+                write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{deep}}}\n'.encode())
+                return
             case "long-line":
                 self.reply(request_id, text_result("x" * LONG_LINE_BYTES))
                 return
@@ -212,6 +218,7 @@ def parse_args(argv: list[str]) -> HostileServer:
         "ignore-sigterm",
         "flood-stderr",
         "flood-stderr-unbroken",
+        "deep-answer",
     ):
         modes.add_parser(mode)
     modes.add_parser("slow-start").add_argument("seconds", type=float)
