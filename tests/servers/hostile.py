@@ -20,6 +20,8 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
   SECONDS (``inf``: never).
 - ``deep-answer``: the answer to ``tools/call`` nests 100,000 arrays deep (valid JSON that
   no decoder with a depth limit reads).
+- ``duplicates``: lists ``poke`` twice (the second described otherwise) and ``other``
+  once, and declares prompts: ``greet`` twice.
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
 
@@ -118,11 +120,14 @@ class HostileServer:
         if method == "initialize":
             if self.mode == "slow-start":
                 time.sleep(self.seconds)
+            capabilities: Message = {"tools": {}}
+            if self.mode == "duplicates":
+                capabilities["prompts"] = {}
             self.reply(
                 request_id,
                 {
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {"tools": {}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "hostile", "version": "1.0"},
                 },
             )
@@ -132,7 +137,13 @@ class HostileServer:
                 "description": "Provoke the server",
                 "inputSchema": {"type": "object"},
             }
-            self.reply(request_id, {"tools": [tool]})
+            tools = [tool]
+            if self.mode == "duplicates":
+                tools = [tool, {**tool, "description": "the second poke"}, {**tool, "name": "other"}]
+            self.reply(request_id, {"tools": tools})
+        elif method == "prompts/list" and self.mode == "duplicates":
+            prompt = {"name": "greet", "description": "first"}
+            self.reply(request_id, {"prompts": [prompt, {**prompt, "description": "second"}]})
         elif method == "tools/call":
             self.call_tool(request_id)
         elif method == "ping":
@@ -219,6 +230,7 @@ def parse_args(argv: list[str]) -> HostileServer:
         "flood-stderr",
         "flood-stderr-unbroken",
         "deep-answer",
+        "duplicates",
     ):
         modes.add_parser(mode)
     modes.add_parser("slow-start").add_argument("seconds", type=float)

@@ -445,6 +445,8 @@ class AsyncManager:
                 self._check_loss(name, client, exc)
                 raise
             items = self._core.store_result(name, kind, result, token, self._now())
+            while (warning := self._core.next_warning()) is not None:
+                log.warning("%s", warning)
             if items is not None:
                 return items
 
