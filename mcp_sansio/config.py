@@ -56,6 +56,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             counted in one summary line.
         stderr_log_window: the period of ``stderr_log_lines``.
         max_list_pages: bound on pages followed by a "list everything" call.
+        max_queued_notifications: notifications a driver holds for a handler that is
+            behind; past it new ones are dropped, with a warning.
         max_skill_files: files a skill may list to be loaded (the Skills extension's
             512; a host may accept more).
         max_skill_bytes: total size of a skill's files for it to be loaded (16 MiB).
@@ -101,6 +103,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     stderr_log_lines: int = 200
     stderr_log_window: float = 10.0
     max_list_pages: int = 1000
+    max_queued_notifications: int = 10_000
     max_skill_files: int = 512
     max_skill_bytes: int = 16 * _MIB
     shutdown_close_delay: float = 1.0
@@ -139,7 +142,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
                 raise LocalProtocolError(f"{name} must not be negative")
         if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
                 or self.max_connections < 1 or self.max_response_bytes < 1 or self.max_send_queue_bytes < 1
-                or self.max_skill_files < 1 or self.max_skill_bytes < 0
+                or self.max_skill_files < 1 or self.max_skill_bytes < 0 or self.max_queued_notifications < 1
                 or self.stderr_log_line_bytes < 1 or self.stderr_log_lines < 1):
             raise LocalProtocolError("size and page limits must be positive")
         if self.max_request_timeout is not None and not self.max_request_timeout > 0:

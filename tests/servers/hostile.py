@@ -22,6 +22,8 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
   no decoder with a depth limit reads).
 - ``duplicates``: lists ``poke`` twice (the second described otherwise) and ``other``
   once, and declares prompts: ``greet`` twice.
+- ``notify N``: answers ``tools/call`` after N ``notifications/message`` (``data`` 0 to N-1),
+  written at once.
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
 
@@ -164,6 +166,10 @@ class HostileServer:
                 write(b"\xff\xfe not UTF-8 \xc3\x28\n")
             case "unknown-id":
                 self.reply(UNKNOWN_ID, text_result("nobody asked"))
+            case "notify":
+                write(b"".join(encode({"jsonrpc": "2.0", "method": "notifications/message",
+                                       "params": {"level": "info", "data": index}})
+                               for index in range(self.max_requests)))
             case "deep-answer":
                 deep = "[" * 100_000 + "]" * 100_000
                 write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{deep}}}\n'.encode())
@@ -236,6 +242,7 @@ def parse_args(argv: list[str]) -> HostileServer:
     modes.add_parser("slow-start").add_argument("seconds", type=float)
     modes.add_parser("progress").add_argument("seconds", type=float)
     modes.add_parser("crash-after").add_argument("requests", type=int)
+    modes.add_parser("notify").add_argument("requests", type=int)
     options = parser.parse_args(argv)
     return HostileServer(
         options.mode,
