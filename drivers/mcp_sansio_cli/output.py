@@ -5,11 +5,17 @@ left by the terminal (``COLUMNS``), or below the row when too little is left; so
 which are identifiers, are never cut. A tool result prints each block once: text as text,
 images and audio as type, MIME type and size, resources as URI, MIME type and size, and
 structured content once, indented (a text block that only repeats it is left out).
+
+Everything a server supplies (names, descriptions, instructions, results, errors, its
+stderr) goes through :func:`shown` on its way out, so no control character reaches the
+terminal: no escape sequence can clear the screen, retitle the window, hide text or move
+the cursor, and no newline or carriage return can fake a row or overwrite a line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -28,11 +34,37 @@ from mcp_sansio.types import (
     TextContent,
 )
 
-__all__ = ["block_text", "one_line", "print_json", "print_prompt", "print_result", "report_error", "table"]
+__all__ = [
+    "block_text", "one_line", "print_json", "print_prompt", "print_result", "report_error", "shown", "table",
+]
 
 _GAP: Final = "  "
 _MIN_LAST: Final = 30  # narrower than this, the last column goes below its row
 _INDENT: Final = "    "
+
+
+# C0 and C1 controls, DEL, and the invisible marks that reorder or split lines (bidi
+# overrides and isolates, the Unicode line and paragraph separators); a block keeps its
+# newlines and tabs, a line (a table cell, a header) keeps neither.
+_INVISIBLE: Final = "\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_IN_BLOCK: Final = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
+_IN_LINE: Final = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
+
+
+def shown(text: str, *, block: bool = False) -> str:
+    """``text`` from a server, safe to print: each control character written as an escape
+    (``\\x1b``, ``\\r``, ``\\n``, ``\\u202e``), newlines and tabs kept only in a ``block``."""
+    return (_IN_BLOCK if block else _IN_LINE).sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def print_json(value: object) -> None:
@@ -47,15 +79,17 @@ def one_line(text: str, size: int = 500) -> str:
 
 def report_error(message: str, details: Sequence[str] = ()) -> None:
     """Write ``mcp-sansio: error: <message>`` on stderr, then each detail line indented."""
-    lines = [f"mcp-sansio: error: {one_line(message)}", *(_INDENT + line for line in details)]
+    lines = [f"mcp-sansio: error: {shown(one_line(message))}", *(_INDENT + shown(line) for line in details)]
     sys.stderr.write("\n".join(lines) + "\n")
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Print a table (see the module docstring); the last column may be empty."""
+    """Print a table (see the module docstring); the last column may be empty. Every cell
+    is :func:`shown` (one row stays one row), the last one on one line first."""
     lines = [f"{title} ({len(rows)})"]
     if rows:
-        lines += _rows([headers, *rows], shutil.get_terminal_size((80, 24)).columns)
+        safe = [[*map(shown, row[:-1]), shown(one_line(row[-1], size=10_000))] for row in rows]
+        lines += _rows([headers, *safe], shutil.get_terminal_size((80, 24)).columns)
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -110,9 +144,9 @@ def print_result(result: CallToolResult, as_json: bool) -> None:
     for block in result.content:
         if structured is not None and isinstance(block, TextContent) and _same_json(block.text, structured):
             continue  # the text form of the structured content, printed below
-        sys.stdout.write(block_text(block) + "\n")
+        sys.stdout.write(shown(block_text(block), block=True) + "\n")
     if structured is not None:
-        sys.stdout.write(json.dumps(structured, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(shown(json.dumps(structured, indent=2, ensure_ascii=False), block=True) + "\n")
 
 
 def print_prompt(result: GetPromptResult, as_json: bool) -> None:
@@ -121,9 +155,9 @@ def print_prompt(result: GetPromptResult, as_json: bool) -> None:
         print_json(result)
         return
     if result.description:
-        sys.stdout.write(result.description + "\n")
+        sys.stdout.write(shown(result.description, block=True) + "\n")
     for message in result.messages:
-        sys.stdout.write(f"{message.role}: {block_text(message.content)}\n")
+        sys.stdout.write(f"{message.role}: {shown(block_text(message.content), block=True)}\n")
 
 
 def _same_json(text: str, value: object) -> bool:
