@@ -30,12 +30,15 @@ from mcp_sansio.types import (
     ContentBlock,
     GetPromptResult,
     ImageContent,
+    LoggingMessageNotificationParams,
+    ReadResourceResult,
     ResourceLink,
     TextContent,
 )
 
 __all__ = [
-    "block_text", "one_line", "print_json", "print_prompt", "print_result", "report_error", "shown", "table",
+    "Activity", "block_text", "one_line", "print_json", "print_prompt", "print_resource", "print_result",
+    "report_error", "shown", "table",
 ]
 
 _GAP: Final = "  "
@@ -158,6 +161,82 @@ def print_prompt(result: GetPromptResult, as_json: bool) -> None:
         sys.stdout.write(shown(result.description, block=True) + "\n")
     for message in result.messages:
         sys.stdout.write(f"{message.role}: {shown(block_text(message.content), block=True)}\n")
+
+
+def print_resource(result: ReadResourceResult, as_json: bool) -> None:
+    """Write what ``resources/read`` gave: its wire shape, or each text as it is and each
+    blob as ``[blob MIME, N bytes]`` (with the URI first when there are several)."""
+    if as_json:
+        print_json(result)
+        return
+    several = len(result.contents) > 1
+    for contents in result.contents:
+        if several:
+            sys.stdout.write(f"[{shown(contents.uri)}]\n")
+        text = contents.text
+        if text is not None or contents.blob is None:
+            text = text or ""
+            sys.stdout.write(shown(text, block=True) + ("" if text.endswith("\n") else "\n"))
+        else:
+            mime = shown(contents.mime_type or "application/octet-stream")
+            sys.stdout.write(f"[blob {mime}, {_decoded_size(contents.blob)} bytes]\n")
+
+
+class Activity:
+    """What ``call`` shows on stderr while it waits: each log message of the server
+    (``notifications/message``) on a line of its own, and the progress: on a terminal a
+    live line, redrawn in place and cleared at the end; elsewhere, a line per report when
+    ``verbose``, else nothing."""
+
+    _BAR: Final = 20
+
+    def __init__(self, *, verbose: bool) -> None:
+        self._live = sys.stderr.isatty()
+        self._verbose = verbose
+        self._line = ""  # the live line now on the terminal
+
+    @property
+    def log_level(self) -> str:
+        """The least severe log message to ask the server for: ``debug`` when verbose."""
+        return "debug" if self._verbose else "info"
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """A ``notifications/progress`` of the call (its ``on_progress``)."""
+        if total:
+            done = round(self._BAR * min(max(progress / total, 0.0), 1.0))
+            text = f"[{'#' * done}{'-' * (self._BAR - done)}] {progress:g}/{total:g}"
+        else:
+            text = f"progress {progress:g}"
+        if message:
+            text += " " + shown(one_line(message))
+        if self._live:
+            self._line = text[: max(shutil.get_terminal_size((80, 24)).columns - 1, 10)]
+            sys.stderr.write("\r" + self._line + "\x1b[K")
+            sys.stderr.flush()
+        elif self._verbose:
+            sys.stderr.write(text + "\n")
+
+    def log(self, params: object, server: str | None = None) -> None:
+        """A ``notifications/message`` (its params), from ``server`` when there are several."""
+        if not isinstance(params, LoggingMessageNotificationParams):
+            return
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False)
+        source = ":".join(part for part in (server, params.logger) if part)
+        text = f"{params.level}" + (f" {source}" if source else "") + f": {data}"
+        self._clear()
+        sys.stderr.write(shown(one_line(text, size=2000)) + "\n")
+        if self._line:
+            sys.stderr.write(self._line + "\x1b[K")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        """The call is over: take the live line away."""
+        self._clear()
+        self._line = ""
+
+    def _clear(self) -> None:
+        if self._line:
+            sys.stderr.write("\r\x1b[K")
 
 
 def _same_json(text: str, value: object) -> bool:
