@@ -146,7 +146,8 @@ async def _direct(command: str, args: argparse.Namespace) -> int:
                 return await _inspect(client, args.json)
             if command == "call":
                 if client.server_capabilities.logging is not None:
-                    await client.set_logging_level(activity.log_level, timeout=timeout)
+                    with contextlib.suppress(RequestError):  # refused: the call goes on without
+                        await client.set_logging_level(activity.log_level, timeout=timeout)
                 result = await client.call_tool(args.tool, args.arguments, timeout=timeout,
                                                 on_progress=activity.progress)
                 activity.end()

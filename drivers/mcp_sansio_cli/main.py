@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import logging
 import os
 import select
 import sys
@@ -28,7 +29,7 @@ from mcp_sansio import McpSansioError
 
 from . import auth_cmd, direct, fuzz_cmd, host, serve_cmd
 from .args import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CliError
-from .output import report_error
+from .output import ShownFormatter, report_error
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -86,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    root = logging.getLogger()
+    if not root.handlers:  # warnings on stderr as Python would write them, but escaped
+        handler = logging.StreamHandler()
+        handler.setFormatter(ShownFormatter())
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or argparse refused the command line (its message is out)

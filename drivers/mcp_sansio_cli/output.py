@@ -15,6 +15,7 @@ the cursor, and no newline or carriage return can fake a row or overwrite a line
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import sys
@@ -37,8 +38,8 @@ from mcp_sansio.types import (
 )
 
 __all__ = [
-    "Activity", "block_text", "one_line", "print_json", "print_prompt", "print_resource", "print_result",
-    "report_error", "shown", "table",
+    "Activity", "ShownFormatter", "block_text", "one_line", "print_json", "print_prompt", "print_resource",
+    "print_result", "report_error", "shown", "table",
 ]
 
 _GAP: Final = "  "
@@ -70,9 +71,27 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+# What JSON may carry raw but a terminal may act on: C1 controls, DEL, the invisible marks.
+_JSON_RAW: Final = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
+
+
 def print_json(value: object) -> None:
-    """Write ``value`` (Structs included) as one line of JSON."""
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    """Write ``value`` (Structs included) as one line of JSON; the control characters the
+    encoder leaves raw (C1, DEL, bidi marks: only ever inside strings) are ``\\u`` escapes
+    too, so the JSON is the same and the terminal safe."""
+    text = msgspec.json.encode(value).decode()
+    sys.stdout.write(_JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n")
+
+
+class ShownFormatter(logging.Formatter):
+    """Log records as their message alone (as Python's last-resort handler writes them),
+    :func:`shown`: a warning may quote what a server sent."""
+
+    def __init__(self) -> None:
+        super().__init__("%(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return shown(super().format(record), block=True)
 
 
 def one_line(text: str, size: int = 500) -> str:
