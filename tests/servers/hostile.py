@@ -230,8 +230,10 @@ class HostileServer:
             self.send({"jsonrpc": "2.0", "method": "notifications/message",
                        "params": {"level": "error", "logger": f"logger {ESCAPES}", "data": f"log {ESCAPES}"}})
             self.reply(request_id, text_result(f"result {ESCAPES}"))
+        elif method == "logging/setLevel":
+            self.reply(request_id, {})
         else:
-            return method == "logging/setLevel" and self.reply(request_id, {}) is None
+            return False
         return True
 
     def progress_then_answer(self, request_id: object) -> None:
