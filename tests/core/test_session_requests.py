@@ -249,6 +249,13 @@ def test_a_call_timeout_longer_than_max_request_timeout_is_its_bound() -> None:
     assert client.next_deadline() == 40.0  # progress moves it on, within the call's own 40 s
 
 
+def test_max_request_timeout_none_lets_progress_keep_a_request_alive() -> None:
+    client = ready_client(request_timeout=10.0, max_request_timeout=None)
+    rid = client.call_tool("slow", now=0.0)
+    client.receive_data(SERVER.progress(rid, 1), 5000.0)
+    assert client.next_deadline() == 5010.0
+
+
 def test_max_request_timeout_must_be_positive() -> None:
     with pytest.raises(LocalProtocolError, match="max_request_timeout"):
         ClientConfig(max_request_timeout=0.0)
