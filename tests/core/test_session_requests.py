@@ -252,8 +252,10 @@ def test_a_call_timeout_longer_than_max_request_timeout_is_its_bound() -> None:
 def test_max_request_timeout_none_lets_progress_keep_a_request_alive() -> None:
     client = ready_client(request_timeout=10.0, max_request_timeout=None)
     rid = client.call_tool("slow", now=0.0)
-    client.receive_data(SERVER.progress(rid, 1), 5000.0)
-    assert client.next_deadline() == 5010.0
+    for now in range(5, 5000, 5):
+        client.receive_data(SERVER.progress(rid, now), float(now))
+        client.handle_timeout(float(now))
+    assert client.pending_requests() == [rid] and client.next_deadline() == 5005.0
 
 
 def test_max_request_timeout_must_be_positive() -> None:
