@@ -206,6 +206,7 @@ def encode_error(
 # ---------------------------------------------------------------- recovering an id
 
 _SCAN_BYTES: Final = 4096  # how much of a message's start is read for its id; the end gives ~100
+_SCAN_DEPTH: Final = 64  # nested deeper, the start is given up (a 100,000-deep answer costs 64 steps)
 _STRUCTURAL: Final = re.compile(rb'["{}\[\],:]')
 _WHITESPACE: Final = b" \t\r\n"
 _NUMBER: Final = frozenset(b"-0123456789")
@@ -219,9 +220,10 @@ def recover_response_id(data: bytes) -> int | str | None:
     its last member; ``None`` unless that shows a response (a ``result`` or ``error``
     member, no ``method``) and its id.
 
-    Exact for any JSON text whose top level is an object with unique keys: the id found
-    is the message's own, never one from a nested value or a string. For a text that is
-    no JSON, a best guess from what it looks like. Costs at most a few thousand steps.
+    Exact for any JSON text whose top level is an object with unique keys, read whole
+    (4 KiB, values nested under 64 deep): the id found is the message's own, never one
+    from a nested value or a string; past that, the id or nothing. For a text that is no
+    JSON, a best guess from what it looks like. Costs at most a few thousand steps.
     """
     head = data[:_SCAN_BYTES]
     start = _skip(head, 0)
@@ -294,6 +296,8 @@ def _head_members(data: bytes, start: int) -> tuple[set[str], int | str | None]:
             continue
         if char in b"{[":
             depth += 1
+            if depth > _SCAN_DEPTH:
+                break  # a value nested this deep holds no member of ours: the end may say more
             expect_key = depth == 1
         elif char in b"}]":
             depth -= 1
