@@ -78,8 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         if _stdout_gone():
             _silence_stdout()
-        else:  # some other pipe broke: a driver should have said so in its own words
-            report_error(str(exc))
+        else:  # some other pipe broke (stderr's, say): a driver should have said so in its own words
+            with contextlib.suppress(OSError):
+                report_error(str(exc))
         status = EXIT_FAILURE
     if argv is None:
         sys.exit(status)
