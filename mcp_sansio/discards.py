@@ -78,3 +78,16 @@ def undecodable_answer(data: bytes, exc: Exception) -> str:
     if reason is DiscardReason.INVALID_UTF8:
         return "could not be decoded: it is not valid UTF-8"
     return f"could not be decoded: {detail}"
+
+
+def whole_but_undecodable(data: bytes, exc: Exception) -> bool:
+    """Whether a message that did not decode is whole (nested too deep, a member of the
+    wrong type, invalid UTF-8 inside it) rather than cut short (a server dying mid-line)
+    or no JSON at all: only a whole one is worth answering for its request."""
+    if isinstance(exc, msgspec.ValidationError | RecursionError):
+        return True
+    try:
+        data.decode()
+    except UnicodeDecodeError as error:
+        return error.reason != "unexpected end of data"  # a character cut in half: a line cut short
+    return False

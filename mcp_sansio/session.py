@@ -26,7 +26,7 @@ from . import jsonrpc, modern, skills
 from .calls import Calls
 from .capabilities import SERVER_REQUESTS, listen_filter, required_capability, server_offers
 from .config import ClientConfig
-from .discards import DiscardLog, undecodable, undecodable_answer
+from .discards import DiscardLog, undecodable, undecodable_answer, whole_but_undecodable
 from .errors import LocalProtocolError
 from .events import (
     ClientEvent,
@@ -1103,9 +1103,10 @@ class ClientSession(Calls):
             ), None, now)
 
     def _discard_undecodable(self, data: bytes, exc: Exception, now: float) -> None:
-        rid = jsonrpc.recover_response_id(data)
-        if rid is not None and self._fail_undecodable(rid, data, exc, now):
-            return
+        if whole_but_undecodable(data, exc):
+            rid = jsonrpc.recover_response_id(data)
+            if rid is not None and self._fail_undecodable(rid, data, exc, now):
+                return
         reason, detail = undecodable(data, exc)
         garbage = self._link.garbage
         if (garbage is None or reason is DiscardReason.NOT_JSON_RPC or self._phase is Phase.CLOSED

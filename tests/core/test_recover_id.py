@@ -166,3 +166,15 @@ def test_an_answer_that_is_not_utf8_fails_its_request() -> None:
     [event] = drain_events(client)
     assert isinstance(event, RequestFailed)
     assert event.message == "the answer to tools/call could not be decoded: it is not valid UTF-8"
+
+
+@pytest.mark.parametrize("cut", [b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"ok',
+                                 b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"\xc3'])
+def test_an_answer_cut_short_is_not_taken_for_a_whole_one(cut: bytes) -> None:
+    client = ready_client()
+    rid = client.call_tool("x", now=1.0)
+    client.receive_data(cut % rid, 1.5)
+    client.receive_data(b"", 1.5)  # the server died mid-line: the loss, not the half answer, says why
+    client.process_exited(3, now=1.6)
+    failures = [event for event in drain_events(client) if isinstance(event, RequestFailed)]
+    assert [failure.reason for failure in failures] == [FailureReason.CONNECTION_LOST]
