@@ -5,7 +5,9 @@ The input is one JSON text. ``decode`` may only raise its documented errors
 kind must survive re-encoding: the bytes the encoders write decode to the same kind and
 the same members. The same text wrapped in a batch must give the same classification.
 Where ``result_span`` finds a frame whose slice is JSON, ``decode`` must find exactly that
-response: the same id, that slice as the result, no other member.
+response: the same id, that slice as the result, no other member. ``recover_response_id``
+never raises, and on a text it reads whole (4 KiB) that decodes it finds the response's own
+id or nothing, and nothing for a request or a notification.
 
 Run with atheris: ``python fuzz/fuzz_jsonrpc.py fuzz/corpus/jsonrpc``.
 """
@@ -84,13 +86,28 @@ def _check_span(data: bytes) -> None:
         raise AssertionError(f"result_span found {span}, decode found {decoded!r}")
 
 
+def _check_recovered(data: bytes, decoded: Envelope | list[Envelope] | None) -> None:
+    """``recover_response_id``'s promise: an id or nothing, and never another message's."""
+    found = jsonrpc.recover_response_id(data)
+    if type(found) not in (int, str, type(None)):
+        raise AssertionError(f"recover_response_id gave {found!r}")
+    if found is None or not isinstance(decoded, Envelope) or len(data) > 4096:
+        return
+    kind = jsonrpc.classify(decoded)
+    answer = kind in (Kind.RESULT, Kind.ERROR)
+    if kind in (Kind.REQUEST, Kind.NOTIFICATION) or (answer and found != decoded.id):
+        raise AssertionError(f"recover_response_id found {found!r} in a {kind} with id {decoded.id!r}")
+
+
 def test_one_input(data: bytes) -> None:
     """Check one input; raises AssertionError on a contract break."""
     _check_span(data)
     try:
         decoded = jsonrpc.decode(data)
     except DECODE_ERRORS:
+        _check_recovered(data, None)
         return
+    _check_recovered(data, decoded if isinstance(decoded, Envelope) else None)
     if isinstance(decoded, list):
         for env in decoded:
             _check(env)

@@ -36,9 +36,10 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             half of ``initialize_timeout``, so ``initialize`` has the rest.
         max_input_rounds: rounds of multi round-trip input one request may take.
         request_timeout: default deadline of a request, from when it is sent.
-        max_request_timeout: absolute bound on a request even when progress keeps
-            resetting its deadline; ``None`` means no bound beyond ``request_timeout``
-            resets.
+        max_request_timeout: the longest any request may wait, from when it is sent, however
+            often progress resets its deadline (10 minutes; the spec's "SHOULD always
+            enforce a maximum timeout"). A call's own ``timeout`` longer than this is that
+            call's bound instead; ``None`` lets progress keep a request alive forever.
         reset_timeout_on_progress: a ``notifications/progress`` for a request moves its
             deadline to ``now + timeout``.
         initialize_timeout: the wall time of the whole connect: opening the connection,
@@ -55,6 +56,8 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             counted in one summary line.
         stderr_log_window: the period of ``stderr_log_lines``.
         max_list_pages: bound on pages followed by a "list everything" call.
+        max_queued_notifications: notifications a driver holds for a handler that is
+            behind; past it new ones are dropped, with a warning.
         max_skill_files: files a skill may list to be loaded (the Skills extension's
             512; a host may accept more).
         max_skill_bytes: total size of a skill's files for it to be loaded (16 MiB).
@@ -90,7 +93,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     discover_timeout: float = 3.0
     max_input_rounds: int = 8
     request_timeout: float = 60.0
-    max_request_timeout: float | None = None
+    max_request_timeout: float | None = 600.0
     reset_timeout_on_progress: bool = True
     initialize_timeout: float = 30.0
     max_line_bytes: int = 32 * _MIB
@@ -100,6 +103,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     stderr_log_lines: int = 200
     stderr_log_window: float = 10.0
     max_list_pages: int = 1000
+    max_queued_notifications: int = 10_000
     max_skill_files: int = 512
     max_skill_bytes: int = 16 * _MIB
     shutdown_close_delay: float = 1.0
@@ -138,8 +142,10 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
                 raise LocalProtocolError(f"{name} must not be negative")
         if (self.max_line_bytes < 1 or self.max_list_pages < 1 or self.stderr_limit_bytes < 0
                 or self.max_connections < 1 or self.max_response_bytes < 1 or self.max_send_queue_bytes < 1
-                or self.max_skill_files < 1 or self.max_skill_bytes < 0
+                or self.max_skill_files < 1 or self.max_skill_bytes < 0 or self.max_queued_notifications < 1
                 or self.stderr_log_line_bytes < 1 or self.stderr_log_lines < 1):
             raise LocalProtocolError("size and page limits must be positive")
+        if self.max_request_timeout is not None and not self.max_request_timeout > 0:
+            raise LocalProtocolError("max_request_timeout must be a positive number of seconds, or None")
         if not (math.isfinite(self.stderr_log_window) and self.stderr_log_window > 0):
             raise LocalProtocolError("stderr_log_window must be a positive number of seconds")

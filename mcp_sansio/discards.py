@@ -67,3 +67,27 @@ def undecodable(data: bytes, exc: Exception) -> tuple[DiscardReason, str]:
     except UnicodeDecodeError:
         return DiscardReason.INVALID_UTF8, "the message is not valid UTF-8"
     return DiscardReason.NOT_JSON, f"not JSON: {exc}"
+
+
+def undecodable_answer(data: bytes, exc: Exception) -> str:
+    """Why an answer (its id read by :func:`~mcp_sansio.jsonrpc.recover_response_id`) did
+    not decode, as the end of a sentence that starts with what it answers."""
+    if isinstance(exc, RecursionError):
+        return "could not be decoded: its JSON nests deeper than the decoder allows"
+    reason, detail = undecodable(data, exc)
+    if reason is DiscardReason.INVALID_UTF8:
+        return "could not be decoded: it is not valid UTF-8"
+    return f"could not be decoded: {detail}"
+
+
+def whole_but_undecodable(data: bytes, exc: Exception) -> bool:
+    """Whether a message that did not decode is whole (nested too deep, a member of the
+    wrong type, invalid UTF-8 inside it) rather than cut short (a server dying mid-line)
+    or no JSON at all: only a whole one is worth answering for its request."""
+    if isinstance(exc, msgspec.ValidationError | RecursionError):
+        return True
+    try:
+        data.decode()
+    except UnicodeDecodeError as error:
+        return error.reason != "unexpected end of data"  # a character cut in half: a line cut short
+    return False

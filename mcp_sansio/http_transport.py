@@ -932,6 +932,11 @@ class HttpClient(SessionFront):
         if carried_session and self.phase is Phase.READY and _is_expiry(status, body):
             self._expire(status, now)
             return
+        answered = any(_is_error_response(body, rid) for rid in ex.request_ids)
+        if answered and ex.kind is not _Kind.LEGACY_STREAM:
+            # A JSON-RPC error that answers the request (-32021 on a missing capability, ...):
+            # the server's own words, as over stdio, rather than the status and the raw body.
+            self._session.receive_message(body, now)
         excerpt = body[:300].decode("utf-8", "replace").strip()
         message = f"HTTP {status} from {ex.url}" + (f": {' '.join(excerpt.split())}" if excerpt else "")
         if ex.kind is _Kind.LEGACY_STREAM:

@@ -28,6 +28,7 @@ import enum
 import math
 import re
 import shlex
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -487,6 +488,8 @@ class ServerManagerCore:
             env, "MCP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)
         self.warnings: list[ExpansionWarning] = []
         """What ``${VAR}`` expansion could not fill, for the host to show."""
+        self._notices: deque[str] = deque()  # see next_warning()
+        self._warned: set[str] = set()
         prefix, prefix_error = _shell_prefix(env)
         self._servers: dict[str, _Server] = {}
         for entry in entries:
@@ -735,6 +738,8 @@ class ServerManagerCore:
         """
         self._check_list(name, kind)
         items: list[object] = [] if result is None else list(getattr(result, LIST_FIELDS[kind.value]))
+        if kind is ListKind.TOOLS or kind is ListKind.PROMPTS:
+            items = self._first_of_each_name(name, kind, items)
         relists = self._relists.pop((name, kind), 0)
         if token != self._generations.get((name, kind), 0):
             if relists < self._config.max_relists:
@@ -745,6 +750,33 @@ class ServerManagerCore:
         self.store(name, kind, items, token, now, ttl_ms=getattr(result, "ttl_ms", None),
                    cache_scope=getattr(result, "cache_scope", None))
         return items
+
+    def next_warning(self) -> str | None:
+        """The next thing the host should log at WARNING (a server that listed a name
+        twice), or ``None``; each is given once."""
+        return self._notices.popleft() if self._notices else None
+
+    def _first_of_each_name(self, name: str, kind: ListKind, items: list[object]) -> list[object]:
+        """``items`` without a second tool (or prompt) of a name: model APIs refuse two."""
+        seen: set[object] = set()
+        kept: list[object] = []
+        dropped: set[str] = set()
+        for item in items:
+            key = getattr(item, "name", None)
+            if key in seen:
+                dropped.add(str(key))
+                continue
+            seen.add(key)
+            kept.append(item)
+        if dropped:
+            noun = "tool" if kind is ListKind.TOOLS else "prompt"
+            again = ", ".join(repr(each) for each in sorted(dropped))
+            text = (f"server {name!r} listed the {noun} name{'s' if len(dropped) > 1 else ''} {again} more "
+                    f"than once: the first of each is used, the others are left out")
+            if text not in self._warned:
+                self._warned.add(text)
+                self._notices.append(text)
+        return kept
 
     def cached_read(self, name: str, uri: str, now: float) -> ReadResourceResult | None:
         """The cached ``resources/read`` of ``uri`` on ``name``, if still fresh."""

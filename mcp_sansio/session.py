@@ -26,7 +26,7 @@ from . import jsonrpc, modern, skills
 from .calls import Calls
 from .capabilities import SERVER_REQUESTS, listen_filter, required_capability, server_offers
 from .config import ClientConfig
-from .discards import DiscardLog, undecodable
+from .discards import DiscardLog, undecodable, undecodable_answer, whole_but_undecodable
 from .errors import LocalProtocolError
 from .events import (
     ClientEvent,
@@ -396,8 +396,9 @@ class ClientSession(Calls):
             method: the JSON-RPC method.
             params: a params Struct or a wire-shape mapping; a progress token is added.
             now: the driver's clock.
-            timeout: seconds until the request fails with TIMEOUT (default from config;
-                ``None`` in the config means no deadline).
+            timeout: seconds until the request fails with TIMEOUT (default from config);
+                progress moves the deadline on, never past ``max_request_timeout`` from
+                now (or past ``timeout``, when that is the longer).
             all_pages: for list methods, follow ``nextCursor`` and answer once with
                 every page merged.
 
@@ -443,12 +444,14 @@ class ClientSession(Calls):
         else:
             wire = jsonrpc.encode_request(rid, method, with_progress_token(params, rid, extra))
         self._next_id = rid
+        limit = self.config.max_request_timeout
         if endless:
             timeout = math.inf  # progress cannot arm a deadline either
         elif timeout is None:
             timeout = self.config.request_timeout
+        elif limit is not None and timeout > limit:
+            limit = timeout  # asked for by this call: its bound, not cut to the config's
         deadline = now + timeout
-        limit = self.config.max_request_timeout
         limit_at = None
         if limit is not None and not endless:
             limit_at = now + limit
@@ -1120,8 +1123,26 @@ class ClientSession(Calls):
             ), None, now)
 
     def _discard_undecodable(self, data: bytes, exc: Exception, now: float) -> None:
+        if whole_but_undecodable(data, exc):
+            rid = jsonrpc.recover_response_id(data)
+            if rid is not None and self._fail_undecodable(rid, data, exc, now):
+                return
         reason, detail = undecodable(data, exc)
         garbage = self._link.garbage
         if (garbage is None or reason is DiscardReason.NOT_JSON_RPC or self._phase is Phase.CLOSED
                 or not garbage(reason, detail, now)):
             self.discard(reason, detail, data)
+
+    def _fail_undecodable(self, rid: int | str, data: bytes, exc: Exception, now: float) -> bool:
+        """Fail the request (or the handshake) whose answer is ``data``, which did not decode,
+        rather than let it wait out its deadline; ``False`` when nothing awaits ``rid``."""
+        cause = undecodable_answer(data, exc)
+        if rid == self._init_id:
+            self._initialize_failed(FailureReason.INVALID_RESULT, f"the answer to initialize {cause}",
+                                    now=now)
+            return True
+        pending = self._pending.get(rid) if type(rid) is int else None
+        if pending is None:
+            return False
+        self._fail(pending, FailureReason.INVALID_RESULT, f"the answer to {pending.method} {cause}", now)
+        return True

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from peer_servers import everything_stdio, sdk_server
+from peer_servers import everything_stdio, free_port, running_http_server, sdk_server
 
 pytestmark = pytest.mark.peer
 
 SCRIPT = str(Path(sys.executable).with_name("mcp-sansio"))
 DEMO = {"command": sys.executable, "args": ["-m", "mcp_sansio_cli.demo_server"]}
 BROKEN = {"command": "/nonexistent/srv"}
+DEMO_SPEC = f"{sys.executable} -m mcp_sansio_cli.demo_server"
 
 
 class Run(NamedTuple):
@@ -269,14 +270,32 @@ def test_inspect_a_configured_server_by_name(project: Path, tmp_path: Path) -> N
     assert failed.status == 1 and "server 'broken' failed" in failed.stderr
 
 
-def test_output_nobody_reads_ends_quietly(project: Path) -> None:
-    command = [SCRIPT, "inspect", "--stdio", f"{sys.executable} -m mcp_sansio_cli.demo_server"]
-    with subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-        assert child.stdout is not None and child.stderr is not None
-        child.stdout.close()  # as `| head -0` would: every write meets a closed pipe
-        stderr = child.stderr.read()
-    assert child.returncode == 1
-    assert b"Traceback" not in stderr and b"BrokenPipe" not in stderr
+def _stdout_nobody_reads(kind: str) -> int:
+    """A descriptor for a child's stdout whose reader is already gone (so no write can win a race)."""
+    if kind == "pty":  # a terminal that closed: writes fail with EIO, and stdout is line-buffered
+        reader, writer = os.openpty()
+    else:
+        reader, writer = os.pipe()
+    os.close(reader)
+    return writer
+
+
+@pytest.mark.parametrize("kind", ["pipe", "pty"])
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_output_nobody_reads_ends_quietly(project: Path, kind: str, unbuffered: bool) -> None:
+    # Python buffers stdout by what it is (a pipe: blocks, a terminal: lines) and by PYTHONUNBUFFERED,
+    # so the closed pipe is met by a write during the command or by the last flush: the same either way.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    stdout = _stdout_nobody_reads(kind)
+    try:
+        command = [SCRIPT, "inspect", "--stdio", f"{sys.executable} -m mcp_sansio_cli.demo_server"]
+        child = subprocess.run(command, cwd=project, stdout=stdout, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, env=env, timeout=90, check=False)
+    finally:
+        os.close(stdout)
+    assert (child.returncode, child.stderr) == (1, b"")
 
 
 def test_inspect_takes_a_name_or_a_target_not_both(project: Path) -> None:
@@ -299,3 +318,141 @@ def test_call_with_timing_prints_where_the_time_went_on_stderr(project: Path) ->
     configured = cli(project, "call", "mcp__demo__add", "--args", '{"a": 1, "b": 2}', "--timing")
     assert configured.status == 0, configured.stderr
     assert "timing (ms): start servers, tools/call mcp__demo__add, close " in configured.stderr
+
+
+# ------------------------------------------------------------- read, inspect's listings
+
+
+def hostile_spec(mode: str) -> str:
+    """``--stdio`` for the hostile server in ``mode``."""
+    command, args = sdk_server("hostile", mode)
+    return " ".join([command, *args])
+
+
+def test_inspect_shows_the_resource_templates(project: Path) -> None:
+    run = cli(project, "inspect", "everything")
+    assert run.status == 0, run.stderr
+    pattern = r"^Resource templates \(2\)\nuri template +name\ndemo://resource/dynamic/text/\{resourceId\} +D"
+    assert re.search(pattern, run.stdout, re.MULTILINE), run.stdout
+    listed = cli(project, "inspect", "everything", "--json").json()
+    assert {t["uriTemplate"] for t in listed["resource_templates"]} >= {"demo://resource/dynamic/blob/{resourceId}"}
+
+
+def test_inspect_shows_what_it_listed_then_the_listing_that_failed(project: Path) -> None:
+    run = cli(project, "inspect", "--stdio", hostile_spec("escapes"))
+    assert run.status == 1
+    for title in ("Tools (2)", "Resources (1)", "Resource templates (1)"):
+        assert f"\n{title}\n" in run.stdout
+    assert "Prompts" not in run.stdout
+    assert run.stderr.startswith("mcp-sansio: error: listing the prompts failed: prompts broke ")
+    listed = cli(project, "inspect", "--stdio", hostile_spec("escapes"), "--json")
+    assert listed.status == 1 and listed.json()["prompts"] is None
+    assert listed.json()["errors"]["prompts"].startswith("prompts broke")
+
+
+def test_read_prints_text_as_it_is_and_blobs_by_type_and_size(project: Path) -> None:
+    run = cli(project, "read", "demo://readme", "demo")
+    readme = ("mcp-sansio demo server\n\n"
+              "A pure state machine on one side, a thin asyncio driver on the other.\n")
+    assert (run.status, run.stdout) == (0, readme), run.stderr
+    blob = cli(project, "read", "demo://resource/dynamic/blob/1", "everything")
+    assert (blob.status, blob.stdout) == (0, "[blob text/plain, 55 bytes]\n"), blob.stderr
+    raw = cli(project, "read", "demo://resource/dynamic/blob/1", "everything", "--json").result()
+    assert raw["contents"][0]["uri"] == "demo://resource/dynamic/blob/1" and "blob" in raw["contents"][0]
+    direct = cli(project, "read", "demo://readme", "--stdio", DEMO_SPEC)
+    assert direct.stdout == run.stdout
+
+
+def test_read_needs_a_server(project: Path) -> None:
+    run = cli(project, "read", "demo://readme")
+    assert run.status == 2 and run.stderr.startswith("mcp-sansio: error: read needs a server")
+
+
+# ------------------------------------------------------------------ call: progress and logs
+
+LONG_TASK = ("call", "long_task", "--args", '{"steps": 3, "interval": 0.01}')
+
+
+@pytest.mark.parametrize("target", [("--stdio", DEMO_SPEC), ()],
+                         ids=["stdio", "configured"])
+def test_call_shows_progress_on_a_pipe_only_when_verbose(project: Path, target: tuple[str, ...]) -> None:
+    name = ("long_task",) if target else ("mcp__demo__long_task",)
+    args = (*LONG_TASK[:1], *name, *LONG_TASK[2:], *target)
+    quiet = cli(project, *args)
+    assert (quiet.status, quiet.stdout, quiet.stderr) == (0, "finished 3 steps\n", "")
+    verbose = cli(project, *args, "--verbose")
+    assert verbose.status == 0
+    assert verbose.stderr.splitlines() == [f"[{'#' * n}{'-' * (20 - n)}] {step}/3 step {step} of 3"
+                                           for step, n in ((1, 7), (2, 13), (3, 20))]
+
+
+def test_call_draws_a_live_progress_line_on_a_terminal_and_clears_it(project: Path) -> None:
+    reader, writer = os.openpty()
+    try:
+        child = subprocess.run([SCRIPT, *LONG_TASK, "--stdio", DEMO_SPEC], cwd=project,
+                               stdout=subprocess.PIPE, stderr=writer, timeout=90, check=False)
+        os.close(writer)
+        shown = b""
+        while chunk := _read_pty(reader):
+            shown += chunk
+    finally:
+        os.close(reader)
+    assert (child.returncode, child.stdout) == (0, b"finished 3 steps\n")
+    assert shown.startswith(b"\r[#######-------------] 1/3 step 1 of 3\x1b[K")
+    assert b"\r[####################] 3/3 step 3 of 3\x1b[K" in shown and shown.endswith(b"\r\x1b[K")
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's other side is closed and drained
+        return b""
+
+
+def test_call_shows_the_servers_log_messages_on_stderr(project: Path) -> None:
+    run = cli(project, "call", "poke", "--stdio", hostile_spec("escapes"))
+    assert run.status == 0
+    [line] = run.stderr.splitlines()
+    assert line.startswith(r"error logger \x1b[2J\x1b]0;owned\x07 X\0\x9b31m\u202e fake row: log \x1b[2J")
+
+
+def test_a_refused_elicitation_over_http_is_one_clean_line(project: Path) -> None:
+    port = free_port()
+    command, args = sdk_server("sdk_server", "--transport", "streamable-http", "--port", str(port))
+    with running_http_server(command, args, None, port, "/mcp") as url:
+        run = cli(project, "call", "elicit", "--url", url)
+    assert (run.status, run.stdout) == (1, "")
+    assert run.stderr == ("mcp-sansio: error: Client did not declare the form elicitation capability "
+                          "required by resolver '__main__:_ask_contact' (JSON-RPC error -32021)\n")
+
+
+# --------------------------------------------------------- what a hostile server supplies
+
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize("command", [
+    ("inspect", "--stdio", "{spec}"), ("inspect", "--stdio", "{spec}", "--json"),
+    ("call", "poke", "--stdio", "{spec}"), ("call", "poke", "--stdio", "{spec}", "--json"),
+    ("call", "poke", "--stdio", "{spec}", "--args", '{"x": "fail"}'),
+    ("read", "file:///a", "--stdio", "{spec}"), ("read", "file:///a", "--stdio", "{spec}", "--json"),
+    ("inspect", "hostile"), ("tools", "hostile"), ("resources", "hostile"), ("prompts", "hostile"),
+    ("servers", "hostile"), ("call", "mcp__hostile__poke"),
+])
+def test_no_control_character_a_server_supplies_reaches_the_terminal(
+    project: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    spec = hostile_spec("escapes")
+    config = tmp_path / "hostile.json"
+    server_command, server_args = sdk_server("hostile", "escapes")
+    servers = {"hostile": {"command": server_command, "args": server_args}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    args = [spec if part == "{spec}" else part for part in command]
+    run = cli(project, *args, *([] if "--stdio" in args else ["--config", str(config)]))
+    assert run.status in (0, 1), run.stderr
+    for stream in (run.stdout, run.stderr):
+        assert not RAW_CONTROL.search(stream), stream
+    if command[0] != "servers":  # which shows nothing the server wrote
+        assert "\\x1b[2J" in run.stdout + run.stderr or "\\u001b[2J" in run.stdout
+    if command[0] in ("tools", "resources"):  # a newline in a name or URI does not fake a row
+        assert "\nfake  row" not in run.stdout and "\nfake row" not in run.stdout

@@ -1,5 +1,9 @@
-"""``demo``, ``inspect``, ``call`` and ``prompt``: one server, given by ``--stdio CMD`` or
-``--url URL``, or a configured one (by ``SERVER`` name, or by a ``mcp__<server>__<name>``).
+"""``demo``, ``inspect``, ``call``, ``prompt`` and ``read``: one server, given by ``--stdio CMD``
+or ``--url URL``, or a configured one (by ``SERVER`` name, or by a ``mcp__<server>__<name>``).
+
+``call`` shows the server's log messages on stderr while it waits, and its progress: a live
+line on a terminal, a line per report elsewhere with ``--verbose``. ``inspect`` shows what
+it could list when a listing fails, then the error (status 1).
 
 Everything that needs no server is checked first (``--args``, a missing target), so a bad
 command line starts nothing and exits with status 2.
@@ -12,11 +16,12 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Final
 
-from mcp_sansio import ClientConfig
-from mcp_sansio.types import Tool
+from mcp_sansio import ClientConfig, ConnectionClosed, McpSansioError, NotificationReceived, RequestError
+from mcp_sansio.jsonrpc import METHOD_NOT_FOUND
+from mcp_sansio.types import CallToolResult, Prompt, Resource, ResourceTemplate, Tool
 from mcp_sansio_asyncio import AsyncClient, connect_stdio
 
 from . import host
@@ -31,7 +36,17 @@ from .args import (
     string_arguments,
     target_options,
 )
-from .output import block_text, print_json, print_prompt, print_result, table
+from .output import (
+    Activity,
+    block_text,
+    print_json,
+    print_prompt,
+    print_resource,
+    print_result,
+    report_error,
+    shown,
+    table,
+)
 
 __all__ = ["add_parsers", "run"]
 
@@ -40,7 +55,7 @@ _MODEL_PREFIX: Final = "mcp__"
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``demo``, ``inspect``, ``call`` and ``prompt`` to ``sub``."""
+    """Add ``demo``, ``inspect``, ``call``, ``prompt`` and ``read`` to ``sub``."""
     common = [output_options(), request_options()]
     sub.add_parser("demo", parents=common, help="run the bundled demo server (the default)")
     inspect = sub.add_parser("inspect", parents=[*common, target_options(), config_options()],
@@ -52,14 +67,22 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     call.add_argument("--args", default="{}", help="the arguments as a JSON object")
     call.add_argument("--timing", action="store_true",
                       help="print where the time went (connect and handshake, the call, close) on stderr")
+    call.add_argument("-v", "--verbose", action="store_true",
+                      help="show progress on stderr even when it is not a terminal (a line per report), "
+                           "and the server's debug log messages")
     prompt = sub.add_parser("prompt", parents=[*common, target_options(), config_options()], help=(
         "get one prompt: mcp__<server>__<prompt> of the configured servers, or a prompt of --stdio/--url"))
     prompt.add_argument("prompt", help="the prompt's name")
     prompt.add_argument("--args", default="{}", help="the arguments as a JSON object of strings")
+    read = sub.add_parser("read", parents=[*common, target_options(), config_options()], help=(
+        "read one resource of a configured SERVER or of --stdio/--url: text as it is, blobs by MIME type "
+        "and size"))
+    read.add_argument("uri", metavar="URI", help="the resource's URI")
+    read.add_argument("name", nargs="?", metavar="SERVER", help="a configured server (or --stdio/--url)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``demo`` (also with no command), ``inspect``, ``call`` or ``prompt``.
+    """Run ``demo`` (also with no command), ``inspect``, ``call``, ``prompt`` or ``read``.
 
     Raises:
         UsageError: the command line cannot work (checked before anything starts).
@@ -68,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     """
     command = args.command or "demo"
     direct = args.stdio is not None or args.url is not None
-    if command == "inspect":
-        _check_inspect(args, direct)
+    if command in ("inspect", "read"):
+        _check_target(command, args, direct)
     elif command == "call":
         args.arguments = json_object(args.args)
         _check_name(args.tool, "tool", "call", direct)
@@ -81,12 +104,13 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_direct(command, args))
 
 
-def _check_inspect(args: argparse.Namespace, direct: bool) -> None:
+def _check_target(command: str, args: argparse.Namespace, direct: bool) -> None:
     if args.name is None and not direct:
-        raise UsageError("inspect needs a server: the SERVER name of a configured one (`mcp-sansio servers` "
-                         "lists them), --stdio CMD or --url URL; `mcp-sansio demo` shows the demo server")
+        raise UsageError(f"{command} needs a server: the SERVER name of a configured one (`mcp-sansio "
+                         "servers` lists them), --stdio CMD or --url URL; `mcp-sansio demo` shows the demo "
+                         "server")
     if args.name is not None and direct:
-        raise UsageError("inspect takes a SERVER name or --stdio/--url, not both")
+        raise UsageError(f"{command} takes a SERVER name or --stdio/--url, not both")
 
 
 def _check_name(name: str, noun: str, command: str, direct: bool) -> None:
@@ -125,9 +149,11 @@ class Timing:
 async def _configured(command: str, args: argparse.Namespace) -> int:
     if command == "call":
         timing = Timing(args.timing)
+        activity = Activity(verbose=args.verbose)
         try:
-            result = await host.call_tool(args, args.arguments)
+            result = await host.call_tool(args, args.arguments, activity)
         finally:
+            activity.end()
             timing.lap(f"start servers, tools/call {args.tool}, close")
             timing.print()
         print_result(result, args.json)
@@ -136,70 +162,119 @@ async def _configured(command: str, args: argparse.Namespace) -> int:
         print_prompt(await host.get_prompt(args, args.arguments), args.json)
         return 0
     async with host.connect_one(args, args.name) as client:
-        await _inspect(client, args.json)
-    return 0
+        if command == "read":
+            print_resource(await client.read_resource(args.uri, timeout=args.timeout), args.json)
+            return 0
+        return await _inspect(client, args.json)
 
 
 async def _direct(command: str, args: argparse.Namespace) -> int:
     timeout = args.timeout or _DEFAULT_TIMEOUT
     config = ClientConfig(request_timeout=timeout, initialize_timeout=min(timeout, 30.0))
-    if command == "call":
-        timing = Timing(args.timing)
-        try:
-            return await _timed_call(args, config, timeout, timing)
-        finally:
-            timing.print()
-    async with _connect(args, config) as client:
-        if command == "inspect":
-            await _inspect(client, args.json)
-        elif command == "prompt":
-            print_prompt(await client.get_prompt(args.prompt, args.arguments, timeout=timeout), args.json)
-        else:
-            await _demo(client)
+    activity = Activity(verbose=getattr(args, "verbose", False))
+    timing = Timing(getattr(args, "timing", False))
+    result: CallToolResult | None = None
+    try:
+        async with _connect(args, config, activity) as client:
+            timing.lap("connect+handshake")
+            if command == "inspect":
+                return await _inspect(client, args.json)
+            if command == "call":
+                if client.server_capabilities.logging is not None:
+                    with contextlib.suppress(RequestError):  # refused: the call goes on without
+                        await client.set_logging_level(activity.log_level, timeout=timeout)
+                result = await client.call_tool(args.tool, args.arguments, timeout=timeout,
+                                                on_progress=activity.progress)
+                timing.lap(f"tools/call {args.tool}")
+            elif command == "prompt":
+                print_prompt(await client.get_prompt(args.prompt, args.arguments, timeout=timeout), args.json)
+            elif command == "read":
+                print_resource(await client.read_resource(args.uri, timeout=timeout), args.json)
+            else:
+                await _demo(client)
+        if result is not None:
+            timing.lap("close")
+            activity.end()
+            print_result(result, args.json)
+            return EXIT_FAILURE if result.is_error else 0
+    finally:
+        activity.end()
+        timing.print()
     return 0
 
 
-async def _timed_call(args: argparse.Namespace, config: ClientConfig, timeout: float, timing: Timing) -> int:
-    """``call`` of one server, each phase timed."""
-    async with _connect(args, config) as client:
-        timing.lap("connect+handshake")
-        result = await client.call_tool(args.tool, args.arguments, timeout=timeout)
-        timing.lap(f"tools/call {args.tool}")
-    timing.lap("close")
-    print_result(result, args.json)
-    return EXIT_FAILURE if result.is_error else 0
-
-
 @contextlib.asynccontextmanager
-async def _connect(args: argparse.Namespace, config: ClientConfig) -> AsyncIterator[AsyncClient]:
+async def _connect(args: argparse.Namespace, config: ClientConfig,
+                   activity: Activity) -> AsyncIterator[AsyncClient]:
+    async def on_notification(event: NotificationReceived) -> None:
+        if event.method == "notifications/message":
+            activity.log(event.params)
+
     if args.url is not None:
         from mcp_sansio_asyncio.http import connect_http  # loads h11 and ssl: only when asked for
 
-        async with connect_http(args.url, config=config) as remote:
+        async with connect_http(args.url, config=config, on_notification=on_notification) as remote:
             yield remote
         return
     command, argv = server_command(args.stdio)
-    async with connect_stdio(command, argv, config=config) as client:
+    async with connect_stdio(command, argv, config=config, on_notification=on_notification) as client:
         yield client
 
 
-async def _inspect(client: AsyncClient, as_json: bool) -> None:
+async def _inspect(client: AsyncClient, as_json: bool) -> int:
+    """Show the server and everything it lists; a listing that fails leaves the others
+    shown, then its error (status 1). A server that declares resources but answers
+    ``resources/templates/list`` with "method not found" has no templates."""
     caps = client.server_capabilities
-    tools = await client.list_tools() if caps.tools is not None else []
-    resources = await client.list_resources() if caps.resources is not None else []
-    prompts = await client.list_prompts() if caps.prompts is not None else []
+    listings: dict[str, tuple[object, Callable[[], Awaitable[Sequence[object]]]]] = {
+        "tools": (caps.tools, client.list_tools), "resources": (caps.resources, client.list_resources),
+        "resource_templates": (caps.resources, client.list_resource_templates),
+        "prompts": (caps.prompts, client.list_prompts)}
+    found: dict[str, list[object] | None] = {}
+    errors: dict[str, str] = {}
+    gone = False
+    for key, (declared, fetch) in listings.items():
+        found[key] = [] if declared is None else None
+        if declared is None or gone:
+            continue
+        try:
+            found[key] = list(await fetch())
+        except RequestError as exc:
+            if key == "resource_templates" and exc.code == METHOD_NOT_FOUND:
+                found[key] = []
+            else:
+                errors[key] = str(exc)
+        except McpSansioError as exc:
+            errors[key] = str(exc)
+            gone = isinstance(exc, ConnectionClosed)  # then the rest cannot be listed either
     if as_json:
         print_json({"server_info": client.server_info, "protocol_version": client.protocol_version,
-                    "capabilities": caps, "instructions": client.instructions,
-                    "tools": tools, "resources": resources, "prompts": prompts})
-        return
+                    "capabilities": caps, "instructions": client.instructions, **found,
+                    **({"errors": errors} if errors else {})})
+    else:
+        _print_inspection(client, found)
+    for key, error in errors.items():
+        report_error(f"listing the {key.replace('_', ' ')} failed: {error}")
+    return EXIT_FAILURE if errors else 0
+
+
+def _print_inspection(client: AsyncClient, found: dict[str, list[object] | None]) -> None:
     info = client.server_info
-    sys.stdout.write(f"{info.title or info.name} {info.version} (protocol {client.protocol_version})\n")
+    sys.stdout.write(f"{shown(info.title or info.name)} {shown(info.version)} "
+                     f"(protocol {shown(client.protocol_version)})\n")
     if client.instructions:
-        sys.stdout.write(f"Instructions: {client.instructions.strip()}\n")
-    _tools_table(tools)
-    table("Resources", ["uri", "name"], [[resource.uri, resource.name] for resource in resources])
-    table("Prompts", ["name", "description"], [[prompt.name, prompt.description or ""] for prompt in prompts])
+        sys.stdout.write(f"Instructions: {shown(client.instructions.strip(), block=True)}\n")
+    if (tools := found["tools"]) is not None:
+        _tools_table([tool for tool in tools if isinstance(tool, Tool)])
+    if (resources := found["resources"]) is not None:
+        table("Resources", ["uri", "name"], [[item.uri, item.name] for item in resources
+                                             if isinstance(item, Resource)])
+    if (templates := found["resource_templates"]) is not None:
+        table("Resource templates", ["uri template", "name"],
+              [[item.uri_template, item.name] for item in templates if isinstance(item, ResourceTemplate)])
+    if (prompts := found["prompts"]) is not None:
+        table("Prompts", ["name", "description"],
+              [[item.name, item.description or ""] for item in prompts if isinstance(item, Prompt)])
 
 
 def _tools_table(tools: Sequence[Tool]) -> None:
@@ -208,22 +283,26 @@ def _tools_table(tools: Sequence[Tool]) -> None:
 
 async def _demo(client: AsyncClient) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    def safe(text: str) -> str:  # neither control characters nor rich markup from the server
+        return escape(shown(text))
 
     console = Console()
     info = client.server_info
-    console.print(f"Connected to [bold]{info.title or info.name}[/bold] {info.version} "
-                  f"over stdio, protocol {client.protocol_version}")
+    console.print(f"Connected to [bold]{safe(info.title or info.name)}[/bold] {safe(info.version)} "
+                  f"over stdio, protocol {safe(client.protocol_version)}")
     if client.instructions:
-        console.print(f"[dim]{client.instructions}[/dim]")
+        console.print(f"[dim]{escape(shown(client.instructions, block=True))}[/dim]")
     _tools_table(await client.list_tools())
     with Progress(TextColumn("long_task"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
                   TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("", total=20)
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            bar.update(task, completed=progress, total=total, description=message or "")
+            bar.update(task, completed=progress, total=total, description=safe(message or ""))
 
         result = await client.call_tool("long_task", {"steps": 20, "interval": 0.1},
                                         on_progress=on_progress)
-    console.print("Result: " + " ".join(block_text(block) for block in result.content))
+    console.print("Result: " + " ".join(safe(block_text(block)) for block in result.content))

@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Final
 
+from mcp_sansio.errors import McpSansioError
+from mcp_sansio.events import NotificationReceived
 from mcp_sansio.hostconfig import ConfigError, ServerEntry, load_config_files, merge_scopes, read_config_file
 from mcp_sansio.hostconfig.model import ScopeDocument
 from mcp_sansio.manager import (
@@ -32,13 +34,13 @@ from mcp_sansio.manager import (
     ServerStatus,
     ServerUnavailable,
 )
-from mcp_sansio.naming import UnknownName
+from mcp_sansio.naming import UnknownName, servers_for
 from mcp_sansio.types import CallToolResult, GetPromptResult
 from mcp_sansio_asyncio import AsyncClient
-from mcp_sansio_asyncio.manager import ServerManager
+from mcp_sansio_asyncio.manager import ServerManager, ServerNotificationHandler
 
 from .args import EXIT_FAILURE, CliError, UsageError, config_options, output_options
-from .output import print_json, report_error, table
+from .output import Activity, print_json, report_error, table
 
 __all__ = ["add_parsers", "call_tool", "connect_one", "get_prompt", "load_entries", "run"]
 
@@ -99,7 +101,10 @@ def _chosen(name: str, names: Sequence[str]) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _configured(args: argparse.Namespace, names: Sequence[str] = ()) -> AsyncIterator[ServerManager]:
+async def _configured(
+    args: argparse.Namespace, names: Sequence[str] = (), *,
+    on_notification: ServerNotificationHandler | None = None,
+) -> AsyncIterator[ServerManager]:
     """The manager of the configured servers (none started), warnings shown.
 
     Raises:
@@ -116,7 +121,7 @@ async def _configured(args: argparse.Namespace, names: Sequence[str] = ()) -> As
     if not entries:
         sys.stderr.write(f"mcp-sansio: no MCP servers are configured for {Path.cwd()} "
                          f"(add them to .mcp.json, or give --config FILE)\n")
-    async with ServerManager(entries) as manager:
+    async with ServerManager(entries, on_notification=on_notification) as manager:
         for expansion in manager.warnings:
             sys.stderr.write(f"mcp-sansio: warning: {expansion.message}\n")
         yield manager
@@ -200,17 +205,29 @@ def _stderr_lines(status: ServerStatus) -> tuple[str, ...]:
 # ------------------------------------------------- call, prompt, inspect NAME
 
 
-async def call_tool(args: argparse.Namespace, arguments: Mapping[str, object]) -> CallToolResult:
-    """Call ``args.tool`` by its model-facing name, starting only the server it routes to.
+async def call_tool(args: argparse.Namespace, arguments: Mapping[str, object],
+                    activity: Activity) -> CallToolResult:
+    """Call ``args.tool`` by its model-facing name, starting only the server it routes to;
+    ``activity`` shows its progress and the server's log messages.
 
     Raises:
         CliError: no tool has that name, or its server failed (saying why).
         McpSansioError: the call failed.
     """
-    async with _configured(args) as manager:
+    async def on_notification(server: str, event: NotificationReceived) -> None:
+        if event.method == "notifications/message":
+            activity.log(event.params, server)
+
+    async with _configured(args, on_notification=on_notification) as manager:
         _need_servers(manager, "call a tool of one server")
+        for name in servers_for(args.tool, list(manager.states)):  # ask them for log messages
+            with contextlib.suppress(McpSansioError):  # the call says better what went wrong
+                client = await manager.connect(name)
+                if client.server_capabilities.logging is not None:
+                    await client.set_logging_level(activity.log_level, timeout=args.timeout)
         try:
-            return await manager.call_tool(args.tool, arguments, timeout=args.timeout)
+            return await manager.call_tool(args.tool, arguments, timeout=args.timeout,
+                                           on_progress=activity.progress)
         except UnknownName as exc:
             raise CliError(f"{exc}; `mcp-sansio tools` lists the tools") from exc
         except ServerUnavailable as exc:

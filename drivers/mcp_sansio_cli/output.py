@@ -5,11 +5,18 @@ left by the terminal (``COLUMNS``), or below the row when too little is left; so
 which are identifiers, are never cut. A tool result prints each block once: text as text,
 images and audio as type, MIME type and size, resources as URI, MIME type and size, and
 structured content once, indented (a text block that only repeats it is left out).
+
+Everything a server supplies (names, descriptions, instructions, results, errors, its
+stderr) goes through :func:`shown` on its way out, so no control character reaches the
+terminal: no escape sequence can clear the screen, retitle the window, hide text or move
+the cursor, and no newline or carriage return can fake a row or overwrite a line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import re
 import shutil
 import sys
 import textwrap
@@ -24,20 +31,67 @@ from mcp_sansio.types import (
     ContentBlock,
     GetPromptResult,
     ImageContent,
+    LoggingMessageNotificationParams,
+    ReadResourceResult,
     ResourceLink,
     TextContent,
 )
 
-__all__ = ["block_text", "one_line", "print_json", "print_prompt", "print_result", "report_error", "table"]
+__all__ = [
+    "Activity", "ShownFormatter", "block_text", "one_line", "print_json", "print_prompt", "print_resource",
+    "print_result", "report_error", "shown", "table",
+]
 
 _GAP: Final = "  "
 _MIN_LAST: Final = 30  # narrower than this, the last column goes below its row
 _INDENT: Final = "    "
 
 
+# C0 and C1 controls, DEL, and the invisible marks that reorder or split lines (bidi
+# overrides and isolates, the Unicode line and paragraph separators); a block keeps its
+# newlines and tabs, a line (a table cell, a header) keeps neither.
+_INVISIBLE: Final = "\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_IN_BLOCK: Final = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
+_IN_LINE: Final = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
+_NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
+
+
+def shown(text: str, *, block: bool = False) -> str:
+    """``text`` from a server, safe to print: each control character written as an escape
+    (``\\x1b``, ``\\r``, ``\\n``, ``\\u202e``), newlines and tabs kept only in a ``block``."""
+    return (_IN_BLOCK if block else _IN_LINE).sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# What JSON may carry raw but a terminal may act on: C1 controls, DEL, the invisible marks.
+_JSON_RAW: Final = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
+
+
 def print_json(value: object) -> None:
-    """Write ``value`` (Structs included) as one line of JSON."""
-    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+    """Write ``value`` (Structs included) as one line of JSON; the control characters the
+    encoder leaves raw (C1, DEL, bidi marks: only ever inside strings) are ``\\u`` escapes
+    too, so the JSON is the same and the terminal safe."""
+    text = msgspec.json.encode(value).decode()
+    sys.stdout.write(_JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n")
+
+
+class ShownFormatter(logging.Formatter):
+    """Log records as their message alone (as Python's last-resort handler writes them),
+    :func:`shown`: a warning may quote what a server sent."""
+
+    def __init__(self) -> None:
+        super().__init__("%(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return shown(super().format(record), block=True)
 
 
 def one_line(text: str, size: int = 500) -> str:
@@ -47,15 +101,17 @@ def one_line(text: str, size: int = 500) -> str:
 
 def report_error(message: str, details: Sequence[str] = ()) -> None:
     """Write ``mcp-sansio: error: <message>`` on stderr, then each detail line indented."""
-    lines = [f"mcp-sansio: error: {one_line(message)}", *(_INDENT + line for line in details)]
+    lines = [f"mcp-sansio: error: {shown(one_line(message))}", *(_INDENT + shown(line) for line in details)]
     sys.stderr.write("\n".join(lines) + "\n")
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Print a table (see the module docstring); the last column may be empty."""
+    """Print a table (see the module docstring); the last column may be empty. Every cell
+    is :func:`shown` (one row stays one row), the last one on one line first."""
     lines = [f"{title} ({len(rows)})"]
     if rows:
-        lines += _rows([headers, *rows], shutil.get_terminal_size((80, 24)).columns)
+        safe = [[*map(shown, row[:-1]), shown(one_line(row[-1], size=10_000))] for row in rows]
+        lines += _rows([headers, *safe], shutil.get_terminal_size((80, 24)).columns)
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -110,9 +166,9 @@ def print_result(result: CallToolResult, as_json: bool) -> None:
     for block in result.content:
         if structured is not None and isinstance(block, TextContent) and _same_json(block.text, structured):
             continue  # the text form of the structured content, printed below
-        sys.stdout.write(block_text(block) + "\n")
+        sys.stdout.write(shown(block_text(block), block=True) + "\n")
     if structured is not None:
-        sys.stdout.write(json.dumps(structured, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(shown(json.dumps(structured, indent=2, ensure_ascii=False), block=True) + "\n")
 
 
 def print_prompt(result: GetPromptResult, as_json: bool) -> None:
@@ -121,9 +177,85 @@ def print_prompt(result: GetPromptResult, as_json: bool) -> None:
         print_json(result)
         return
     if result.description:
-        sys.stdout.write(result.description + "\n")
+        sys.stdout.write(shown(result.description, block=True) + "\n")
     for message in result.messages:
-        sys.stdout.write(f"{message.role}: {block_text(message.content)}\n")
+        sys.stdout.write(f"{message.role}: {shown(block_text(message.content), block=True)}\n")
+
+
+def print_resource(result: ReadResourceResult, as_json: bool) -> None:
+    """Write what ``resources/read`` gave: its wire shape, or each text as it is and each
+    blob as ``[blob MIME, N bytes]`` (with the URI first when there are several)."""
+    if as_json:
+        print_json(result)
+        return
+    several = len(result.contents) > 1
+    for contents in result.contents:
+        if several:
+            sys.stdout.write(f"[{shown(contents.uri)}]\n")
+        text = contents.text
+        if text is not None or contents.blob is None:
+            text = text or ""
+            sys.stdout.write(shown(text, block=True) + ("" if text.endswith("\n") else "\n"))
+        else:
+            mime = shown(contents.mime_type or "application/octet-stream")
+            sys.stdout.write(f"[blob {mime}, {_decoded_size(contents.blob)} bytes]\n")
+
+
+class Activity:
+    """What ``call`` shows on stderr while it waits: each log message of the server
+    (``notifications/message``) on a line of its own, and the progress: on a terminal a
+    live line, redrawn in place and cleared at the end; elsewhere, a line per report when
+    ``verbose``, else nothing."""
+
+    _BAR: Final = 20
+
+    def __init__(self, *, verbose: bool) -> None:
+        self._live = sys.stderr.isatty()
+        self._verbose = verbose
+        self._line = ""  # the live line now on the terminal
+
+    @property
+    def log_level(self) -> str:
+        """The least severe log message to ask the server for: ``debug`` when verbose."""
+        return "debug" if self._verbose else "info"
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """A ``notifications/progress`` of the call (its ``on_progress``)."""
+        if total:
+            done = round(self._BAR * min(max(progress / total, 0.0), 1.0))
+            text = f"[{'#' * done}{'-' * (self._BAR - done)}] {progress:g}/{total:g}"
+        else:
+            text = f"progress {progress:g}"
+        if message:
+            text += " " + shown(one_line(message))
+        if self._live:
+            self._line = text[: max(shutil.get_terminal_size((80, 24)).columns - 1, 10)]
+            sys.stderr.write("\r" + self._line + "\x1b[K")
+            sys.stderr.flush()
+        elif self._verbose:
+            sys.stderr.write(text + "\n")
+
+    def log(self, params: object, server: str | None = None) -> None:
+        """A ``notifications/message`` (its params), from ``server`` when there are several."""
+        if not isinstance(params, LoggingMessageNotificationParams):
+            return
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False)
+        source = ":".join(part for part in (server, params.logger) if part)
+        text = f"{params.level}" + (f" {source}" if source else "") + f": {data}"
+        self._clear()
+        sys.stderr.write(shown(one_line(text, size=2000)) + "\n")
+        if self._line:
+            sys.stderr.write(self._line + "\x1b[K")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        """The call is over: take the live line away."""
+        self._clear()
+        self._line = ""
+
+    def _clear(self) -> None:
+        if self._line:
+            sys.stderr.write("\r\x1b[K")
 
 
 def _same_json(text: str, value: object) -> bool:

@@ -5,6 +5,8 @@ retry loop and never an exception out of ``receive_data``.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import broken, drain_events
 from http_helpers import (
@@ -27,6 +29,7 @@ from mcp_sansio.connections import SocketStage
 from mcp_sansio.errors import ConnectError, HttpError, MessageTooLarge, RequestTimeout, Unauthorized
 from mcp_sansio.events import (
     AuthorizationRequired,
+    ErrorData,
     FailureReason,
     InitializeCompleted,
     InitializeFailed,
@@ -147,6 +150,28 @@ def test_error_body_is_kept_only_up_to_the_excerpt_bound() -> None:
     error = one_failure(client).to_exception()
     assert isinstance(error, HttpError)
     assert error.body_excerpt == "a" * 300
+
+
+def test_400_with_a_json_rpc_error_for_the_request_is_that_error() -> None:
+    client, server, _ = ready_http_client()
+    rid = client.ping(now=1.0)
+    (post,) = server.pump(now=1.0)
+    said = "Client did not declare the form elicitation capability"
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32021, "message": said}}).encode()
+    server.reply(post, 400, body, now=1.0, headers={"Content-Type": "application/json"})
+    failed = one_failure(client)
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.ERROR_RESPONSE)
+    assert failed.error == ErrorData(code=-32021, message=said)
+
+
+def test_400_with_a_json_rpc_error_for_another_request_is_an_http_error() -> None:
+    client, server, _ = ready_http_client()
+    rid = client.ping(now=1.0)
+    (post,) = server.pump(now=1.0)
+    error = {"code": -32600, "message": "no"}
+    body = json.dumps({"jsonrpc": "2.0", "id": rid + 100, "error": error}).encode()
+    server.reply(post, 400, body, now=1.0, headers={"Content-Type": "application/json"})
+    assert one_failure(client).reason is FailureReason.HTTP_ERROR
 
 
 def test_error_status_without_a_body_names_only_the_status() -> None:

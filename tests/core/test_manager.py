@@ -843,3 +843,25 @@ def test_results_respect_max_mcp_output_tokens() -> None:
     manager = core(env={"MAX_MCP_OUTPUT_TOKENS": "5"})
     decision = manager.shape_result(ToolRoute(server="a", tool="t", timeout=1.0), text_result("z" * 100))
     assert isinstance(decision, KeptResult) and decision.truncated
+
+
+def test_a_tool_listed_twice_by_one_server_is_kept_once_with_one_warning() -> None:
+    manager = connected(core())
+    first, again = tool("echo"), msgspec.structs.replace(tool("echo"), description="again")
+    for _ in range(2):  # the same listing twice: the host hears of it once
+        token = manager.begin_list("a", ListKind.TOOLS)
+        listing = ListToolsResult(tools=[first, again, tool("x"), tool("x")])
+        assert manager.store_result("a", ListKind.TOOLS, listing, token, 0.0) == [first, tool("x")]
+    assert [named.tool for named in manager.named_tools()] == [first, tool("x")]
+    assert manager.next_warning() == ("server 'a' listed the tool names 'echo', 'x' more than once: "
+                                      "the first of each is used, the others are left out")
+    assert manager.next_warning() is None
+
+
+def test_a_prompt_listed_twice_by_one_server_is_kept_once() -> None:
+    manager = connected(core())
+    token = manager.begin_list("a", ListKind.PROMPTS)
+    listing = ListPromptsResult(prompts=[prompt("p"), prompt("p")])
+    assert manager.store_result("a", ListKind.PROMPTS, listing, token, 0.0) == [prompt("p")]
+    assert manager.next_warning() == ("server 'a' listed the prompt name 'p' more than once: the first "
+                                      "of each is used, the others are left out")

@@ -9,6 +9,7 @@ import pytest
 from helpers import FIRST_REQUEST_ID, Json, ScriptedServer, drain_events, ready_client, take_messages
 
 from mcp_sansio import (
+    ClientConfig,
     DiscardReason,
     ErrorData,
     FailureReason,
@@ -228,6 +229,40 @@ def test_max_request_timeout_caps_the_first_deadline() -> None:
     assert client.next_deadline() == 4.0
 
 
+def test_progress_every_second_cannot_keep_a_call_alive_past_ten_minutes_by_default() -> None:
+    client = ready_client()  # the default config: a server that only ever reports progress
+    rid = client.call_tool("slow", now=0.0, timeout=8.0)
+    now = 0.0
+    while not (events := [e for e in drain_events(client) if isinstance(e, RequestFailed)]):
+        now += 1.0
+        assert now <= 600.0, "progress kept the call alive past max_request_timeout"
+        client.receive_data(SERVER.progress(rid, now), now)
+        client.handle_timeout(now)
+    assert now == 600.0 and events[0].reason is FailureReason.TIMEOUT
+
+
+def test_a_call_timeout_longer_than_max_request_timeout_is_its_bound() -> None:
+    client = ready_client(request_timeout=10.0, max_request_timeout=15.0)
+    rid = client.call_tool("slow", now=0.0, timeout=40.0)
+    assert client.next_deadline() == 40.0
+    client.receive_data(SERVER.progress(rid, 1), 30.0)
+    assert client.next_deadline() == 40.0  # progress moves it on, within the call's own 40 s
+
+
+def test_max_request_timeout_none_lets_progress_keep_a_request_alive() -> None:
+    client = ready_client(request_timeout=10.0, max_request_timeout=None)
+    rid = client.call_tool("slow", now=0.0)
+    for now in range(5, 5000, 5):
+        client.receive_data(SERVER.progress(rid, now), float(now))
+        client.handle_timeout(float(now))
+    assert client.pending_requests() == [rid]  # alive after 83 minutes of progress
+
+
+def test_max_request_timeout_must_be_positive() -> None:
+    with pytest.raises(LocalProtocolError, match="max_request_timeout"):
+        ClientConfig(max_request_timeout=0.0)
+
+
 def test_progress_leaves_the_deadline_when_reset_is_off() -> None:
     client = ready_client(request_timeout=10.0, reset_timeout_on_progress=False)
     rid = client.call_tool("slow", now=0.0)
@@ -416,11 +451,23 @@ def test_result_of_the_wrong_shape_fails_the_request() -> None:
     assert event.message.startswith("invalid tools/call result: ")
 
 
-def test_message_nested_too_deep_is_discarded_and_the_request_stays_pending() -> None:
+def test_message_nested_too_deep_fails_its_request_at_once() -> None:
     client = ready_client()
     rid = client.call_tool("t", now=0.0)
     deep = b"[" * 100_000 + b"]" * 100_000
-    client.receive_data(b'{"jsonrpc":"2.0","id":2,"result":{"structuredContent":{"a":' + deep + b"}}}\n", 0.0)
+    answer = b'{"jsonrpc":"2.0","id":%d,"result":{"structuredContent":{"a":%s}}}\n' % (rid, deep)
+    client.receive_data(answer, 0.0)
+    [event] = drain_events(client)
+    assert isinstance(event, RequestFailed) and event.reason is FailureReason.INVALID_RESULT
+    assert client.pending_requests() == []
+
+
+def test_message_nested_too_deep_for_no_pending_request_is_discarded() -> None:
+    client = ready_client()
+    rid = client.call_tool("t", now=0.0)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    answer = b'{"jsonrpc":"2.0","id":77,"result":{"structuredContent":{"a":' + deep + b"}}}\n"
+    client.receive_data(answer, 0.0)
     [event] = drain_events(client)
     assert isinstance(event, MessageDiscarded)
     assert event.reason is DiscardReason.NOT_JSON_RPC

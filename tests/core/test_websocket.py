@@ -427,6 +427,17 @@ def test_a_binary_message_is_discarded() -> None:
     assert isinstance(again, MessageDiscarded) and again.excerpt == b"{}"
 
 
+def test_an_answer_too_deep_to_decode_fails_its_request_at_once() -> None:
+    client, peer = ready()
+    rid = client.call_tool("echo", now=1.0)
+    deep = "[" * 100_000 + "]" * 100_000
+    answer = f'{{"jsonrpc":"2.0","id":{rid},"result":{deep}}}'
+    client.receive_data(CONN, peer.send(ws.TextMessage(data=answer)), 2.0)
+    [event] = drain_events(client)
+    assert isinstance(event, RequestFailed) and event.reason is FailureReason.INVALID_RESULT
+    assert event.message.endswith("could not be decoded: its JSON nests deeper than the decoder allows")
+
+
 def test_a_text_message_that_is_not_json_is_discarded() -> None:
     client, peer = ready()
     client.receive_data(CONN, peer.send(ws.TextMessage(data="hello")), 1.0)

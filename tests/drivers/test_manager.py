@@ -7,6 +7,7 @@ blocking) through ``driver.manager(...)``; a case left out on a driver says why 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -301,3 +302,20 @@ async def test_a_server_answering_401_needs_auth(driver: Driver) -> None:
             assert (status.state, status.transport) == (ConnectionState.NEEDS_AUTH, "http")
             with pytest.raises(ServerUnavailable, match="needs authorization: HTTP 401"):
                 await manager.connect("locked")
+
+
+async def test_a_name_listed_twice_by_one_server_reaches_the_model_once(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with driver.manager([entry("srv", hostile("duplicates"))], client_config=QUICK) as manager:
+        await manager.connect_all()
+        tools = await manager.tools()
+        assert [(tool.name, tool.tool.description) for tool in tools] == [
+            ("mcp__srv__poke", "Provoke the server"), ("mcp__srv__other", "Provoke the server")]
+        prompts = await manager.prompts()
+        assert [(each.name, each.prompt.description) for each in prompts] == [("mcp__srv__greet", "first")]
+        assert text_of(await manager.call_tool("mcp__srv__poke")) == "ok"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "server 'srv' listed the tool name 'poke' more than once: the first of each is used, " \
+           "the others are left out" in warnings
+    assert any(w.startswith("server 'srv' listed the prompt name 'greet' more than once") for w in warnings)

@@ -15,7 +15,13 @@ import msgspec
 import pytest
 from peer_servers import sdk_server
 
-from mcp_sansio import ConnectionClosed, MessageTooLarge, RemoteProtocolError, RequestTimeout
+from mcp_sansio import (
+    ConnectionClosed,
+    MessageTooLarge,
+    NotificationReceived,
+    RemoteProtocolError,
+    RequestTimeout,
+)
 
 from .driver_adapter import (
     CONCURRENT_DRIVERS,
@@ -248,3 +254,71 @@ async def test_slow_start_past_initialize_timeout_fails_the_handshake(driver: Dr
         async with driver.connect(*hostile("slow-start", "5"), config=config):
             pytest.fail("the handshake succeeded")
     assert time.monotonic() - started < 2.0
+
+
+async def test_progress_forever_cannot_outlast_max_request_timeout(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, max_request_timeout=1.0)
+    async with driver.connect(*hostile("progress", "inf"), config=config) as client:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("poke", timeout=0.3)  # progress every 50 ms resets the 0.3 s
+        assert time.monotonic() - started >= 0.9
+
+
+async def test_a_call_timeout_longer_than_max_request_timeout_is_honoured(driver: Driver) -> None:
+    config = msgspec.structs.replace(QUICK, max_request_timeout=0.3)
+    async with driver.connect(*hostile("progress", "1.0"), config=config) as client:
+        assert text_of(await client.call_tool("poke", timeout=20.0)) == "ok"
+
+
+async def test_an_answer_too_deep_to_decode_fails_its_call_at_once(driver: Driver) -> None:
+    async with driver.connect(*hostile("deep-answer"), config=QUICK) as client:
+        started = time.monotonic()
+        with pytest.raises(RemoteProtocolError, match="could not be decoded: its JSON nests deeper"):
+            await client.call_tool("poke", timeout=30.0)
+        assert time.monotonic() - started < 10.0  # not the 30 s timeout
+        assert [tool.name for tool in await client.list_tools()] == ["poke"]  # the connection lives on
+
+
+async def test_the_notification_handler_sees_one_notification_at_a_time_in_order(driver: Driver) -> None:
+    seen: list[tuple[str, object]] = []
+
+    async def on_notification(event: NotificationReceived) -> None:
+        index = getattr(event.params, "data", None)
+        seen.append(("start", index))
+        if driver.name != "sync":  # the blocking driver runs handlers inline: they cannot suspend
+            await anyio.sleep(0.05 if index == 0 else 0)
+        seen.append(("end", index))
+
+    server = hostile("notify", "50")
+    async with driver.connect(*server, config=QUICK, on_notification=on_notification) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        await until(client, lambda: len(seen) == 100)
+    assert seen == [(edge, index) for index in range(50) for edge in ("start", "end")]
+
+
+@pytest.mark.parametrize("driver", CONCURRENT_DRIVERS, indirect=True)
+async def test_notifications_past_the_queue_bound_are_dropped_with_a_warning(
+    driver: Driver, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = anyio.Event()
+    seen: list[object] = []
+
+    async def on_notification(event: NotificationReceived) -> None:
+        seen.append(getattr(event.params, "data", None))
+        await release.wait()  # a handler far behind the server
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    config = msgspec.structs.replace(QUICK, max_queued_notifications=10)
+    server = hostile("notify", "100")
+    async with driver.connect(*server, config=config, on_notification=on_notification) as client:
+        assert text_of(await client.call_tool("poke")) == "ok"
+        release.set()
+        await until(client, lambda: any(w.startswith("dropped") for w in warnings()))
+    # Ten queued, and the one being handled if the worker started before the queue filled.
+    assert seen == list(range(len(seen))) and len(seen) in (10, 11)
+    assert "the notification handler is 10 notifications behind: dropping new ones until it catches up " \
+           "(ClientConfig.max_queued_notifications)" in warnings()
+    assert f"dropped {100 - len(seen)} notifications while the handler was behind" in warnings()

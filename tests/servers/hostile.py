@@ -16,6 +16,18 @@ tool, ``poke``, and answers ``ping``. The misbehaviour, mostly on ``tools/call``
   stderr still gets its answer.
 - ``flood-stderr-unbroken``: the same, 50 MiB with no newline at all.
 - ``slow-start SECONDS``: sleeps that long before answering ``initialize``.
+- ``progress SECONDS``: reports progress on ``tools/call`` every 50 ms and answers after
+  SECONDS (``inf``: never).
+- ``deep-answer``: the answer to ``tools/call`` nests 100,000 arrays deep (valid JSON that
+  no decoder with a depth limit reads).
+- ``duplicates``: lists ``poke`` twice (the second described otherwise) and ``other``
+  once, and declares prompts: ``greet`` twice.
+- ``notify N``: answers ``tools/call`` after N ``notifications/message`` (``data`` 0 to N-1),
+  written at once.
+- ``escapes``: every string it supplies carries terminal control sequences (see
+  ``ESCAPES``): names, descriptions, instructions, a resource, a prompt, a log message and
+  the result of ``poke``, its stderr; ``prompts/list`` fails; ``tools/call`` of ``fail``
+  answers with an error whose message has them too.
 - ``crash-after N``: answers N requests (``initialize`` included); the next
   request makes it exit with status 1, unanswered.
 
@@ -42,6 +54,9 @@ FLOOD_CHUNK_BYTES = 64 * 2**10
 METHOD_NOT_FOUND = -32601
 
 Message = dict[str, object]
+# Clear the screen, retitle the window, erase with a carriage return, a NUL, a bell, a C1
+# CSI, a right-to-left override, and a newline that would start a fake table row.
+ESCAPES = "\x1b[2J\x1b]0;owned\x07\rX\x00\x9b31m\u202e\nfake  row"
 
 
 def write(data: bytes) -> None:
@@ -78,6 +93,7 @@ class HostileServer:
         self.seconds = seconds
         self.max_requests = requests
         self.requests_seen = 0
+        self.last_params: object = None
 
     def run(self) -> None:
         """Serve until stdin reaches EOF (or forever, in ``ignore-sigterm``)."""
@@ -107,18 +123,24 @@ class HostileServer:
                 self.log_cancellation(message)
             return
         request_id = message["id"]
+        self.last_params = message.get("params")
         self.requests_seen += 1
         if self.mode == "crash-after" and self.requests_seen > self.max_requests:
             print(f"hostile: crashing after {self.max_requests} requests", file=sys.stderr)
             sys.exit(1)
+        if self.mode == "escapes" and self.escapes(request_id, method):
+            return
         if method == "initialize":
             if self.mode == "slow-start":
                 time.sleep(self.seconds)
+            capabilities: Message = {"tools": {}}
+            if self.mode == "duplicates":
+                capabilities["prompts"] = {}
             self.reply(
                 request_id,
                 {
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {"tools": {}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "hostile", "version": "1.0"},
                 },
             )
@@ -128,7 +150,13 @@ class HostileServer:
                 "description": "Provoke the server",
                 "inputSchema": {"type": "object"},
             }
-            self.reply(request_id, {"tools": [tool]})
+            tools = [tool]
+            if self.mode == "duplicates":
+                tools = [tool, {**tool, "description": "the second poke"}, {**tool, "name": "other"}]
+            self.reply(request_id, {"tools": tools})
+        elif method == "prompts/list" and self.mode == "duplicates":
+            prompt = {"name": "greet", "description": "first"}
+            self.reply(request_id, {"prompts": [prompt, {**prompt, "description": "second"}]})
         elif method == "tools/call":
             self.call_tool(request_id)
         elif method == "ping":
@@ -142,10 +170,21 @@ class HostileServer:
         match self.mode:
             case "stall":
                 return
+            case "progress":
+                threading.Thread(target=self.progress_then_answer, args=(request_id,), daemon=True).start()
+                return
             case "bad-utf8":
                 write(b"\xff\xfe not UTF-8 \xc3\x28\n")
             case "unknown-id":
                 self.reply(UNKNOWN_ID, text_result("nobody asked"))
+            case "notify":
+                write(b"".join(encode({"jsonrpc": "2.0", "method": "notifications/message",
+                                       "params": {"level": "info", "data": index}})
+                               for index in range(self.max_requests)))
+            case "deep-answer":
+                deep = "[" * 100_000 + "]" * 100_000
+                write(f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{deep}}}\n'.encode())
+                return
             case "long-line":
                 self.reply(request_id, text_result("x" * LONG_LINE_BYTES))
                 return
@@ -159,6 +198,57 @@ class HostileServer:
             case "flood-stderr-unbroken":
                 threading.Thread(target=flood_stderr, args=(UNBROKEN_FLOOD_BYTES, b"e"), daemon=True).start()
         self.reply(request_id, text_result("ok"))
+
+    def escapes(self, request_id: object, method: str) -> bool:
+        """Answer ``method`` in ``escapes`` mode; ``False`` leaves it to the usual answers."""
+        if method == "initialize":
+            print(f"stderr {ESCAPES}", file=sys.stderr, flush=True)
+            self.reply(request_id, {
+                "protocolVersion": PROTOCOL_VERSION, "instructions": f"instructions {ESCAPES}",
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
+                "serverInfo": {"name": f"name {ESCAPES}", "title": f"title {ESCAPES}", "version": ESCAPES}})
+        elif method == "tools/list":
+            self.reply(request_id, {"tools": [
+                {"name": "poke", "description": f"description {ESCAPES}", "inputSchema": {"type": "object"}},
+                {"name": f"tool {ESCAPES}", "inputSchema": {"type": "object"}}]})
+        elif method == "resources/list":
+            self.reply(request_id, {"resources": [{"uri": f"file:///{ESCAPES}", "name": f"res {ESCAPES}"}]})
+        elif method == "resources/templates/list":
+            self.reply(request_id, {"resourceTemplates": [{"uriTemplate": f"t://{{x}}{ESCAPES}",
+                                                           "name": f"template {ESCAPES}"}]})
+        elif method == "resources/read":
+            self.reply(request_id, {"contents": [{"uri": "file:///a", "text": f"text {ESCAPES}"},
+                                                 {"uri": "file:///b", "mimeType": f"mime {ESCAPES}",
+                                                  "blob": "AAAA"}]})
+        elif method == "prompts/list":
+            self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603,
+                                                                     "message": f"prompts broke {ESCAPES}"}})
+        elif method == "tools/call" and "fail" in json.dumps(self.last_params):
+            self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000,
+                                                                     "message": f"failed {ESCAPES}"}})
+        elif method == "tools/call":
+            self.send({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "error", "logger": f"logger {ESCAPES}", "data": f"log {ESCAPES}"}})
+            self.reply(request_id, text_result(f"result {ESCAPES}"))
+        elif method == "logging/setLevel":
+            self.reply(request_id, {})
+        else:
+            return False
+        return True
+
+    def progress_then_answer(self, request_id: object) -> None:
+        """Report progress every 50 ms; answer once ``seconds`` have passed."""
+        start = time.monotonic()
+        step = 0
+        try:
+            while time.monotonic() - start < self.seconds:
+                step += 1
+                self.send({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": request_id, "progress": step}})
+                time.sleep(0.05)
+            self.reply(request_id, text_result("ok"))
+        except OSError:  # the client went away
+            return
 
     def reply(self, request_id: object, result: Message) -> None:
         """Send a success response."""
@@ -193,10 +283,15 @@ def parse_args(argv: list[str]) -> HostileServer:
         "ignore-sigterm",
         "flood-stderr",
         "flood-stderr-unbroken",
+        "deep-answer",
+        "duplicates",
+        "escapes",
     ):
         modes.add_parser(mode)
     modes.add_parser("slow-start").add_argument("seconds", type=float)
+    modes.add_parser("progress").add_argument("seconds", type=float)
     modes.add_parser("crash-after").add_argument("requests", type=int)
+    modes.add_parser("notify").add_argument("requests", type=int)
     options = parser.parse_args(argv)
     return HostileServer(
         options.mode,

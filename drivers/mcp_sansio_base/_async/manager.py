@@ -57,7 +57,7 @@ from mcp_sansio.session import server_offers
 from mcp_sansio.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .client import AsyncClient
-from .handlers import ElicitationHandler, Handlers, RootsArg, SamplingHandler
+from .handlers import ElicitationHandler, Handlers, ProgressCallback, RootsArg, SamplingHandler
 
 __all__ = ["AsyncManager", "Opened", "ServerNotificationHandler", "write_result_file"]
 
@@ -294,9 +294,11 @@ class AsyncManager:
             raise
 
     async def call_tool(
-        self, model_name: str, arguments: Mapping[str, object] | None = None, *, timeout: float | None = None
+        self, model_name: str, arguments: Mapping[str, object] | None = None, *, timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> CallToolResult:
-        """Call a tool by its model-facing name, within its timeout and result budget.
+        """Call a tool by its model-facing name, within its timeout and result budget;
+        ``on_progress(progress, total, message)`` sees its progress.
 
         A -32042 answer hands its URL elicitations to ``on_elicitation`` and, once all are
         accepted, retries (at most 3 times). An over-budget result comes back truncated, or
@@ -312,7 +314,8 @@ class AsyncManager:
         retries = 0
         while True:
             try:
-                result = await client.call_tool(route.tool, arguments, timeout=route.timeout)
+                result = await client.call_tool(route.tool, arguments, timeout=route.timeout,
+                                                on_progress=on_progress)
                 break
             except RequestError as exc:
                 elicitations = self._core.elicitation_retry(exc, retries)
@@ -446,6 +449,8 @@ class AsyncManager:
                 self._check_loss(name, client, exc)
                 raise
             items = self._core.store_result(name, kind, result, token, self._now())
+            while (warning := self._core.next_warning()) is not None:
+                log.warning("%s", warning)
             if items is not None:
                 return items
 

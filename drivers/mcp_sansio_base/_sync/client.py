@@ -12,6 +12,7 @@ the primitives (:meth:`Client._now`, :meth:`Client._wait`,
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Protocol, TypeVar, assert_never
 
@@ -66,7 +67,7 @@ from mcp_sansio.types import (
 )
 
 from ..telemetry import client_telemetry
-from .handlers import Handlers, ProgressCallback, RootsArg
+from .handlers import Handlers, NotificationHandler, ProgressCallback, RootsArg
 
 __all__ = ["Client", "Waiter"]
 
@@ -105,6 +106,9 @@ class Client:
         self._progress: dict[RequestId, ProgressCallback] = {}
         self._init_waiter: Waiter | None = None
         self._telemetry = client_telemetry(core)
+        self._notices: deque[NotificationReceived] = deque()  # for the handler: see _notify()
+        self._noticing = False
+        self._notices_dropped = 0
 
     # ------------------------------------------------------------ properties
 
@@ -357,7 +361,7 @@ class Client:
             case NotificationReceived():
                 handler = self._handlers.on_notification
                 if handler is not None:
-                    self._spawn(lambda: self._notify(handler, event))
+                    self._notify(handler, event)
             case InitializeCompleted() | InitializeFailed():
                 if self._telemetry is not None and isinstance(event, InitializeCompleted):
                     self._telemetry.session_started(self._core.protocol_version)
@@ -411,9 +415,40 @@ class Client:
             log.exception("the progress callback raised")
             return
 
-    def _notify(self, handler: Callable[[NotificationReceived], object],
-                      event: NotificationReceived) -> None:
-        handler(event)
+    def _notify(self, handler: NotificationHandler, event: NotificationReceived) -> None:
+        """Queue ``event`` for the application's handler, which sees notifications in order.
+
+        One worker (one task of an async driver; the blocking driver's calls, inline) works
+        through the queue, started when it fills from empty: never a task per notification,
+        as a server may send thousands a second. Past ``max_queued_notifications`` waiting
+        for a slow handler, new ones are dropped, with a warning.
+        """
+        queue = self._notices
+        if len(queue) >= self._core.config.max_queued_notifications:
+            if not self._notices_dropped:
+                log.warning("the notification handler is %d notifications behind: dropping new ones until "
+                            "it catches up (ClientConfig.max_queued_notifications)", len(queue))
+            self._notices_dropped += 1
+            return
+        queue.append(event)
+        if not self._noticing:
+            self._noticing = True
+            self._spawn(lambda: self._work_through_notices(handler))
+
+    def _work_through_notices(self, handler: NotificationHandler) -> None:
+        queue = self._notices
+        try:
+            while queue:
+                event = queue.popleft()
+                try:
+                    handler(event)
+                except Exception:  # an application bug: the next notification still gets its turn
+                    log.exception("the notification handler raised")
+        finally:
+            self._noticing = False
+            if self._notices_dropped:
+                log.warning("dropped %d notifications while the handler was behind", self._notices_dropped)
+                self._notices_dropped = 0
 
     def _answer(self, event: ServerRequestReceived) -> None:
         """Run the application's handler for a server request and send its answer."""
