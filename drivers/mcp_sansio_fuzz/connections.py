@@ -467,6 +467,9 @@ class HttpConnection(_Replies):
         if exchange.sse is not None:
             return self._messages([e.data for e in exchange.sse.close() if e.data], now)
         body = bytes(exchange.body).strip()
+        challenge = exchange.headers.get("www-authenticate", "")
+        if exchange.status in (401, 403) and challenge.lower().startswith("bearer"):
+            return []  # RFC 6750 section 3's error body beside a Bearer challenge: no MCP message
         return (
             self._messages([body], now) if (body and exchange.status < 400) or body.startswith(b"{") else []
         )

@@ -70,7 +70,9 @@ class Handler(BaseHTTPRequestHandler):
         if AUTH and not (token in TOKENS or (BUG == "anytoken" and token.startswith("Bearer "))):
             port = PORT
             meta = f'resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'
-            self._reply(401, None, {"WWW-Authenticate": "Bearer" if BUG == "nometa" else f"Bearer {meta}"})
+            # RFC 6750's JSON error body beside the challenge, as the SDK's server and ours send it.
+            body = {"error": "invalid_token", "error_description": "an access token is needed"}
+            self._reply(401, body, {"WWW-Authenticate": "Bearer" if BUG == "nometa" else f"Bearer {meta}"})
             return True
         return False
 
