@@ -74,8 +74,8 @@ def run(sessions: int, calls: int) -> tuple[float, float, float]:
     config = HttpConfig.loopback(**limits)
     try:
         server = HttpServer(_app(), secret=b"s" * 32, entropy=b"e" * 32, config=config)
-    except TypeError:  # a version from before per-process entropy (for before/after runs)
-        server = HttpServer(_app(), secret=b"s" * 32, config=config)  # type: ignore[call-arg]
+    except TypeError:  # a checkout from before per-process entropy, for before/after runs
+        server = HttpServer(_app(), secret=b"s" * 32, config=config)  # type: ignore[call-arg]  # old API
     conn = server.connection_made(0.0)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.process_time()
