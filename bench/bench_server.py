@@ -135,16 +135,21 @@ def _body(response: http.client.HTTPResponse) -> dict[str, object]:
     return result
 
 
-def measure_http(command: list[str], port: int, calls: int, warmup: int) -> float:
-    """Microseconds of server CPU per call over Streamable HTTP (one keep-alive connection)."""
-    with http_server(command, port) as proc:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+Post = Callable[[dict[str, object]], dict[str, object]]
 
-        def post(message: dict[str, object]) -> http.client.HTTPResponse:
-            conn.request("POST", "/mcp", json.dumps(message), headers)
-            return conn.getresponse()
 
+@contextmanager
+def session(port: int, warmup: int) -> Iterator[Post]:
+    """One keep-alive connection past the 2025-11-25 handshake and ``warmup`` calls; what
+    POSTs a message on it and gives the answer (JSON or from the SSE body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+    def post(message: dict[str, object]) -> http.client.HTTPResponse:
+        conn.request("POST", "/mcp", json.dumps(message), headers)
+        return conn.getresponse()
+
+    try:
         first = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
         _body(first)
         headers["mcp-session-id"] = first.getheader("mcp-session-id") or ""
@@ -152,12 +157,19 @@ def measure_http(command: list[str], port: int, calls: int, warmup: int) -> floa
         post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
         for rid in range(1, warmup + 1):
             _body(post(call(rid)))
+        yield lambda message: _body(post(message))
+    finally:
+        conn.close()
+
+
+def measure_http(command: list[str], port: int, calls: int, warmup: int) -> float:
+    """Microseconds of server CPU per call over Streamable HTTP (one keep-alive connection)."""
+    with http_server(command, port) as proc, session(port, warmup) as post:
         start = cpu_ns(proc.pid)
         for rid in range(warmup + 1, warmup + calls + 1):
-            reply = _body(post(call(rid)))
+            reply = post(call(rid))
             assert "result" in reply, reply
         used = cpu_ns(proc.pid) - start
-        conn.close()
     return used / calls / 1000
 
 

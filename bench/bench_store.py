@@ -22,7 +22,6 @@ median of each is reported, so that a loaded machine affects both alike.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import shutil
 import statistics
@@ -30,12 +29,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import cast
 
 if __name__ == "__main__":  # run as a script: make the package ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_server import ADD, INIT, PY, call, cpu_ns, free_port, http_server
+from bench.bench_server import ADD, PY, call, cpu_ns, free_port, http_server, session
 
 SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_http; "
              "from mcp_sansio.server.http import HttpConfig; "
@@ -47,19 +45,6 @@ SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_h
 # touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline (the priming's
 # also HSET+EXPIRE: who produces the stream, for the request): 9 commands in 3 round trips.
 ROUND_TRIPS = {"JSON": 1, "SSE": 3}
-
-
-def _body(response: http.client.HTTPResponse) -> dict[str, object]:
-    """The JSON-RPC answer in a JSON or SSE response."""
-    data = response.read()
-    if not response.getheader("content-type", "").startswith("text/event-stream"):
-        return cast("dict[str, object]", json.loads(data))
-    for line in data.split(b"\n"):
-        if line.startswith(b"data:") and line[5:].strip():
-            message: dict[str, object] = json.loads(line[5:])
-            if "id" in message:
-                return message
-    raise AssertionError(f"no answer in {data!r}")
 
 
 def redis_commands(port: int) -> int:
@@ -79,31 +64,16 @@ def measure(mode: str, store: str | None, redis_port: int, calls: int, warmup: i
         command += [] if store is None else ["--store", store]
     else:
         command = [PY, "-c", SSE_SERVE, ADD, str(port), store or "-"]
-    with http_server(command, port) as proc:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-
-        def post(message: dict[str, object]) -> http.client.HTTPResponse:
-            conn.request("POST", "/mcp", json.dumps(message), headers)
-            return conn.getresponse()
-
-        first = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        _body(first)
-        headers["mcp-session-id"] = first.getheader("mcp-session-id") or ""
-        headers["mcp-protocol-version"] = "2025-11-25"
-        post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
-        for rid in range(1, warmup + 1):
-            _body(post(call(rid)))
+    with http_server(command, port) as proc, session(port, warmup) as post:
         commands = redis_commands(redis_port)
         cpu = cpu_ns(proc.pid)
         wall = time.perf_counter()
         for rid in range(warmup + 1, warmup + calls + 1):
-            reply = _body(post(call(rid)))
+            reply = post(call(rid))
             assert "result" in reply, reply
         wall = time.perf_counter() - wall
         used = cpu_ns(proc.pid) - cpu
         commands = redis_commands(redis_port) - commands - 1  # the second INFO counts itself
-        conn.close()
     return {"server_us": used / calls / 1000, "wall_us": wall / calls * 1e6,
             "store_commands": commands / calls}
 

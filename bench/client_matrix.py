@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from peer_servers import free_port, node_binary, peers_dir, running_http_server  # noqa: E402
+from peer_servers import free_port, node_binary, peers_dir, running_http_server  # noqa: E402  # after the sys.path line above
 
 APP = str(ROOT / "tests" / "servers" / "newcomer_app.py")
 FEATURES = ("initialize", "tools_list", "call_int", "structured", "prompts", "resources", "progress",

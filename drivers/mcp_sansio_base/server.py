@@ -369,8 +369,8 @@ class ServerRunner:
             else:
                 self._respond(call, value)
             finally:
-                if token is not None:
-                    telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
+                if token is not None and telemetry is not None:
+                    telemetry.leave(token)
             return
         self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
                                                     None if telemetry is None else event))
@@ -403,8 +403,8 @@ class ServerRunner:
             self._respond(call, value)
         finally:
             self._tasks.pop(call, None)
-            if token is not None:
-                telemetry.leave(token)  # type: ignore[union-attr]  # set only with telemetry
+            if token is not None and telemetry is not None:
+                telemetry.leave(token)
         self.pump()
 
     async def _verify(self, ticket: int, token: str) -> None:
