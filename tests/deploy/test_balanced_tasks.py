@@ -7,6 +7,7 @@ reaches the handler), and a worker killed with ``kill -9`` while running a task 
 
 from __future__ import annotations
 
+import functools
 import http.client
 import itertools
 import json
@@ -21,7 +22,7 @@ import pytest
 
 from mcp_sansio.sse import SseParser
 
-from .cluster import Cluster, Proc, serve_cluster
+from .cluster import Cluster, Proc, serve_cluster, uvicorn_cluster
 
 TASKS = "io.modelcontextprotocol/tasks"
 WITH_TASKS: dict[str, object] = {"extensions": {TASKS: {}}, "elicitation": {}}
@@ -86,11 +87,17 @@ def result(port: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def start(cluster: Cluster, arguments: dict[str, object], tool: str = "job") -> tuple[str, Proc]:
-    """Start a task through the balancer: its id and the worker running it."""
+def started(cluster: Cluster, arguments: dict[str, object], tool: str = "job") -> tuple[str, int]:
+    """Start a task through the balancer: its id and the process id of the worker running it."""
     created = result(port_of(cluster.url), "tools/call", {"name": tool, "arguments": arguments})
     assert created["resultType"] == "task" and created["status"] == "working", created
-    return created["taskId"], cluster.worker_of(int(created["statusMessage"]))
+    return created["taskId"], int(created["statusMessage"])
+
+
+def start(cluster: Cluster, arguments: dict[str, object], tool: str = "job") -> tuple[str, Proc]:
+    """Start a task through the balancer: its id and the worker running it."""
+    task_id, pid = started(cluster, arguments, tool)
+    return task_id, cluster.worker_of(pid)
 
 
 def wait_for(port: int, task_id: str, done: Any, timeout: float = 30.0) -> tuple[dict[str, Any], set[str]]:
@@ -199,3 +206,25 @@ def test_a_worker_killed_while_running_a_task_leaves_it_failed_not_working(own_c
             again = result(at(worker), "tasks/get", {"taskId": task_id})
             assert (again["status"], again["error"]) == ("failed", task["error"])
             assert result(at(worker), "tasks/cancel", {"taskId": task_id}).get("resultType") == "complete"
+
+
+# ---------------------------------------------------------------- every driver
+
+
+@pytest.mark.parametrize("driver", ["anyio", "trio", "sync", "uvicorn"])
+def test_every_driver_takes_answers_and_cancellations_given_at_another_worker(driver: str,
+                                                                              tmp_path: Path) -> None:
+    make = uvicorn_cluster if driver == "uvicorn" else functools.partial(serve_cluster, driver=driver)
+    with make(tmp_path) as running:
+        balancer = port_of(running.url)
+        answered, asked_at = started(running, {}, tool="confirm")
+        cancelled, _ = started(running, {}, tool="confirm")
+        for task_id in (answered, cancelled):  # the questions are stored (whichever worker reads them)
+            task, _ = wait_for(balancer, task_id, lambda t: t["status"] == "input_required")
+            assert task["status"] == "input_required", task
+        answer = {"who": {"action": "accept", "content": {"name": "Ada"}}}
+        assert result(balancer, "tasks/update", {"taskId": answered, "inputResponses": answer})
+        assert result(balancer, "tasks/cancel", {"taskId": cancelled}).get("resultType") == "complete"
+        task, _ = wait_for(balancer, answered, lambda t: t["status"] == "completed")
+        assert task["result"]["content"][0]["text"] == f"hello Ada at {asked_at}"
+        assert result(balancer, "tasks/get", {"taskId": cancelled})["status"] == "cancelled"
