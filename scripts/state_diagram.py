@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http_transport, manager, session, stdio, websocket
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -37,6 +37,7 @@ MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
     ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
      rows(http_transport.EXCHANGE_TRANSITIONS)),
+    ("The stdio subprocess's shutdown ladder", "mcp_sansio/stdio.py", rows(stdio.LADDER_TRANSITIONS)),
 ]
 
 
