@@ -1,6 +1,6 @@
 """The client's record of one request awaiting its answer, by kind.
 
-Every request is a :class:`Pending`; a "list everything" request also holds a
+Every request is an :class:`OutgoingRequest`; a "list everything" request also holds a
 :class:`Paging` (the pages gathered so far), and a stateless-era request answered with
 ``input_required`` an :class:`InputRounds` (the app's answers gathered so far). Each
 kind keeps its own state and decides its own next step; the session only routes.
@@ -21,7 +21,7 @@ from .errors import LocalProtocolError
 from .events import ServerRequestReceived
 from .types import REQUEST_PARAMS, ClientCapabilities
 
-__all__ = ["LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "Paging", "Params", "Pending",
+__all__ = ["LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "OutgoingRequest", "Paging", "Params",
            "input_event", "with_progress_token"]
 
 Params = msgspec.Struct | Mapping[str, object] | None
@@ -116,7 +116,7 @@ class InputRounds(msgspec.Struct):
         return params
 
 
-class Pending(msgspec.Struct):
+class OutgoingRequest(msgspec.Struct):
     """One request awaiting its answer (a Struct: built in C, once per request)."""
 
     id: int

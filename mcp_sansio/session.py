@@ -47,14 +47,14 @@ from .events import (
 )
 from .jsonrpc import Envelope, Kind
 from .machines import step
-from .negotiation import Adopt, Negotiation, SendDiscover, SendInitialize, Step
+from .negotiation import Adopt, Decision, Negotiation, SendDiscover, SendInitialize
 from .requests import (
     LIST_FIELDS,
     SAFE_TO_REPEAT,
     InputRounds,
+    OutgoingRequest,
     Paging,
     Params,
-    Pending,
     input_event,
     with_progress_token,
 )
@@ -201,7 +201,7 @@ class ClientSession(Calls):
         self._link = link
         self._phase = Phase.NEW
         self._next_id = 0
-        self._pending: dict[int, Pending] = {}
+        self._pending: dict[int, OutgoingRequest] = {}
         self._aliases: dict[int, int] = {}  # origin id of a paged list -> current page id
         self._heap: list[tuple[float, int]] = []
         self._events: deque[ClientEvent] = deque()
@@ -331,7 +331,7 @@ class ClientSession(Calls):
         """
         self._take_step(SendInitialize(version=self.config.protocol_versions[0]), now)
 
-    def _take_step(self, step: Step, now: float) -> None:
+    def _take_step(self, step: Decision, now: float) -> None:
         """Carry out what the negotiation decided."""
         if isinstance(step, SendInitialize | SendDiscover):
             self._advance(Trigger.RETRY_INITIALIZE if step.retry else Trigger.SEND_INITIALIZE)
@@ -456,7 +456,7 @@ class ClientSession(Calls):
         if limit is not None and not endless:
             limit_at = now + limit
             deadline = min(deadline, limit_at)
-        pending = Pending(rid, method, timeout, deadline, limit_at, rid, wire)
+        pending = OutgoingRequest(rid, method, timeout, deadline, limit_at, rid, wire)
         if field is not None:
             pending.paging = Paging(field)
         self._pending[rid] = pending
@@ -716,7 +716,7 @@ class ClientSession(Calls):
     def session_expired(self, now: float) -> None:
         """The server forgot the session: handshake again.
 
-        Pending requests stay pending (the transport re-sends them once the new session
+        OutgoingRequest requests stay pending (the transport re-sends them once the new session
         is ready: :meth:`in_flight`); new requests are accepted meanwhile.
         """
         self._advance(Trigger.RECV_SESSION_EXPIRED)
@@ -854,7 +854,7 @@ class ClientSession(Calls):
             return
         self._on_page(pending, paging, result, raw, now)
 
-    def _on_result(self, pending: Pending, raw: Raw, now: float,
+    def _on_result(self, pending: OutgoingRequest, raw: Raw, now: float,
                    result: msgspec.Struct | None = None) -> None:
         """The result of a request that is not a paged list, decoded by method here unless
         :meth:`_take_result` has already."""
@@ -903,7 +903,7 @@ class ClientSession(Calls):
         self._on_result(pending, raw, now, result)
         return True
 
-    def _deliver(self, pending: Pending, result: msgspec.Struct, raw: Raw, now: float) -> None:
+    def _deliver(self, pending: OutgoingRequest, result: msgspec.Struct, raw: Raw, now: float) -> None:
         """Queue the answer to ``pending``, once the transport has vetted it."""
         vet = self._link.vet
         if vet is not None:
@@ -912,7 +912,7 @@ class ClientSession(Calls):
             request_id=pending.origin, method=pending.method, result=result, raw=raw
         ))
 
-    def _on_input_required(self, pending: Pending, head: modern.ResultHead, now: float) -> None:
+    def _on_input_required(self, pending: OutgoingRequest, head: modern.ResultHead, now: float) -> None:
         """MRTR: hand each input request to the app as a server request; once all are
         answered, the original request goes again with ``inputResponses``.
 
@@ -950,11 +950,11 @@ class ClientSession(Calls):
         if rounds.answered(key, response):
             self._retry_with_input(pending, rounds, now)
 
-    def _retry_with_input(self, pending: Pending, rounds: InputRounds, now: float) -> None:
+    def _retry_with_input(self, pending: OutgoingRequest, rounds: InputRounds, now: float) -> None:
         """MRTR's retry: the original request again, with the round's answers."""
         self._reissue(pending, now, rounds.retry_params(_SENT_DECODER.decode(pending.wire).params))
 
-    def _reissue(self, pending: Pending, now: float, params: dict[str, object] | None = None) -> None:
+    def _reissue(self, pending: OutgoingRequest, now: float, params: dict[str, object] | None = None) -> None:
         """Send ``pending`` again under a new id: as it was sent, or with ``params``."""
         if params is None:
             params = _SENT_DECODER.decode(pending.wire).params
@@ -962,12 +962,12 @@ class ClientSession(Calls):
         meta = params.get("_meta")
         params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": rid}
         self._complete(pending, now)
-        again = Pending(rid, pending.method, pending.timeout, pending.deadline, pending.limit_at,
+        again = OutgoingRequest(rid, pending.method, pending.timeout, pending.deadline, pending.limit_at,
                         pending.origin, jsonrpc.encode_request(rid, pending.method, params),
                         paging=pending.paging, rounds=pending.rounds)
         self._track(again, now)
 
-    def _on_page(self, pending: Pending, paging: Paging, result: msgspec.Struct, raw: Raw,
+    def _on_page(self, pending: OutgoingRequest, paging: Paging, result: msgspec.Struct, raw: Raw,
                  now: float) -> None:
         cursor = paging.add(result, now)
         if cursor is None:
@@ -983,10 +983,10 @@ class ClientSession(Calls):
         rid = self._allocate_id()
         meta = {"progressToken": rid, **(self._era_meta() or {})}
         wire = jsonrpc.encode_request(rid, pending.method, PaginatedRequestParams(cursor=cursor, meta=meta))
-        self._track(Pending(rid, pending.method, pending.timeout, pending.deadline_from(now),
+        self._track(OutgoingRequest(rid, pending.method, pending.timeout, pending.deadline_from(now),
                             pending.limit_at, pending.origin, wire, paging=paging), now)
 
-    def _track(self, pending: Pending, now: float) -> None:
+    def _track(self, pending: OutgoingRequest, now: float) -> None:
         """Table and send a request that continues an earlier one (a page, a re-issue)."""
         rid = pending.id
         self._pending[rid] = pending
@@ -1091,7 +1091,7 @@ class ClientSession(Calls):
             return False
         raise LocalProtocolError(f"no server request {request_id!r} is awaiting an answer")
 
-    def _complete(self, pending: Pending, now: float, reason: FailureReason | None = None) -> None:
+    def _complete(self, pending: OutgoingRequest, now: float, reason: FailureReason | None = None) -> None:
         live = self._pending
         del live[pending.id]
         if pending.origin != pending.id:  # a later page of a "list everything"
@@ -1107,14 +1107,14 @@ class ClientSession(Calls):
         if ended is not None:
             ended(pending.id, reason, now)
 
-    def _fail(self, pending: Pending, reason: FailureReason, message: str, now: float,
+    def _fail(self, pending: OutgoingRequest, reason: FailureReason, message: str, now: float,
               error: ErrorData | None = None, *, status: int | None = None,
               detail: dict[str, str] | None = None) -> None:
         self._complete(pending, now, reason)
         self._events.append(RequestFailed(request_id=pending.origin, method=pending.method, reason=reason,
                                           message=message, error=error, status=status, detail=detail))
 
-    def _send_cancelled(self, pending: Pending, reason: str, now: float) -> None:
+    def _send_cancelled(self, pending: OutgoingRequest, reason: str, now: float) -> None:
         """Tell the server to stop working on ``pending``; not when it already answered
         (with ``input_required``) and only the app's input was awaited."""
         if self._phase is Phase.READY and not pending.awaiting_input:

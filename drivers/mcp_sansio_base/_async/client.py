@@ -38,7 +38,7 @@ from mcp_sansio.events import (
     RequestId,
     ResponseReceived,
     ServerRequestReceived,
-    SessionExpired,
+    SessionForgotten,
     SideRequestFailed,
     SideResponseReceived,
 )
@@ -384,7 +384,7 @@ class AsyncClient:
                 log.debug("connection terminated: %s", message)
                 if warning is not None:  # how many messages were skipped since it last spoke
                     log.warning("%s", warning)
-            case SessionExpired(status=status, reinitializing=again):
+            case SessionForgotten(status=status, reinitializing=again):
                 log.info("the server forgot the session (HTTP %s)%s", status,
                          "; opening a new one" if again else "")
             case AuthorizationRequired(status=status):
