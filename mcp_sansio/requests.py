@@ -15,16 +15,22 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from . import modern
+from . import modern, skills
 from .capabilities import INPUT_REQUESTS
 from .errors import LocalProtocolError
 from .events import ServerRequestReceived
-from .types import REQUEST_PARAMS, ClientCapabilities
+from .types import REQUEST_PARAMS, RESULTS, ClientCapabilities, MethodResult, WireStruct
 
-__all__ = ["LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "OutgoingRequest", "Paging", "Params",
-           "input_event", "with_progress_token"]
+__all__ = ["CLIENT_RESULTS", "LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "OutgoingRequest", "Paging",
+           "Params", "input_event", "with_progress_token"]
 
 Params = msgspec.Struct | Mapping[str, object] | None
+
+CLIENT_RESULTS: Final[Mapping[str, MethodResult[WireStruct]]] = {
+    **RESULTS, skills.LIST_SKILLS.method: skills.LIST_SKILLS, skills.GET_SKILL.method: skills.GET_SKILL,
+}
+"""What the session decodes each answer with, by the method it answers: the MCP methods'
+:class:`~mcp_sansio.types.MethodResult` and the Skills extension's."""
 
 LIST_FIELDS: Final[Mapping[str, str]] = {
     "tools/list": "tools",

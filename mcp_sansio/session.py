@@ -22,7 +22,7 @@ from typing import Final, NamedTuple, get_args
 import msgspec
 from msgspec import UNSET, Raw
 
-from . import jsonrpc, modern, skills
+from . import jsonrpc, modern
 from .calls import Calls
 from .capabilities import SERVER_REQUESTS, listen_filter, required_capability, server_offers
 from .config import ClientConfig
@@ -49,6 +49,7 @@ from .jsonrpc import Envelope, Kind
 from .machines import step
 from .negotiation import Adopt, Decision, Negotiation, SendDiscover, SendInitialize
 from .requests import (
+    CLIENT_RESULTS,
     LIST_FIELDS,
     SAFE_TO_REPEAT,
     InputRounds,
@@ -61,7 +62,6 @@ from .requests import (
 from .types import (
     NOTIFICATION_PARAMS,
     REQUEST_PARAMS,
-    RESULT_TYPES,
     CancelledNotificationParams,
     ClientCapabilities,
     EmptyResult,
@@ -75,6 +75,7 @@ from .types import (
     SetLevelRequestParams,
     SubscribeRequestParams,
     UnsubscribeRequestParams,
+    WireStruct,
 )
 from .versions import VersionRules
 
@@ -151,10 +152,8 @@ class Link(NamedTuple):
     over it (stdio: the stream is broken), so it is not reported as a discard."""
 
 
-_RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
-    method: msgspec.json.Decoder(tp) for method, tp in {
-        **RESULT_TYPES, "skills/list": skills.ListSkillsResult, "skills/get": skills.GetSkillResult,
-    }.items()
+_RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[WireStruct]]] = {
+    method: kind.decoder for method, kind in CLIENT_RESULTS.items()
 }
 _PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[msgspec.Struct]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in {**REQUEST_PARAMS, **NOTIFICATION_PARAMS}.items()
@@ -170,7 +169,7 @@ class _Sent(msgspec.Struct):
 
 _SENT_DECODER: Final = msgspec.json.Decoder(_Sent)
 # Result of a method the types do not know: only ``_meta``; the event's ``raw`` has the JSON.
-_OPAQUE_DECODER: Final[msgspec.json.Decoder[msgspec.Struct]] = msgspec.json.Decoder(EmptyResult)
+_OPAQUE_DECODER: Final[msgspec.json.Decoder[WireStruct]] = msgspec.json.Decoder(EmptyResult)
 # The requests a server may answer with ``resultType: "input_required"``.
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _LOG_LEVELS: Final = frozenset(get_args(LoggingLevel))
