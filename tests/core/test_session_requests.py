@@ -23,8 +23,8 @@ from mcp_sansio import (
     RequestTimeout,
     ResponseReceived,
     StdioClient,
+    inbound,
 )
-from mcp_sansio import session as session_module
 from mcp_sansio.errors import RemoteProtocolError
 from mcp_sansio.requests import CLIENT_RESULTS
 from mcp_sansio.types import (
@@ -485,7 +485,7 @@ class _TooDeep:
 
 
 def test_result_too_deep_for_its_type_fails_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(session_module._RESULT_DECODERS, "tools/call", _TooDeep())
+    monkeypatch.setitem(inbound._RESULT_DECODERS, "tools/call", _TooDeep())
     client = ready_client()
     rid = client.call_tool("t", now=0.0)
     client.receive_data(SERVER.result(rid, {"content": []}), 0.0)
