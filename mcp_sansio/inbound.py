@@ -13,7 +13,8 @@ How a ``tools/call`` result is decoded (all in this module but the last two step
    message: :meth:`Inbound._take_result` slices the result out without the envelope pass);
 3. :meth:`Inbound._on_result` decodes ``Raw`` with the method's decoder from
    ``CLIENT_RESULTS`` (:data:`mcp_sansio.types.CALL_TOOL`: ``CallToolResult``);
-4. :meth:`Inbound._deliver` queues ``ResponseReceived(result=...)``;
+4. :meth:`Inbound._deliver` queues ``ResponseReceived(result=...)`` (after the link's
+   ``vet``, which only the HTTP transport has, for ``tools/list``);
 5. the driver's ``call_tool`` returns ``CALL_TOOL.of(result)``, typed ``CallToolResult``
    (``drivers/mcp_sansio_base/_async/client.py``, ``AsyncClient._call``).
 """
