@@ -151,7 +151,9 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
 
 
 class ResponseReceived(Event, frozen=True, kw_only=True):
-    """The peer answered request ``request_id``; ``result`` is decoded by method.
+    """The peer answered request ``request_id``; ``result`` is decoded by method, to the type
+    its :class:`~mcp_sansio.types.MethodResult` names (``CALL_TOOL.of(event.result)`` is it
+    typed; a method the types do not know gives ``EmptyResult``).
 
     For a "list everything" request the result holds every page merged, with no cursor.
     ``raw`` is the JSON of the (last) result, for fields the types do not model.
