@@ -29,7 +29,7 @@ from .events import (
     DiscardReason,
     FailureReason,
     GetStreamAbandoned,
-    SessionExpired,
+    SessionForgotten,
     SideRequestFailed,
     SideResponseReceived,
 )
@@ -430,7 +430,7 @@ class HttpClient(SessionFront):
         Raises:
             LocalProtocolError: the client never asked for ``connection``, or it is not
                 connected yet.
-        Events: any of :mod:`mcp_sansio.events`, including ``SessionExpired`` and
+        Events: any of :mod:`mcp_sansio.events`, including ``SessionForgotten`` and
         ``AuthorizationRequired``.
         """
         self._pool.receive_data(connection, data, now)
@@ -974,7 +974,7 @@ class HttpClient(SessionFront):
     def _expire(self, status: int, now: float) -> None:
         """The server forgot the session: drop everything of it, then open a new one or give up."""
         restart = self.config.reinitialize_on_expiry and self._restarts < self.config.max_session_restarts
-        self._session.add_event(SessionExpired(status=status, reinitializing=restart))
+        self._session.add_event(SessionForgotten(status=status, reinitializing=restart))
         old, self._session_id = self._session_id, None  # nothing more goes out with it, not even DELETE
         # Late answers of the old session are never read; what waited carries the old session
         # id (the requests still pending are re-sent on the new one).

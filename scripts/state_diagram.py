@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, stdio, websocket
+from mcp_sansio import http_transport, lifecycle, manager, stdio, websocket
 from mcp_sansio.auth import state as auth_state
 from mcp_sansio.server import phases
 
@@ -32,7 +32,7 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 
 
 MACHINES: list[tuple[str, str, list[Row]]] = [
-    ("The client session", "mcp_sansio/session.py", rows(session.TRANSITIONS)),
+    ("The client session", "mcp_sansio/lifecycle.py", rows(lifecycle.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
     ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
