@@ -41,7 +41,8 @@ from .events import (
     FailureReason,
 )
 from .http11 import Header
-from .http_transport import AuthPort, HttpClient, TransportMode
+from .http_exchanges import AuthPort
+from .http_transport import HttpClient, TransportMode
 from .proxy import ProxySettings
 from .types import ClientCapabilities
 from .urls import Url
@@ -61,9 +62,9 @@ _STORED: Final = -1  # the credential of requests sent with the host's stored to
 
 class OAuthAuthorizer:
     """The OAuth 2.1 component of an :class:`HttpClient` (its
-    :class:`~mcp_sansio.http_transport.Authorizer`): adds the planner's headers to every
+    :class:`~mcp_sansio.http_exchanges.Authorizer`): adds the planner's headers to every
     MCP request, turns refusals into planner steps and carries them out through the
-    client's :class:`~mcp_sansio.http_transport.AuthPort`."""
+    client's :class:`~mcp_sansio.http_exchanges.AuthPort`."""
 
     def __init__(self, oauth: OAuthConfig, *, entropy: bytes, clock_offset: float, headless: bool = False,
                  redirect_timeout: float = 300.0, stored_token: Token | None = None) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http_exchange, manager, session, websocket
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -35,8 +35,8 @@ MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
     ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
-    ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
-     rows(http_transport.EXCHANGE_TRANSITIONS)),
+    ("One HTTP exchange of the client's", "mcp_sansio/http_exchange.py",
+     rows(http_exchange.EXCHANGE_TRANSITIONS)),
 ]
 
 

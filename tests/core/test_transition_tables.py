@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http_exchange, http_transport, manager, session, websocket
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 from mcp_sansio.hostconfig import Scope, ServerEntry, ServerState, StdioServerConfig
@@ -47,7 +47,7 @@ def _manager_in(state: Any) -> Machine:
 
 def _exchange_in(state: Any) -> Machine:
     client = http_transport.HttpClient("http://example.test/mcp")
-    exchange = client._exchange(http_transport._Kind.POST, "POST", client.url, b"{}", ())
+    exchange = client._exchange(http_exchange.ExchangeKind.POST, "POST", client.url, b"{}", ())
     exchange.stage = state
     return exchange.move, lambda: exchange.stage
 
@@ -59,8 +59,8 @@ TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Calla
      websocket.Trigger, _websocket_in),
     ("manager", manager.TRANSITIONS, frozenset(), manager.ConnectionState, manager.Trigger,
      _manager_in),
-    ("http-exchange", http_transport.EXCHANGE_TRANSITIONS, frozenset(), http_transport.Stage,
-     http_transport.Step, _exchange_in),
+    ("http-exchange", http_exchange.EXCHANGE_TRANSITIONS, frozenset(), http_exchange.ExchangeStage,
+     http_exchange.ExchangeTrigger, _exchange_in),
 ]
 
 
