@@ -142,6 +142,14 @@ class Exchange:
         ``LocalProtocolError``)."""
         self.stage = machines.step(EXCHANGE_TRANSITIONS, self.stage, trigger, subject="the exchange is ")
 
+    def redirect(self, target: Url, headers: tuple[Header, ...]) -> None:
+        """Go again, to ``target`` with ``headers`` (a 307 or 308: the same exchange, so
+        a resumption keeps its ``Last-Event-ID``)."""
+        self.move(ExchangeTrigger.REDIRECT)
+        self.headers = headers
+        self.url = target
+        self.redirects += 1
+
     def challenged(self, status: int, www_authenticate: str) -> AuthorizationRequired:
         """The response is 401 or 403 with ``www-authenticate``: keep the challenge's
         parameters (the Bearer one's, else the first's) and say so."""

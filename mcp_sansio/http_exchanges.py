@@ -266,11 +266,17 @@ class ExchangeTable:
             out.append((ex, ex.refused))
         return out
 
-    def pop_due(self, now: float) -> Exchange | None:
-        """The first scheduled exchange due at or before ``now``, taken off the schedule."""
-        if self._scheduled and self._scheduled[0][0] <= now:
-            return heapq.heappop(self._scheduled)[2]
-        return None
+    def submit_due(self, now: float, wanted: Callable[[Exchange], bool]) -> None:
+        """Send every scheduled exchange due at or before ``now`` that is still
+        ``wanted``; give up the others."""
+        while self._scheduled and self._scheduled[0][0] <= now:
+            self._resubmit(heapq.heappop(self._scheduled)[2], now, wanted)
+
+    def _resubmit(self, ex: Exchange, now: float, wanted: Callable[[Exchange], bool]) -> None:
+        if not wanted(ex):
+            ex.move(ExchangeTrigger.ABANDON)
+            return
+        self.submit(ex, now)
 
     def unschedule(self, ex: Exchange) -> None:
         """Take the scheduled ``ex`` off the schedule."""
@@ -296,6 +302,12 @@ class ExchangeTable:
     def unhold(self, ex: Exchange) -> None:
         """``ex`` is not held after all."""
         self._held.remove(ex)
+
+    def release_held(self, now: float, wanted: Callable[[Exchange], bool]) -> None:
+        """Send every held exchange that is still ``wanted`` (with fresh authorization);
+        give up the others."""
+        for ex in self.take_held():
+            self._resubmit(ex, now, wanted)
 
     def take_held(self) -> list[Exchange]:
         """Every held exchange, no longer held."""

@@ -237,8 +237,7 @@ class HttpClient(SessionFront):
         self._refused_until_deadline(now)
         self._session.handle_timeout(now)
         self._pool.handle_timeout(now)
-        while (ex := self._table.pop_due(now)) is not None:
-            self._send_again(ex, now)
+        self._table.submit_due(now, self._wanted)
         if self._closing_at is not None and self._closing_at <= now:
             self._finish()
         self._drain_pool(now)
@@ -596,10 +595,7 @@ class HttpClient(SessionFront):
             self._fail_exchange(ex, FailureReason.PROTOCOL_ERROR, f"bad redirect: {exc}", now)
             return
         self._table.cancel(ex, now)
-        ex.move(ExchangeTrigger.REDIRECT)
-        ex.headers = self._headers.redirected(ex.headers, same_origin(ex.url, target))
-        ex.url = target
-        ex.redirects += 1
+        ex.redirect(target, self._headers.redirected(ex.headers, same_origin(ex.url, target)))
         self._table.submit(ex, now)  # the same exchange, so a resume keeps its Last-Event-ID
 
     def _expire(self, status: int, now: float) -> None:
@@ -622,16 +618,12 @@ class HttpClient(SessionFront):
 
     def _release_held(self, now: float) -> None:
         """Send every held request again (with fresh authorization headers)."""
-        for ex in self._table.take_held():
-            self._send_again(ex, now)
+        self._table.release_held(now, self._wanted)
 
-    def _send_again(self, ex: Exchange, now: float) -> None:
-        """Submit the scheduled or held ``ex``, unless the session ended or the requests
-        it carries ended meanwhile."""
-        if self.phase is Phase.CLOSED or (ex.request_ids and not self._waiting_on(ex)):
-            ex.move(ExchangeTrigger.ABANDON)
-            return
-        self._table.submit(ex, now)
+    def _wanted(self, ex: Exchange) -> bool:
+        """Whether the scheduled or held ``ex`` is still worth sending: the session goes
+        on and, if it carries requests, one of them still waits."""
+        return self.phase is not Phase.CLOSED and (not ex.request_ids or self._waiting_on(ex))
 
     def _fail_held(self, reason: FailureReason, message: str, now: float) -> None:
         """Fail every held request with ``reason``."""
