@@ -24,22 +24,19 @@ from typing import Final, Protocol
 
 import msgspec
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.framing import LineBuffer
 from mcp_sansio.fuzz.case import Expect, Replies, Step
 from mcp_sansio.fuzz.oracles import HttpAnswer, Received, Record
 from mcp_sansio.fuzz.peer import reply_for
 from mcp_sansio.http11 import (
-    CloseConnection,
     ExchangeFailed,
     HttpPool,
     HttpRequest,
-    OpenConnection,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
-    StartTls,
 )
 from mcp_sansio.sse import SseParser
 from mcp_sansio.urls import Url, parse_url

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio import http_exchange, http_transport, manager, session, websocket
+from mcp_sansio import http11_connection, http_exchange, http_transport, manager, session, websocket
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 from mcp_sansio.hostconfig import Scope, ServerEntry, ServerState, StdioServerConfig
 from mcp_sansio.types import ClientCapabilities
+from mcp_sansio.urls import parse_url
 
 # A machine put in a state: (move it by a trigger, read its state). The machines' states and
 # triggers are different enums, walked by one test: they are typed ``Any`` here.
@@ -52,6 +53,15 @@ def _exchange_in(state: Any) -> Machine:
     return exchange.move, lambda: exchange.stage
 
 
+def _pooled_connection_in(state: Any) -> Machine:
+    url = parse_url("http://example.test/mcp")
+    head = http11_connection.h11_request("GET", url, (), b"")
+    exchange = http11_connection.PooledExchange(1, url, head, b"", short=False)
+    connection = http11_connection.PooledConnection(1, exchange, max_header_bytes=1024)
+    connection.state = state
+    return connection.move, lambda: connection.state
+
+
 TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Callable[[Any], Machine]]] = [
     ("session", session.TRANSITIONS, session.PEER_TRIGGERS, session.Phase, session.Trigger,
      _session_in),
@@ -61,6 +71,8 @@ TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Calla
      _manager_in),
     ("http-exchange", http_exchange.EXCHANGE_TRANSITIONS, frozenset(), http_exchange.ExchangeStage,
      http_exchange.ExchangeTrigger, _exchange_in),
+    ("http11-connection", http11_connection.CONNECTION_TRANSITIONS, frozenset(),
+     http11_connection.ConnectionState, http11_connection.ConnectionTrigger, _pooled_connection_in),
 ]
 
 
