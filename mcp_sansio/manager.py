@@ -1,33 +1,23 @@
 """The decisions of a host that runs many MCP servers at once, for the drivers' ``ServerManager``.
 
-:class:`ServerManagerCore` keeps one record per configured server and answers what a
-driver asks: which connection attempts may start now (at most ``max_local`` stdio and
-``max_remote`` remote servers connecting at once, first come first served), what a use of
-a server must do (:data:`UseDecision`), what state an attempt's outcome or a lost
-connection leads to, when the next attempt is due (:func:`mcp_sansio.retry.decide`), which
-timeouts apply, whether a ``tools/call`` that failed with JSON-RPC error -32042 (URL
-elicitation required, MCP 2025-11-25 "Elicitation") is retried, and what the model gets
-for a result (:mod:`mcp_sansio.result_policy`). It also owns the list cache and the
-model-facing tool names. The driver opens and closes connections, reads the clock and
-the entropy, and writes result files.
-
-States follow ``TRANSITIONS``: ``pending`` -start-> ``connecting`` -succeed-> ``connected``
--lose-> ``failed`` -start-> ``connecting`` ...; an attempt may also end ``failed`` or
-``needs-auth``; ``disabled`` servers are never started. Every failure schedules the next
-attempt with backoff (``RestartPolicy.retry``), counted per episode of consecutive
-failures; a connection that stayed up ``stable_after`` seconds starts a new episode when
-it is lost. An episode that runs out of attempts is *given up*, not lost for good: the
-first use after ``cooldown`` starts a fresh one. Attempts are made on use (or by
-``connect_all``), never in the background.
+:class:`ServerManagerCore` answers what a driver asks. Each server's life (which attempts
+may start, what a use must do, what an outcome or a lost connection leads to) is its
+:class:`~mcp_sansio.manager_lifecycle.ServerTable`'s; this module holds what the servers
+offer and the host's decisions by it. State held: what each server listed last (tools,
+prompts, resources, templates), the list cache and the cache of resource reads with the
+generation counters that make a listing overtaken by a change notification stale, the
+model-facing tool and prompt names built from the listings, and the warnings not yet
+given. It decides which timeouts apply, whether a ``tools/call`` that failed with JSON-RPC
+error -32042 (URL elicitation required, MCP 2025-11-25 "Elicitation") is retried, and what
+the model gets for a result (:mod:`mcp_sansio.result_policy`). The driver opens and closes
+connections, reads the clock and the entropy, and writes result files.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import re
-import shlex
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -42,20 +32,20 @@ from mcp_sansio.errors import (
     SessionExpired,
     Unauthorized,
 )
-from mcp_sansio.hostconfig import (
-    ExpansionWarning,
-    Scope,
-    ServerConfig,
-    ServerEntry,
-    ServerState,
-    StdioServerConfig,
-    expand_server,
-)
+from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
 from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
-from mcp_sansio.machines import step
+from mcp_sansio.manager_lifecycle import (
+    ConnectionState,
+    ConnectPlan,
+    Failure,
+    RestartPolicy,
+    ServerStatus,
+    ServerTable,
+    ServerUnavailable,
+    UseDecision,
+)
 from mcp_sansio.naming import ToolNamer, ToolNames, UnknownPromptName, UnknownToolName, servers_for
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
-from mcp_sansio.retry import RetryAt, RetryPolicy, decide
 from mcp_sansio.session import LIST_FIELDS
 from mcp_sansio.types import (
     CallToolResult,
@@ -72,36 +62,21 @@ from mcp_sansio.types import URLElicitationRequiredErrorData as _ElicitationData
 
 __all__ = [
     "ALL_TRANSPORTS",
-    "SHELL_PREFIX_VARIABLE",
     "URL_ELICITATION_REQUIRED",
-    "ConnectPlan",
-    "Connected",
-    "ConnectionState",
-    "Failure",
-    "Join",
     "ManagerConfig",
     "NamedPrompt",
     "NamedTool",
     "PromptRoute",
-    "RestartPolicy",
     "ServerManagerCore",
     "ServerResource",
     "ServerResourceTemplate",
-    "ServerStatus",
-    "ServerUnavailable",
     "ToolRoute",
-    "Unavailable",
-    "UnknownServer",
-    "UseDecision",
-    "WaitUntil",
     "elicitations_accepted",
     "failure_from",
     "is_connection_loss",
     "timeout_from_env",
 ]
 
-SHELL_PREFIX_VARIABLE: Final = "MCP_SANSIO_SHELL_PREFIX"
-"""The environment variable whose words go before every stdio server's command."""
 URL_ELICITATION_REQUIRED: Final = -32042
 """JSON-RPC error code of a request that needs URL-mode elicitations first (2025-11-25)."""
 ALL_TRANSPORTS: Final = frozenset({"stdio", "http", "sse", "ws"})
@@ -109,95 +84,6 @@ DEFAULT_CONNECT_TIMEOUT: Final = 30.0
 DEFAULT_TOOL_TIMEOUT: Final = 60.0
 _MILLISECONDS: Final = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 _MAX_MESSAGE: Final = 300
-
-
-class ConnectionState(enum.Enum):
-    """Where one server's connection is."""
-
-    PENDING = "pending"
-    """Not connected and not tried yet (or closed by the host)."""
-    CONNECTING = "connecting"
-    """An attempt holds a start-up slot and is under way."""
-    CONNECTED = "connected"
-    FAILED = "failed"
-    """The last attempt failed or the connection was lost; see ``retry_at``."""
-    NEEDS_AUTH = "needs-auth"
-    """The server answered 401/403: the host must authorize before connecting again."""
-    DISABLED = "disabled"
-    """Turned off in the configuration; never started."""
-
-
-class Trigger(enum.Enum):
-    """What moves a server between states."""
-
-    START = "start"
-    SUCCEED = "succeed"
-    FAIL = "fail"
-    NEED_AUTH = "need-auth"
-    LOSE = "lose"
-    CLOSE = "close"
-
-
-_S = ConnectionState
-TRANSITIONS: Final[Mapping[tuple[ConnectionState, Trigger], ConnectionState]] = {
-    (_S.PENDING, Trigger.START): _S.CONNECTING,
-    (_S.FAILED, Trigger.START): _S.CONNECTING,
-    (_S.CONNECTING, Trigger.SUCCEED): _S.CONNECTED,
-    (_S.CONNECTING, Trigger.FAIL): _S.FAILED,
-    (_S.CONNECTING, Trigger.NEED_AUTH): _S.NEEDS_AUTH,
-    (_S.CONNECTED, Trigger.LOSE): _S.FAILED,
-    # The host closing everything: live and starting connections end, verdicts stay.
-    (_S.PENDING, Trigger.CLOSE): _S.PENDING,
-    (_S.CONNECTING, Trigger.CLOSE): _S.PENDING,
-    (_S.CONNECTED, Trigger.CLOSE): _S.PENDING,
-    (_S.FAILED, Trigger.CLOSE): _S.FAILED,
-    (_S.NEEDS_AUTH, Trigger.CLOSE): _S.NEEDS_AUTH,
-    (_S.DISABLED, Trigger.CLOSE): _S.DISABLED,
-}
-
-
-class UnknownServer(McpSansioError, KeyError):
-    """No server of that name is configured."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class ServerUnavailable(McpSansioError):
-    """A server could not be used: it is disabled, needs authorization, or failed.
-
-    Attributes:
-        server: the server's name.
-        state: its state when the use was refused.
-    """
-
-    def __init__(self, message: str, *, server: str, state: ConnectionState) -> None:
-        super().__init__(message)
-        self.server = server
-        self.state = state
-
-
-class RestartPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """When a failed or lost server is tried again.
-
-    Attributes:
-        retry: backoff between consecutive failed attempts; ``max_attempts`` bounds an episode.
-        stable_after: seconds a connection must stay up for its loss to start a new episode.
-        cooldown: after an episode is given up, seconds before a use may start a fresh one.
-    """
-
-    retry: RetryPolicy = RetryPolicy(max_attempts=3, initial_delay=1.0, max_delay=30.0)
-    stable_after: float = 60.0
-    cooldown: float = 300.0
-
-    def __post_init__(self) -> None:
-        """Reject periods that are negative or not finite.
-
-        Raises:
-            LocalProtocolError: ``stable_after`` or ``cooldown`` is negative or not finite.
-        """
-        if not all(math.isfinite(value) and value >= 0 for value in (self.stable_after, self.cooldown)):
-            raise LocalProtocolError(f"stable_after and cooldown must be finite and >= 0: {self!r}")
 
 
 class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -242,77 +128,6 @@ class ManagerConfig(msgspec.Struct, frozen=True, kw_only=True):
         for timeout in (self.connect_timeout, self.tool_timeout):
             if timeout is not None:
                 _check_timeout(timeout)
-
-
-class Failure(msgspec.Struct, frozen=True, kw_only=True):
-    """Why an attempt failed or a connection ended, as the user should read it."""
-
-    message: str
-    stderr_tail: str = ""
-    needs_auth: bool = False
-
-
-class ServerStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """One server as the host shows it.
-
-    Attributes:
-        name: the server's name.
-        state: where its connection is.
-        scope: the scope of the file that defines it.
-        source: that file.
-        transport: ``"stdio"``, ``"http"``, ``"sse"`` or ``"ws"``.
-        error: the last failure, while ``failed`` or ``needs-auth``.
-        stderr_tail: what a stdio server last wrote to stderr, with the failure.
-        tool_count: how many tools it listed last, or ``None`` before a listing.
-        attempts: consecutive failures in the current episode.
-        retry_at: while ``failed``, when a use may try again (the driver's clock).
-        shell_prefix: the words a stdio server's command is run after
-            (``MCP_SANSIO_SHELL_PREFIX``, then its ``shellPrefix``), quoted; ``""`` if none.
-    """
-
-    name: str
-    state: ConnectionState
-    scope: Scope
-    source: str
-    transport: str
-    error: str | None = None
-    stderr_tail: str = ""
-    tool_count: int | None = None
-    attempts: int = 0
-    retry_at: float | None = None
-    shell_prefix: str = ""
-
-
-class ConnectPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """Start connecting to ``name`` now, giving up after ``timeout`` seconds; a stdio
-    ``config`` is the command as started (its shell prefixes applied)."""
-
-    name: str
-    config: ServerConfig
-    timeout: float
-
-
-class Connected(msgspec.Struct, frozen=True, kw_only=True):
-    """The server is connected: use its client."""
-
-
-class Join(msgspec.Struct, frozen=True, kw_only=True):
-    """An attempt is queued or under way: wait for its outcome, then ask again."""
-
-
-class WaitUntil(msgspec.Struct, frozen=True, kw_only=True):
-    """The server is backing off: ask again at ``at``."""
-
-    at: float
-
-
-class Unavailable(msgspec.Struct, frozen=True, kw_only=True):
-    """Fail the use at once, with ``message``."""
-
-    message: str
-
-
-UseDecision = Connected | Join | WaitUntil | Unavailable
 
 
 class ToolRoute(msgspec.Struct, frozen=True, kw_only=True):
@@ -361,28 +176,17 @@ class ServerResourceTemplate(msgspec.Struct, frozen=True, kw_only=True):
     template: ResourceTemplate
 
 
-@dataclasses.dataclass(slots=True, kw_only=True)
-class _Server:
-    entry: ServerEntry
-    config: ServerConfig
-    transport: str
-    state: ConnectionState
-    failure: Failure | None = None
-    unsupported: bool = False
-    queued: bool = False
-    failures: int = 0
-    gave_up: bool = False
-    connected_at: float | None = None
-    retry_at: float | None = None
-    tools: list[Tool] | None = None  # what the server listed last, of each kind
+_S = ConnectionState
+
+
+@dataclasses.dataclass(slots=True)
+class _Listed:
+    """What one server listed last, of each kind (``None``: not listed yet)."""
+
+    tools: list[Tool] | None = None
     prompts: list[Prompt] | None = None
     resources: list[Resource] | None = None
     templates: list[ResourceTemplate] | None = None
-    shell_prefix: tuple[str, ...] = ()  # the environment's, for a stdio server
-
-    @property
-    def local(self) -> bool:
-        return isinstance(self.config, StdioServerConfig)
 
 
 _KNOWN: Final[Mapping[ListKind, tuple[str, type]]] = {
@@ -391,21 +195,12 @@ _KNOWN: Final[Mapping[ListKind, tuple[str, type]]] = {
     ListKind.RESOURCES: ("resources", Resource),
     ListKind.RESOURCE_TEMPLATES: ("templates", ResourceTemplate),
 }
-"""The ``_Server`` field each kind of listing fills, and the type of its items."""
+"""The ``_Listed`` field each kind of listing fills, and the type of its items."""
 
 
 def _check_timeout(timeout: float) -> None:
     if not (math.isfinite(timeout) and timeout > 0):
         raise LocalProtocolError(f"a timeout must be a positive number of seconds, not {timeout}")
-
-
-def _shell_prefix(env: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
-    """The words of ``MCP_SANSIO_SHELL_PREFIX``, or why they cannot be had (then no stdio
-    server may start: running it outside the sandbox the user asked for is worse)."""
-    try:
-        return tuple(shlex.split(env.get(SHELL_PREFIX_VARIABLE, ""))), None
-    except ValueError as exc:
-        return (), f"{SHELL_PREFIX_VARIABLE} cannot be split into words ({exc}): fix or unset it"
 
 
 def timeout_from_env(env: Mapping[str, str], name: str, default: float) -> float:
@@ -453,10 +248,6 @@ def elicitations_accepted(answers: Sequence[object]) -> bool:
     return True
 
 
-def _transport_of(config: ServerConfig) -> str:
-    return "stdio" if isinstance(config, StdioServerConfig) else config.transport.value
-
-
 class ServerManagerCore:
     """The state of every configured server and the decisions about them (module docstring)."""
 
@@ -486,30 +277,15 @@ class ServerManagerCore:
             env, "MCP_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
         self._tool_timeout = config.tool_timeout or timeout_from_env(
             env, "MCP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT)
-        self.warnings: list[ExpansionWarning] = []
+        self._table = ServerTable(entries, env=env, transports=transports, restart=config.restart,
+                                  max_local=config.max_local, max_remote=config.max_remote,
+                                  connect_timeout=self._connect_timeout)
+        self.warnings: list[ExpansionWarning] = self._table.warnings
         """What ``${VAR}`` expansion could not fill, for the host to show."""
+        self._servers = self._table.servers  # read here; moved by the table
+        self._listed = {name: _Listed() for name in self._servers}
         self._notices: deque[str] = deque()  # see next_warning()
         self._warned: set[str] = set()
-        prefix, prefix_error = _shell_prefix(env)
-        self._servers: dict[str, _Server] = {}
-        for entry in entries:
-            if entry.name in self._servers:
-                raise LocalProtocolError(f"server {entry.name!r} is configured twice")
-            expanded, warnings = expand_server(entry.name, entry.config, env)
-            self.warnings += warnings
-            server = _Server(entry=entry, config=expanded, transport=_transport_of(expanded),
-                             state=_S.DISABLED if entry.state is ServerState.DISABLED else _S.PENDING)
-            refusal = None
-            if server.transport not in transports:
-                refusal = f"this driver cannot connect to {server.transport} servers"
-            elif server.local:
-                server.shell_prefix, refusal = prefix, prefix_error
-            if server.state is _S.PENDING and refusal is not None:
-                server.state, server.unsupported = _S.FAILED, True
-                server.failure = Failure(message=refusal)
-            self._servers[entry.name] = server
-        self._queue: list[str] = []
-        self._closed = False
         bound = config.list_cache_entries
         self._cache: ListCache[list[object]] = ListCache(max_entries_per_server=bound)
         self._reads: ListCache[ReadResourceResult] = ListCache(max_entries_per_server=bound)
@@ -531,7 +307,7 @@ class ServerManagerCore:
 
     def connected_names(self) -> list[str]:
         """The servers connected now."""
-        return [name for name, server in self._servers.items() if server.state is _S.CONNECTED]
+        return self._table.connected_names()
 
     def attempting(self, name: str) -> bool:
         """Whether an attempt for ``name`` is queued or under way.
@@ -539,8 +315,7 @@ class ServerManagerCore:
         Raises:
             UnknownServer: no such server.
         """
-        server = self._get(name)
-        return server.queued or server.state is _S.CONNECTING
+        return self._table.attempting(name)
 
     def status(self, name: str, now: float) -> ServerStatus:
         """One server's status; ``attempts`` reads 0 once a connection has been stable.
@@ -548,18 +323,9 @@ class ServerManagerCore:
         Raises:
             UnknownServer: no such server.
         """
-        server = self._get(name)
-        stable = server.connected_at is not None and now - server.connected_at >= self._restart.stable_after
-        failure = server.failure if server.state in (_S.FAILED, _S.NEEDS_AUTH) else None
-        return ServerStatus(
-            name=name, state=server.state, scope=server.entry.scope, source=server.entry.source,
-            transport=server.transport, error=failure.message if failure else None,
-            stderr_tail=failure.stderr_tail if failure else "",
-            tool_count=None if server.tools is None else len(server.tools),
-            attempts=0 if stable else server.failures,
-            retry_at=server.retry_at if server.state is _S.FAILED else None,
-            shell_prefix=shlex.join((*server.shell_prefix, *getattr(server.config, "shell_prefix", ()))),
-        )
+        listed = self._listed.get(name)
+        tools = None if listed is None else listed.tools
+        return self._table.status(name, now, tool_count=None if tools is None else len(tools))
 
     def statuses(self, now: float) -> dict[str, ServerStatus]:
         """Every server's status, in configuration order."""
@@ -577,27 +343,7 @@ class ServerManagerCore:
             UnknownServer: no such server.
             LocalProtocolError: the manager is closed.
         """
-        server = self._get(name)
-        if self._closed:
-            raise LocalProtocolError("the server manager is closed")
-        state = server.state
-        if state is _S.CONNECTED:
-            return Connected()
-        if server.queued or state is _S.CONNECTING:
-            return Join()
-        if state is _S.FAILED and not server.unsupported:
-            assert server.retry_at is not None  # every failure schedules one
-            if now < server.retry_at and not server.gave_up:
-                return WaitUntil(at=server.retry_at)
-            if now >= server.retry_at:
-                if server.gave_up:
-                    server.failures, server.gave_up = 0, False
-                self._enqueue(name)
-                return Join()
-        elif state is _S.PENDING:
-            self._enqueue(name)
-            return Join()
-        return Unavailable(message=self._refusal(name, server, now))
+        return self._table.use(name, now)
 
     def queue_all(self) -> list[str]:
         """Queue every server not tried yet (``connect_all``).
@@ -605,10 +351,7 @@ class ServerManagerCore:
         Returns:
             The servers whose attempts (new or already under way) to wait for.
         """
-        for name, server in self._servers.items():
-            if server.state is _S.PENDING and not server.queued and not self._closed:
-                self._enqueue(name)
-        return [name for name in self._servers if self.attempting(name)]
+        return self._table.queue_all()
 
     def start_due(self) -> list[ConnectPlan]:
         """Take queued servers, in order, while start-up slots of their kind are free.
@@ -616,24 +359,7 @@ class ServerManagerCore:
         Returns:
             The attempts to begin now; each server is ``connecting`` until its outcome.
         """
-        busy = {True: 0, False: 0}
-        for server in self._servers.values():
-            if server.state is _S.CONNECTING:
-                busy[server.local] += 1
-        limits = {True: self._config.max_local, False: self._config.max_remote}
-        plans: list[ConnectPlan] = []
-        for name in list(self._queue):
-            server = self._servers[name]
-            if busy[server.local] < limits[server.local]:
-                busy[server.local] += 1
-                self._queue.remove(name)
-                server.queued = False
-                self._advance(server, Trigger.START)
-                config = server.config
-                if isinstance(config, StdioServerConfig):
-                    config = config.wrapped(server.shell_prefix)
-                plans.append(ConnectPlan(name=name, config=config, timeout=self._connect_timeout))
-        return plans
+        return self._table.start_due()
 
     def connected(self, name: str, now: float) -> None:
         """The attempt for ``name`` succeeded.
@@ -642,9 +368,7 @@ class ServerManagerCore:
             UnknownServer: no such server.
             LocalProtocolError: no attempt was under way.
         """
-        server = self._get(name)
-        self._advance(server, Trigger.SUCCEED)
-        server.connected_at, server.retry_at, server.failure = now, None, None
+        self._table.connected(name, now)
 
     def connect_failed(self, name: str, failure: Failure, now: float, jitter: float) -> None:
         """The attempt for ``name`` failed; schedule the next unless it needs authorization.
@@ -659,11 +383,7 @@ class ServerManagerCore:
             UnknownServer: no such server.
             LocalProtocolError: no attempt was under way, or ``jitter`` is outside [0, 1).
         """
-        server = self._get(name)
-        self._advance(server, Trigger.NEED_AUTH if failure.needs_auth else Trigger.FAIL)
-        server.failure = failure
-        if not failure.needs_auth:
-            self._schedule_retry(server, now, jitter)
+        self._table.connect_failed(name, failure, now, jitter)
 
     def connection_lost(self, name: str, failure: Failure, now: float, jitter: float) -> None:
         """The connection of ``name`` ended: forget its lists (all but those the server
@@ -673,23 +393,14 @@ class ServerManagerCore:
             UnknownServer: no such server.
             LocalProtocolError: it was not connected, or ``jitter`` is outside [0, 1).
         """
-        server = self._get(name)
-        self._advance(server, Trigger.LOSE)
-        assert server.connected_at is not None  # set on every success
-        if now - server.connected_at >= self._restart.stable_after:
-            server.failures = 0
-        server.connected_at, server.failure = None, failure
+        self._table.lose(name, failure, now)
         self._invalidate_server(name, keep_public=True)
-        self._schedule_retry(server, now, jitter)
+        self._table.schedule_retry(name, now, jitter)
 
     def close(self) -> None:
         """The host closed every connection: nothing is queued, connected or cached."""
-        self._closed = True
-        self._queue.clear()
-        for name, server in self._servers.items():
-            server.queued = False
-            self._advance(server, Trigger.CLOSE)
-            server.connected_at = None
+        self._table.close()
+        for name in self._servers:
             self._invalidate_server(name)
 
     # ----------------------------------------------------------------- lists
@@ -807,9 +518,9 @@ class ServerManagerCore:
         that failed since they listed theirs (so their names survive a restart)."""
         if self._names is None:
             self._names = ToolNamer.build({
-                name: [tool.name for tool in server.tools]
-                for name, server in self._servers.items()
-                if server.tools is not None and server.state is not _S.DISABLED
+                name: [tool.name for tool in listed.tools]
+                for name, listed in self._listed.items()
+                if listed.tools is not None and self._servers[name].state is not _S.DISABLED
             })
         return self._names
 
@@ -818,9 +529,9 @@ class ServerManagerCore:
         names = self.tool_names()
         return [
             NamedTool(name=names.model_name(name, tool.name), server=name, tool=tool)
-            for name, server in self._servers.items()
-            if server.state is _S.CONNECTED and server.tools is not None
-            for tool in server.tools
+            for name, listed in self._listed.items()
+            if self._servers[name].state is _S.CONNECTED and listed.tools is not None
+            for tool in listed.tools
         ]
 
     def route(self, model_name: str, timeout: float | None = None) -> ToolRoute:
@@ -839,9 +550,9 @@ class ServerManagerCore:
         """Names of every known prompt (``mcp__<server>__<prompt>``), kept like the tools'."""
         if self._prompt_names is None:
             self._prompt_names = ToolNamer.build({
-                name: [prompt.name for prompt in server.prompts]
-                for name, server in self._servers.items()
-                if server.prompts is not None and server.state is not _S.DISABLED
+                name: [prompt.name for prompt in listed.prompts]
+                for name, listed in self._listed.items()
+                if listed.prompts is not None and self._servers[name].state is not _S.DISABLED
             }, kind="prompt")
         return self._prompt_names
 
@@ -850,9 +561,9 @@ class ServerManagerCore:
         names = self.prompt_names()
         return [
             NamedPrompt(name=names.model_name(name, prompt.name), server=name, prompt=prompt)
-            for name, server in self._servers.items()
-            if server.state is _S.CONNECTED and server.prompts is not None
-            for prompt in server.prompts
+            for name, listed in self._listed.items()
+            if self._servers[name].state is _S.CONNECTED and listed.prompts is not None
+            for prompt in listed.prompts
         ]
 
     def route_prompt(self, model_name: str, timeout: float | None = None) -> PromptRoute:
@@ -868,10 +579,10 @@ class ServerManagerCore:
     def named_resources(self) -> list[ServerResource | ServerResourceTemplate]:
         """Every resource, then every template, of every connected server, by server."""
         found: list[ServerResource | ServerResourceTemplate] = []
-        for name, server in self._servers.items():
-            if server.state is _S.CONNECTED:
-                found += [ServerResource(server=name, resource=it) for it in server.resources or ()]
-                found += [ServerResourceTemplate(server=name, template=it) for it in server.templates or ()]
+        for name, listed in self._listed.items():
+            if self._servers[name].state is _S.CONNECTED:
+                found += [ServerResource(server=name, resource=it) for it in listed.resources or ()]
+                found += [ServerResourceTemplate(server=name, template=it) for it in listed.templates or ()]
         return found
 
     def servers_for(self, model_name: str) -> list[str]:
@@ -902,7 +613,7 @@ class ServerManagerCore:
             UnknownServer: no such server.
             LocalProtocolError: ``timeout`` is not a positive finite number.
         """
-        server = self._get(name)
+        server = self._table.get(name)
         if timeout is not None:
             _check_timeout(timeout)
             return timeout
@@ -933,7 +644,8 @@ class ServerManagerCore:
         Raises:
             UnknownServer: no such server.
         """
-        tools = self._get(route.server).tools or []
+        self._table.get(route.server)
+        tools = self._listed[route.server].tools or []
         meta = next((tool.meta for tool in tools if tool.name == route.tool), None)
         return apply_result_policy(result.content, server=route.server, tool=route.tool,
                                    policy=self._config.result_policy, env=self._env, tool_meta=meta)
@@ -959,52 +671,15 @@ class ServerManagerCore:
 
     # --------------------------------------------------------------- helpers
 
-    @property
-    def _restart(self) -> RestartPolicy:
-        return self._config.restart
-
-    def _get(self, name: str) -> _Server:
-        server = self._servers.get(name)
-        if server is None:
-            raise UnknownServer(f"no server is named {name!r}")
-        return server
-
-    def _advance(self, server: _Server, trigger: Trigger) -> None:
-        server.state = step(TRANSITIONS, server.state, trigger, subject=f"server {server.entry.name!r} is ")
-
-    def _enqueue(self, name: str) -> None:
-        self._servers[name].queued = True
-        self._queue.append(name)
-
-    def _schedule_retry(self, server: _Server, now: float, jitter: float) -> None:
-        server.failures += 1
-        decision = decide(self._restart.retry, server.failures, now, None, jitter)
-        if isinstance(decision, RetryAt):
-            server.retry_at, server.gave_up = decision.at, False
-        else:
-            server.retry_at, server.gave_up = now + self._restart.cooldown, True
-
-    def _refusal(self, name: str, server: _Server, now: float) -> str:
-        reason = server.failure.message if server.failure else ""
-        if server.state is _S.DISABLED:
-            return f"server {name!r} is disabled ({server.entry.state_source})"
-        if server.state is _S.NEEDS_AUTH:
-            return f"server {name!r} needs authorization: {reason}"
-        if server.unsupported:
-            return f"server {name!r} failed: {reason}"
-        assert server.retry_at is not None
-        return (f"server {name!r} failed: {reason}; gave up after {server.failures} attempts,"
-                f" next try in {server.retry_at - now:.0f} s")
-
     def _check_list(self, name: str, kind: ListKind) -> None:
-        self._get(name)
+        self._table.get(name)
         if kind is ListKind.RESOURCE_READ:
             raise LocalProtocolError("a resource read is no list: store it with store_read()")
 
     def _know(self, name: str, kind: ListKind, items: Sequence[object]) -> None:
         """A listing of ``name`` names what the server offers now (cached or not)."""
         field, item_type = _KNOWN[kind]
-        setattr(self._servers[name], field, [item for item in items if isinstance(item, item_type)])
+        setattr(self._listed[name], field, [item for item in items if isinstance(item, item_type)])
         self._names = self._prompt_names = None  # rebuilt when next asked for
 
     def _bump(self, name: str, kind: ListKind) -> None:

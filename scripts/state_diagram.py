@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http11_connection, http_exchange, manager, session, websocket
+from mcp_sansio import http11_connection, http_exchange, manager_lifecycle, session, websocket
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -34,7 +34,8 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The client session", "mcp_sansio/session.py", rows(session.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
-    ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
+    ("A configured server in the host's manager", "mcp_sansio/manager_lifecycle.py",
+     rows(manager_lifecycle.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
     ("One HTTP exchange of the client's", "mcp_sansio/http_exchange.py",
      rows(http_exchange.EXCHANGE_TRANSITIONS)),

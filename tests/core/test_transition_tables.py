@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio import http11_connection, http_exchange, http_transport, manager, session, websocket
+from mcp_sansio import http11_connection, http_exchange, http_transport, manager_lifecycle, session, websocket
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 from mcp_sansio.hostconfig import Scope, ServerEntry, ServerState, StdioServerConfig
@@ -40,10 +40,12 @@ def _websocket_in(state: Any) -> Machine:
 def _manager_in(state: Any) -> Machine:
     entry = ServerEntry(name="a", config=StdioServerConfig(command="server"), scope=Scope.PROJECT,
                         source="/p/.mcp.json", state=ServerState.ENABLED, state_source="/p/.mcp.json")
-    core = manager.ServerManagerCore([entry], env={})
-    record = core._servers["a"]
+    table = manager_lifecycle.ServerTable([entry], env={}, transports=frozenset({"stdio"}),
+                                          restart=manager_lifecycle.RestartPolicy(), max_local=1,
+                                          max_remote=1, connect_timeout=30.0)
+    record = table.servers["a"]
     record.state = state
-    return (lambda trigger: core._advance(record, trigger)), lambda: record.state
+    return (lambda trigger: table._advance(record, trigger)), lambda: record.state
 
 
 def _exchange_in(state: Any) -> Machine:
@@ -67,7 +69,8 @@ TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Calla
      _session_in),
     ("websocket", websocket.TRANSITIONS, websocket.PEER_TRIGGERS, websocket.State,
      websocket.Trigger, _websocket_in),
-    ("manager", manager.TRANSITIONS, frozenset(), manager.ConnectionState, manager.Trigger,
+    ("manager", manager_lifecycle.TRANSITIONS, frozenset(), manager_lifecycle.ConnectionState,
+     manager_lifecycle.Trigger,
      _manager_in),
     ("http-exchange", http_exchange.EXCHANGE_TRANSITIONS, frozenset(), http_exchange.ExchangeStage,
      http_exchange.ExchangeTrigger, _exchange_in),
