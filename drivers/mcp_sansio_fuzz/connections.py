@@ -28,8 +28,8 @@ from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailur
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.framing import LineBuffer
 from mcp_sansio.fuzz.case import Expect, Replies, Step
-from mcp_sansio.fuzz.oracles import HttpAnswer, Received, Record
 from mcp_sansio.fuzz.peer import reply_for
+from mcp_sansio.fuzz.records import HttpAnswer, Received, Record
 from mcp_sansio.http11 import (
     ExchangeFailed,
     HttpPool,

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from mcp_sansio.fuzz.case import Expect, Step
-from mcp_sansio.fuzz.oracles import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 from mcp_sansio.fuzz.peer import answer_id
+from mcp_sansio.fuzz.records import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 
 from .connections import Connection
 

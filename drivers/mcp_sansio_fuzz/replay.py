@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 
 from mcp_sansio.fuzz.case import Replies, Step
-from mcp_sansio.fuzz.oracles import judge_memory
 from mcp_sansio.fuzz.rules import Finding
+from mcp_sansio.fuzz.run_oracles import judge_memory
 from mcp_sansio.fuzz.wire import renumbered
 
 from .execute import execute

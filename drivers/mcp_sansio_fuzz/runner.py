@@ -19,23 +19,14 @@ import msgspec
 
 from mcp_sansio.fuzz.case import Case, Check, Replies, Step
 from mcp_sansio.fuzz.latency import Latency
-from mcp_sansio.fuzz.oracles import (
-    Context,
-    HttpAnswer,
-    Received,
-    Record,
-    Sent,
-    TimedOut,
-    id_key,
-    judge,
-    judge_children,
-    judge_memory,
-    loose_id,
-)
+from mcp_sansio.fuzz.oracles import judge
 from mcp_sansio.fuzz.peer import answer_id
 from mcp_sansio.fuzz.plan import Planner
+from mcp_sansio.fuzz.plan_http import http_cases, http_fresh_cases
+from mcp_sansio.fuzz.records import Context, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES, Finding
+from mcp_sansio.fuzz.run_oracles import judge_children, judge_memory
 from mcp_sansio.fuzz.shrink import ddmin
 from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
 from mcp_sansio.fuzz.trace import dump_trace
@@ -119,7 +110,7 @@ class Fuzzer:
             # connection costs a process start on stdio), then the fresh cases, then more rounds.
             rounds = 0
             if http:  # over HTTP a fresh connection costs no process: the transport's own probes first
-                for case in planner.http_fresh_cases(other):
+                for case in http_fresh_cases(planner, other):
                     if not self._over():
                         self._fresh(case, planner)
             while not self._over():
@@ -151,7 +142,7 @@ class Fuzzer:
     def _http_cases(self, planner: Planner) -> list[Case]:
         auth = any(k.lower() == "authorization" for k in self.target.headers)
         endpoint = parse_url(self.target.url or "http://localhost/").target.split("?")[0]
-        return planner.http_cases(self.surface, auth=auth, endpoint=endpoint)
+        return http_cases(planner, self.surface, auth=auth, endpoint=endpoint)
 
     def _over(self) -> bool:
         return self._gone or time.monotonic() >= self._end

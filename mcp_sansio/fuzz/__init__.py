@@ -5,8 +5,9 @@ protocol model, oracles, shrinker and trace format. No I/O (the runner in
 
 from .case import Case, Check, Expect, Step
 from .errors import TraceError
-from .oracles import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut, judge
+from .oracles import judge
 from .plan import Planner
+from .records import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut
 from .rng import Rng
 from .rules import RULES, Finding, Rule
 from .schemacheck import schema_problems, validate

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from .case import Expect, Step
-from .oracles import Received, Record, Sent, id_key
+from .records import Received, Record, Sent, id_key
 from .wire import decode_json
 
 __all__ = ["Latency"]

@@ -19,7 +19,7 @@ import msgspec
 
 from .case import Step, encode
 from .errors import TraceError
-from .oracles import Received, Record, Sent
+from .records import Received, Record, Sent
 
 __all__ = ["FORMAT", "Trace", "TraceError", "dump_trace", "load_trace"]
 

@@ -21,7 +21,8 @@ from mcp_sansio.fuzz import (
     judge,
 )
 from mcp_sansio.fuzz.case import encode, message_step, raw_step
-from mcp_sansio.fuzz.oracles import judge_children, judge_memory, judge_tools, result_schema
+from mcp_sansio.fuzz.oracles import result_schema
+from mcp_sansio.fuzz.run_oracles import judge_children, judge_memory, judge_tools
 
 CTX = Context(version="2025-11-25")
 
