@@ -20,6 +20,7 @@ from typing import Final, Literal, assert_never
 
 from .auth import (
     AuthFailure,
+    AuthorizationPending,
     Authorized,
     AuthStep,
     Failed,
@@ -28,7 +29,6 @@ from .auth import (
     HttpStep,
     OAuthConfig,
     OAuthFlow,
-    Pending,
     Redirect,
     Token,
 )
@@ -270,7 +270,7 @@ class OAuthAuthorizer:
             reason = (FailureReason.INSUFFICIENT_SCOPE if step.reason is AuthFailure.INSUFFICIENT_SCOPE
                       else FailureReason.AUTHORIZATION_REQUIRED)
             port.fail(reason, f"authorization failed ({step.reason.value}): {message}", now)
-        elif isinstance(step, Pending):
+        elif isinstance(step, AuthorizationPending):
             pass  # the request stays held until the flow under way ends
         else:  # pragma: no cover
             assert_never(step)

@@ -3,7 +3,7 @@ protocol model, oracles, shrinker and trace format. No I/O (the runner in
 ``mcp_sansio_fuzz`` moves the bytes); entropy comes in as a seeded :class:`Rng`.
 """
 
-from .case import Case, Check, Expect, Step
+from .case import Case, CaseStep, Check, Expect
 from .errors import TraceError
 from .oracles import judge
 from .plan import Planner
@@ -31,7 +31,7 @@ __all__ = [
     "Rng",
     "Rule",
     "Sent",
-    "Step",
+    "CaseStep",
     "Surface",
     "TimedOut",
     "Trace",

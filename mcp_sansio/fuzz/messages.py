@@ -19,7 +19,7 @@ import msgspec
 
 from ..modern import request_meta, standard_headers
 from ..versions import VersionRules, rules_for
-from .case import Case, Check, Step, message_step
+from .case import Case, CaseStep, Check, message_step
 from .rng import Rng
 
 __all__ = ["CLIENT_CAPABILITIES", "CLIENT_INFO", "Messages"]
@@ -62,7 +62,7 @@ class Messages:
         request_id: object = _AUTO,
         capabilities: Mapping[str, object] | None = None,
         **fields: object,
-    ) -> Step:
+    ) -> CaseStep:
         """A request step; in the stateless era ``params._meta`` carries the version,
         ``capabilities`` (none by default) and client info."""
         rid = self.new_id() if request_id is _AUTO else request_id
@@ -88,7 +88,7 @@ class Messages:
         params: Mapping[str, object] | None = None,
         label: str | None = None,
         **fields: object,
-    ) -> Step:
+    ) -> CaseStep:
         """A notification step (no answer expected)."""
         message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -97,7 +97,7 @@ class Messages:
             fields["headers"] = (("mcp-protocol-version", self.version), *standard_headers(method, params))
         return message_step(message, label or method, **fields)
 
-    def ping(self) -> Step:
+    def ping(self) -> CaseStep:
         """The liveness probe: ``ping``, or ``server/discover`` where ping does not exist."""
         method = "ping" if self.rules.ping else "server/discover"
         return self.request(method, label=f"liveness {method}", check=Check.PING, timeout=self.ping_timeout)
@@ -107,7 +107,7 @@ class Messages:
         version: str | None = None,
         check: Check = Check.RESULT,
         capabilities: Mapping[str, object] | None = None,
-    ) -> list[Step]:
+    ) -> list[CaseStep]:
         """The handshake (``initialize`` then ``initialized``), or ``server/discover``."""
         if not self.rules.handshake:
             return [self.request("server/discover", check=check, timeout=10.0)]
@@ -123,11 +123,11 @@ class Messages:
         )
         return [init, self.notification("notifications/initialized")]
 
-    def list_page(self, method: str, cursor: str | None) -> Step:
+    def list_page(self, method: str, cursor: str | None) -> CaseStep:
         """One page of a list method."""
         return self.request(method, {"cursor": cursor} if cursor else None, check=Check.RESULT, timeout=10.0)
 
-    def case(self, name: str, *steps: Step) -> Case:
+    def case(self, name: str, *steps: CaseStep) -> Case:
         """A case of ``steps`` that ends with a liveness probe."""
         return Case(name=name, steps=(*steps, self.ping()))
 
@@ -141,7 +141,7 @@ class Messages:
         data: Callable[[bytes], bytes] | None = None,
         capabilities: Mapping[str, object] | None = None,
         **fields: object,
-    ) -> Step:
+    ) -> CaseStep:
         """A ``tools/call`` of ``tool`` with ``arguments`` (``data`` rewrites its bytes)."""
         name = str(tool.get("name"))
         fields = {"timeout": 5.0, "patient": True, **fields}
@@ -159,7 +159,7 @@ class Messages:
         )
         return step if data is None else msgspec.structs.replace(step, data=data(step.data))
 
-    def cancel(self, request_id: object, why: str) -> Step:
+    def cancel(self, request_id: object, why: str) -> CaseStep:
         """``notifications/cancelled`` for ``request_id``."""
         return self.notification(
             "notifications/cancelled",

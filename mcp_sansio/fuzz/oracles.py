@@ -21,7 +21,7 @@ import msgspec
 
 from ..modern import MISSING_CLIENT_CAPABILITY
 from ..versions import VERSIONS
-from .case import Check, Expect, Step
+from .case import CaseStep, Check, Expect
 from .records import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 from .rules import Finding
 from .run_oracles import judge_tools
@@ -69,7 +69,7 @@ def result_schema(schema: Mapping[str, object], method: str, version_modern: boo
 class _Judge:
     """One judgement: the indexes built from the records, and the findings so far."""
 
-    def __init__(self, steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> None:
+    def __init__(self, steps: Sequence[CaseStep], records: Sequence[Record], ctx: Context) -> None:
         self.steps = steps
         self.ctx = ctx
         self.findings: list[Finding] = []
@@ -280,7 +280,7 @@ class _Judge:
         elif rid is not None:
             self.add("unknown-response-id", None, f"a response with id {rid!r}, which no request carries")
 
-    def _step(self, index: int, step: Step) -> None:
+    def _step(self, index: int, step: CaseStep) -> None:
         answers = self.answers.get(index, [])
         status = self.http.get(index)
         if status is not None:
@@ -297,7 +297,7 @@ class _Judge:
             return
         self._check(index, step, answers[0][1])
 
-    def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
+    def _status(self, index: int, step: CaseStep, answer: HttpAnswer) -> None:
         if step.check in (Check.STATUS_403, Check.STATUS_401, Check.OTHER_PRINCIPAL):
             self._security(index, step, answer)
         elif step.check is Check.STATUS_400 and answer.status != 400:
@@ -312,7 +312,7 @@ class _Judge:
         ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
 
-    def _security(self, index: int, step: Step, answer: HttpAnswer) -> None:
+    def _security(self, index: int, step: CaseStep, answer: HttpAnswer) -> None:
         """Origin, authorization and session-binding checks (HTTP only)."""
         status = answer.status
         if step.check is Check.STATUS_403 and status < 400:
@@ -416,7 +416,7 @@ class _Judge:
             return False
         return not any(step.method == "initialize" for step in self.steps[:index])
 
-    def _unanswered(self, index: int, step: Step) -> None:
+    def _unanswered(self, index: int, step: CaseStep) -> None:
         if step.check in (
             Check.STATUS_400,
             Check.STATUS_404,
@@ -441,7 +441,7 @@ class _Judge:
             if waited < step.timeout - 0.05:  # a learnt wait: only a replay with the full one confirms
                 self.findings[-1] = msgspec.structs.replace(self.findings[-1], conclusive=False)
 
-    def _check(self, index: int, step: Step, answer: dict[str, object]) -> None:
+    def _check(self, index: int, step: CaseStep, answer: dict[str, object]) -> None:
         error = answer.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         result = answer.get("result")
@@ -483,7 +483,7 @@ class _Judge:
         if error is None and step.check in (Check.RESULT, Check.BOGUS_VERSION, Check.INVALID_ARGS):
             self._result(index, step, result)
 
-    def _cursor(self, index: int, step: Step, cursor: object) -> None:
+    def _cursor(self, index: int, step: CaseStep, cursor: object) -> None:
         """A ``nextCursor`` equal to a cursor this case already followed for the same list:
         following it goes round in a circle (or stays in place) for ever."""
         if not isinstance(cursor, str) or not cursor:
@@ -497,7 +497,7 @@ class _Judge:
             again = "the cursor it was asked with" if followed[-1] == index else "a cursor already followed"
             self.add("cursor-loop", index, f"{step.label}: nextCursor {cursor[:40]!r} is {again}")
 
-    def _result(self, index: int, step: Step, result: object) -> None:
+    def _result(self, index: int, step: CaseStep, result: object) -> None:
         tools = result.get("tools") if isinstance(result, dict) and step.method == "tools/list" else None
         if isinstance(tools, list):
             listed = [tool for tool in tools if isinstance(tool, dict)]
@@ -530,7 +530,7 @@ class _Judge:
             if misfits:
                 self.add("structured-content", index, f"{step.label}: {'; '.join(misfits[:3])}")
 
-    def _input_required(self, index: int, step: Step, result: Mapping[str, object]) -> None:
+    def _input_required(self, index: int, step: CaseStep, result: Mapping[str, object]) -> None:
         requests = result.get("inputRequests")
         if requests is None and result.get("requestState") is None:
             self.add(
@@ -573,7 +573,7 @@ def _counter(ids: Sequence[str]) -> bool:
     return len(heads) == 1 and all(0 < b - a <= 16 for a, b in itertools.pairwise(numbers))
 
 
-def _params(step: Step) -> dict[str, object]:
+def _params(step: CaseStep) -> dict[str, object]:
     try:
         message = _decode(step.data)
     except (msgspec.DecodeError, RecursionError):
@@ -582,15 +582,15 @@ def _params(step: Step) -> dict[str, object]:
     return params if isinstance(params, dict) else {}
 
 
-def _bogus(step: Step) -> object:
+def _bogus(step: CaseStep) -> object:
     return _params(step).get("protocolVersion")
 
 
-def _cursor_of(step: Step) -> object:
+def _cursor_of(step: CaseStep) -> object:
     return _params(step).get("cursor")
 
 
-def judge(steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> list[Finding]:
+def judge(steps: Sequence[CaseStep], records: Sequence[Record], ctx: Context) -> list[Finding]:
     """Every finding in one case's records, in the order found."""
     return _Judge(steps, records, ctx).run()
 

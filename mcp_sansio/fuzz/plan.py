@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from .case import Case, Check, Expect, Replies, Step, raw_step
+from .case import Case, CaseStep, Check, Expect, Replies, raw_step
 from .messages import CLIENT_CAPABILITIES, Messages
 from .peer import PLAUSIBLE_ANSWERS
 from .rng import Rng
@@ -139,7 +139,7 @@ class Planner(Messages):
             )
         return out
 
-    def follow_up(self, step: Step, answer: bytes) -> list[Step]:
+    def follow_up(self, step: CaseStep, answer: bytes) -> list[CaseStep]:
         """After an ``input_required`` answer to ``step``: the retry with answers to its
         ``inputRequests`` and a tampered ``requestState``, then the untampered state twice
         (a replay), then a liveness probe; nothing for any other answer."""

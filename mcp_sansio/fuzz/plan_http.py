@@ -12,7 +12,7 @@ from typing import Final
 
 import msgspec
 
-from .case import Case, Check, Expect, Step
+from .case import Case, CaseStep, Check, Expect
 from .messages import Messages
 from .surface import Surface
 from .values import valid_value
@@ -59,7 +59,7 @@ def http_cases(
     if auth:
         metadata = "/.well-known/oauth-protected-resource"
         lookups = [
-            Step(label=f"GET {path}", expect=Expect.NOTHING, http_method="GET", timeout=5.0, path=path)
+            CaseStep(label=f"GET {path}", expect=Expect.NOTHING, http_method="GET", timeout=5.0, path=path)
             for path in dict.fromkeys((metadata + endpoint.rstrip("/"), metadata))
         ]
         for label, token in (("without a token", ""), ("with a forged token", "Bearer fuzz-forged")):
@@ -159,7 +159,7 @@ def http_cases(
         out.append(
             msgs.case(
                 "forged Last-Event-ID",
-                Step(
+                CaseStep(
                     label="GET with a forged Last-Event-ID",
                     expect=Expect.NOTHING,
                     http_method="GET",
@@ -178,7 +178,7 @@ def http_fresh_cases(msgs: Messages, other: tuple[tuple[str, str], ...] = ()) ->
     deleted from one (both must get 403); session ids are judged for guessability."""
     if not msgs.rules.sessions or not msgs.rules.handshake:
         return []
-    delete = Step(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=5.0)
+    delete = CaseStep(label="DELETE the session", expect=Expect.NOTHING, http_method="DELETE", timeout=5.0)
     stale = msgspec.structs.replace(
         msgs.ping(), label="liveness on the deleted session", check=Check.STATUS_404
     )
@@ -207,7 +207,7 @@ def http_fresh_cases(msgs: Messages, other: tuple[tuple[str, str], ...] = ()) ->
         headers=(*ping.headers, *origin),
         check=Check.STATUS_403,
     )
-    kill = Step(
+    kill = CaseStep(
         label=f"DELETE A's session from Origin: {FOREIGN_ORIGIN}",
         expect=Expect.NOTHING,
         http_method="DELETE",
