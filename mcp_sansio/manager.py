@@ -15,10 +15,8 @@ connections, reads the clock and the entropy, and writes result files.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -33,7 +31,7 @@ from mcp_sansio.errors import (
     Unauthorized,
 )
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
-from mcp_sansio.listcache import ListCache, ListKey, ListKind, hint_ttl, kinds_invalidated_by
+from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager_lifecycle import (
     ConnectionState,
     ConnectPlan,
@@ -44,9 +42,9 @@ from mcp_sansio.manager_lifecycle import (
     ServerUnavailable,
     UseDecision,
 )
+from mcp_sansio.manager_lists import ServerLists
 from mcp_sansio.naming import ToolNamer, ToolNames, UnknownPromptName, UnknownToolName, servers_for
 from mcp_sansio.result_policy import KeptResult, ResultDecision, ResultPolicy, apply_result_policy
-from mcp_sansio.session import LIST_FIELDS
 from mcp_sansio.types import (
     CallToolResult,
     ContentBlock,
@@ -179,23 +177,6 @@ class ServerResourceTemplate(msgspec.Struct, frozen=True, kw_only=True):
 _S = ConnectionState
 
 
-@dataclasses.dataclass(slots=True)
-class _Listed:
-    """What one server listed last, of each kind (``None``: not listed yet)."""
-
-    tools: list[Tool] | None = None
-    prompts: list[Prompt] | None = None
-    resources: list[Resource] | None = None
-    templates: list[ResourceTemplate] | None = None
-
-
-_KNOWN: Final[Mapping[ListKind, tuple[str, type]]] = {
-    ListKind.TOOLS: ("tools", Tool),
-    ListKind.PROMPTS: ("prompts", Prompt),
-    ListKind.RESOURCES: ("resources", Resource),
-    ListKind.RESOURCE_TEMPLATES: ("templates", ResourceTemplate),
-}
-"""The ``_Listed`` field each kind of listing fills, and the type of its items."""
 
 
 def _check_timeout(timeout: float) -> None:
@@ -283,16 +264,11 @@ class ServerManagerCore:
         self.warnings: list[ExpansionWarning] = self._table.warnings
         """What ``${VAR}`` expansion could not fill, for the host to show."""
         self._servers = self._table.servers  # read here; moved by the table
-        self._listed = {name: _Listed() for name in self._servers}
-        self._notices: deque[str] = deque()  # see next_warning()
-        self._warned: set[str] = set()
-        bound = config.list_cache_entries
-        self._cache: ListCache[list[object]] = ListCache(max_entries_per_server=bound)
-        self._reads: ListCache[ReadResourceResult] = ListCache(max_entries_per_server=bound)
-        self._generations: dict[tuple[str, ListKind], int] = {}
-        self._relists: dict[tuple[str, ListKind], int] = {}  # stale listings fetched again in a row
-        self._names: ToolNames | None = None
-        self._prompt_names: ToolNames | None = None
+        self._lists = ServerLists(self._servers, max_entries_per_server=config.list_cache_entries,
+                                  max_relists=config.max_relists)
+        self._listed = self._lists.listed  # read here; filled by the listings
+        self._names: tuple[int, ToolNames] | None = None  # (ServerLists.known when built, names)
+        self._prompt_names: tuple[int, ToolNames] | None = None
 
     # --------------------------------------------------------------- status
 
@@ -394,135 +370,77 @@ class ServerManagerCore:
             LocalProtocolError: it was not connected, or ``jitter`` is outside [0, 1).
         """
         self._table.lose(name, failure, now)
-        self._invalidate_server(name, keep_public=True)
+        self._lists.invalidate_server(name, keep_public=True)
         self._table.schedule_retry(name, now, jitter)
 
     def close(self) -> None:
         """The host closed every connection: nothing is queued, connected or cached."""
         self._table.close()
         for name in self._servers:
-            self._invalidate_server(name)
+            self._lists.invalidate_server(name)
 
     # ----------------------------------------------------------------- lists
 
     def begin_list(self, name: str, kind: ListKind) -> int:
         """Note that a listing starts; pass the token to :meth:`store`."""
-        return self._generations.get((name, kind), 0)
+        return self._lists.begin_list(name, kind)
 
     def cached(self, name: str, kind: ListKind, now: float) -> list[object] | None:
         """The cached list of ``kind`` for ``name``, if any."""
-        return self._cache.get(ListKey(server=name, kind=kind), now)
+        return self._lists.cached(name, kind, now)
 
     def store(self, name: str, kind: ListKind, items: Sequence[object], token: int, now: float, *,
               ttl_ms: int | None = None, cache_scope: str | None = None) -> None:
-        """Cache a listing, unless a change notification or a loss made it stale meanwhile.
-
-        ``ttl_ms`` and ``cache_scope`` are the result's caching hints (see
-        :mod:`mcp_sansio.listcache`). A tools listing also becomes the server's known
-        tools (names, counts, routing), whether it is cached or not.
+        """Cache a listing, unless it is stale (see :meth:`ServerLists.store`).
 
         Raises:
             UnknownServer: no such server.
             LocalProtocolError: ``kind`` is ``RESOURCE_READ`` (see :meth:`store_read`).
         """
-        self._check_list(name, kind)
-        if token != self._generations.get((name, kind), 0):
-            return
-        key = ListKey(server=name, kind=kind)
-        self._cache.put(key, list(items), now, hint_ttl(ttl_ms), scope=cache_scope)
-        self._know(name, kind, items)
+        self._lists.store(name, kind, items, token, now, ttl_ms=ttl_ms, cache_scope=cache_scope)
 
     def store_result(self, name: str, kind: ListKind, result: msgspec.Struct | None, token: int,
                      now: float) -> list[object] | None:
-        """:meth:`store` a whole list result (``None``: the server has no such list) with
-        its caching hints, and return its items.
-
-        Returns:
-            ``None`` when a ``list_changed`` notification overtook the listing (it arrived
-            after :meth:`begin_list`): the list may predate the change, so the driver
-            fetches it again. After ``max_relists`` such listings in a row the last one is
-            returned and names the tools, uncached.
+        """:meth:`store` a whole list result and return its items, or ``None`` when a
+        ``list_changed`` notification overtook it (see :meth:`ServerLists.store_result`).
 
         Raises:
             UnknownServer: no such server.
             LocalProtocolError: ``kind`` is ``RESOURCE_READ``.
         """
-        self._check_list(name, kind)
-        items: list[object] = [] if result is None else list(getattr(result, LIST_FIELDS[kind.value]))
-        if kind is ListKind.TOOLS or kind is ListKind.PROMPTS:
-            items = self._first_of_each_name(name, kind, items)
-        relists = self._relists.pop((name, kind), 0)
-        if token != self._generations.get((name, kind), 0):
-            if relists < self._config.max_relists:
-                self._relists[name, kind] = relists + 1
-                return None
-            self._know(name, kind, items)
-            return items
-        self.store(name, kind, items, token, now, ttl_ms=getattr(result, "ttl_ms", None),
-                   cache_scope=getattr(result, "cache_scope", None))
-        return items
+        return self._lists.store_result(name, kind, result, token, now)
 
     def next_warning(self) -> str | None:
         """The next thing the host should log at WARNING (a server that listed a name
         twice), or ``None``; each is given once."""
-        return self._notices.popleft() if self._notices else None
-
-    def _first_of_each_name(self, name: str, kind: ListKind, items: list[object]) -> list[object]:
-        """``items`` without a second tool (or prompt) of a name: model APIs refuse two."""
-        seen: set[object] = set()
-        kept: list[object] = []
-        dropped: set[str] = set()
-        for item in items:
-            key = getattr(item, "name", None)
-            if key in seen:
-                dropped.add(str(key))
-                continue
-            seen.add(key)
-            kept.append(item)
-        if dropped:
-            noun = "tool" if kind is ListKind.TOOLS else "prompt"
-            again = ", ".join(repr(each) for each in sorted(dropped))
-            text = (f"server {name!r} listed the {noun} name{'s' if len(dropped) > 1 else ''} {again} more "
-                    f"than once: the first of each is used, the others are left out")
-            if text not in self._warned:
-                self._warned.add(text)
-                self._notices.append(text)
-        return kept
+        return self._lists.next_warning()
 
     def cached_read(self, name: str, uri: str, now: float) -> ReadResourceResult | None:
         """The cached ``resources/read`` of ``uri`` on ``name``, if still fresh."""
-        return self._reads.get(ListKey(server=name, kind=ListKind.RESOURCE_READ, uri=uri), now)
+        return self._lists.cached_read(name, uri, now)
 
     def store_read(self, name: str, uri: str, result: ReadResourceResult, token: int, now: float) -> None:
-        """Cache a ``resources/read`` for as long as its ``ttlMs`` says (a token from
-        ``begin_list(name, ListKind.RESOURCE_READ)``). A read without hints is not cached:
-        a resource may change without any notification."""
-        if token != self._generations.get((name, ListKind.RESOURCE_READ), 0):
-            return
-        ttl = hint_ttl(result.ttl_ms)
-        key = ListKey(server=name, kind=ListKind.RESOURCE_READ, uri=uri)
-        self._reads.put(key, result, now, 0.0 if ttl is None else ttl, scope=result.cache_scope)
+        """Cache a ``resources/read`` for as long as its ``ttlMs`` says (see
+        :meth:`ServerLists.store_read`)."""
+        self._lists.store_read(name, uri, result, token, now)
 
     def notification_received(self, name: str, method: str) -> None:
         """Drop the lists a ``notifications/*/list_changed`` from ``name`` makes stale, and
         its reads on ``notifications/resources/updated``."""
-        for kind in kinds_invalidated_by(method):
-            self._cache.invalidate(name, kind)
-            self._reads.invalidate(name, kind)
-            self._bump(name, kind)
+        self._lists.notification_received(name, method)
 
     # ----------------------------------------------------------------- tools
 
     def tool_names(self) -> ToolNames:
         """Model-facing names of every known tool, of connected servers and of servers
         that failed since they listed theirs (so their names survive a restart)."""
-        if self._names is None:
-            self._names = ToolNamer.build({
+        if self._names is None or self._names[0] != self._lists.known:
+            self._names = self._lists.known, ToolNamer.build({
                 name: [tool.name for tool in listed.tools]
                 for name, listed in self._listed.items()
                 if listed.tools is not None and self._servers[name].state is not _S.DISABLED
             })
-        return self._names
+        return self._names[1]
 
     def named_tools(self) -> list[NamedTool]:
         """Every tool of every connected server, under its model-facing name."""
@@ -548,13 +466,13 @@ class ServerManagerCore:
 
     def prompt_names(self) -> ToolNames:
         """Names of every known prompt (``mcp__<server>__<prompt>``), kept like the tools'."""
-        if self._prompt_names is None:
-            self._prompt_names = ToolNamer.build({
+        if self._prompt_names is None or self._prompt_names[0] != self._lists.known:
+            self._prompt_names = self._lists.known, ToolNamer.build({
                 name: [prompt.name for prompt in listed.prompts]
                 for name, listed in self._listed.items()
                 if listed.prompts is not None and self._servers[name].state is not _S.DISABLED
             }, kind="prompt")
-        return self._prompt_names
+        return self._prompt_names[1]
 
     def named_prompts(self) -> list[NamedPrompt]:
         """Every prompt of every connected server, under its model-facing name."""
@@ -670,26 +588,3 @@ class ServerManagerCore:
         return msgspec.structs.replace(result, content=msgspec.convert(blocks, list[ContentBlock]))
 
     # --------------------------------------------------------------- helpers
-
-    def _check_list(self, name: str, kind: ListKind) -> None:
-        self._table.get(name)
-        if kind is ListKind.RESOURCE_READ:
-            raise LocalProtocolError("a resource read is no list: store it with store_read()")
-
-    def _know(self, name: str, kind: ListKind, items: Sequence[object]) -> None:
-        """A listing of ``name`` names what the server offers now (cached or not)."""
-        field, item_type = _KNOWN[kind]
-        setattr(self._listed[name], field, [item for item in items if isinstance(item, item_type)])
-        self._names = self._prompt_names = None  # rebuilt when next asked for
-
-    def _bump(self, name: str, kind: ListKind) -> None:
-        self._generations[name, kind] = self._generations.get((name, kind), 0) + 1
-
-    def _invalidate_server(self, name: str, *, keep_public: bool = False) -> None:
-        for cache in (self._cache, self._reads):
-            if keep_public:
-                cache.invalidate_context(name)
-            else:
-                cache.invalidate_server(name)
-        for kind in ListKind:
-            self._bump(name, kind)
