@@ -32,6 +32,7 @@ __all__ = [
     "ExchangeKind",
     "ExchangeStage",
     "ExchangeTrigger",
+    "SSE",
     "is_error_response",
     "is_expiry",
     "resume_point",
@@ -42,6 +43,7 @@ __all__ = [
 # character. The server chose it; one the header cannot carry as it came is dropped.
 _EVENT_ID: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 _ERROR_EXCERPT: Final = 2048  # bytes of an error body kept for the message
+SSE: Final = "text/event-stream"
 
 
 class ExchangeKind(enum.Enum):
@@ -159,12 +161,22 @@ class Exchange:
         self.challenge = params
         return AuthorizationRequired(status=status, scheme=bearer.scheme if bearer else "", params=params)
 
-    def open_stream(self, max_event_bytes: int, now: float) -> SseParser:
-        """The response is an event stream, starting ``now``: its parser."""
-        self.sse = SseParser(max_event_bytes=max_event_bytes)
-        self.opened_at = now
-        self.delivered = False
-        return self.sse
+    def expect_body(self, content_type: str, max_event_bytes: int, now: float) -> None:
+        """The head came (``status`` is set): get ready for its body. A success's is an
+        event stream (starting ``now``) or a JSON answer, but a 202, a legacy POST's (the
+        answers come on the stream) and a DELETE's are not read; of an error's, the start
+        is kept for the message."""
+        if not 200 <= self.status < 300:
+            self.buffer = bytearray()
+            return
+        if self.kind is ExchangeKind.LEGACY_POST or self.kind is ExchangeKind.DELETE:
+            return
+        if content_type.split(";", 1)[0].strip().lower() == SSE:
+            self.sse = SseParser(max_event_bytes=max_event_bytes)
+            self.opened_at = now
+            self.delivered = False
+        elif self.status != 202 and self.kind is ExchangeKind.POST:
+            self.buffer = bytearray()
 
     def read_events(self, sse: SseParser, data: bytes) -> list[SseEvent]:
         """Parse one piece of the event stream; keep its resume point and ``retry``.

@@ -21,13 +21,12 @@ from . import modern
 from .errors import LocalProtocolError
 from .events import DiscardReason
 from .http11 import Header
-from .http_exchange import ExchangeKind
+from .http_exchange import SSE, ExchangeKind
 from .versions import VersionRules
 
-__all__ = ["RequestHeaders", "SSE"]
+__all__ = ["RequestHeaders"]
 
 _JSON: Final = "application/json"
-SSE: Final = "text/event-stream"
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 # Headers that identify or authorize us; never sent to another origin after a redirect.
 _PRIVATE: Final = frozenset({"authorization", "cookie", "proxy-authorization", "mcp-session-id"})

@@ -40,7 +40,7 @@ from .http_exchange import (
     visible_ascii,
 )
 from .http_exchanges import Authorizer, AuthPort, ExchangeTable
-from .http_headers import SSE, RequestHeaders
+from .http_headers import RequestHeaders
 from .http_session import HttpSessionState, legacy_endpoint
 from .proxy import ProxySettings
 from .session import ClientSession, Link, Phase
@@ -377,18 +377,9 @@ class HttpClient(SessionFront):
             sid = headers.get("mcp-session-id")
             if sid is not None and 200 <= status < 300:
                 self._state.session_id = visible_ascii(sid)
-        if 200 <= status < 300:
-            if ex.kind is ExchangeKind.LEGACY_POST or ex.kind is ExchangeKind.DELETE:
-                return  # nothing to read: legacy answers come on the stream
-            ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if ctype == SSE:
-                ex.open_stream(self.config.max_response_bytes, now)
-            elif status != 202 and ex.kind is ExchangeKind.POST:
-                ex.buffer = bytearray()
-            return
         if status in (401, 403):
             self._session.add_event(ex.challenged(status, headers.get("www-authenticate", "")))
-        ex.buffer = bytearray()  # keep the start of the error body, for the message
+        ex.expect_body(headers.get("content-type", ""), self.config.max_response_bytes, now)
 
     def _on_data(self, ex: Exchange, data: bytes, now: float) -> None:
         sse = ex.sse
