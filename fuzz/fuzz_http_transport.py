@@ -20,6 +20,7 @@ import sys
 import msgspec
 
 from mcp_sansio import ClientConfig
+from mcp_sansio.connections import CloseConnection, OpenConnection
 from mcp_sansio.events import (
     AuthorizationRequired,
     ConnectionTerminated,
@@ -31,7 +32,6 @@ from mcp_sansio.events import (
     PeerErrorReceived,
     ServerRequestReceived,
 )
-from mcp_sansio.http11 import CloseConnection, OpenConnection
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.types import ClientCapabilities, RootsCapability
 

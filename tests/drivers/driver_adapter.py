@@ -38,14 +38,8 @@ import mcp_sansio_sync.manager as sync_manager
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
-from mcp_sansio.manager import (
-    NamedPrompt,
-    NamedTool,
-    RestartPolicy,
-    ServerResource,
-    ServerResourceTemplate,
-    ServerStatus,
-)
+from mcp_sansio.manager import NamedPrompt, NamedTool, ServerResource, ServerResourceTemplate
+from mcp_sansio.manager_lifecycle import RestartPolicy, ServerStatus
 from mcp_sansio.result_policy import ResultPolicy
 from mcp_sansio.skills import LoadedSkill, Skill
 from mcp_sansio.types import (
