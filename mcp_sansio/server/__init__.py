@@ -22,6 +22,7 @@ from .authz import (
 from .config import CacheScope, ServerConfig
 from .context import (
     Answered,
+    AnswerPending,
     Ask,
     AskOutcome,
     ClientCapabilityMissing,
@@ -29,7 +30,6 @@ from .context import (
     Deferred,
     HandlerRuntime,
     InputRequired,
-    Pending,
     ToolError,
 )
 from .endpoint import Endpoint, ListKind
@@ -47,6 +47,7 @@ from .events import (
     ResourceReadReceived,
     ResourceSubscribed,
     ResourceUnsubscribed,
+    ServerEvent,
     ToolCallReceived,
 )
 from .registry import (
@@ -85,7 +86,7 @@ __all__ = [
     "InputRequired",
     "ListKind",
     "MCPServer",
-    "Pending",
+    "AnswerPending",
     "Phase",
     "Principal",
     "PromptGetReceived",
@@ -101,6 +102,7 @@ __all__ = [
     "ResourceSubscribed",
     "ResourceUnsubscribed",
     "ServerConfig",
+    "ServerEvent",
     "ServerSession",
     "StdioServer",
     "TaskSupport",

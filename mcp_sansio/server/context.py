@@ -57,7 +57,7 @@ __all__ = [
     "Deferred",
     "HandlerRuntime",
     "InputRequired",
-    "Pending",
+    "AnswerPending",
     "ToolError",
 ]
 
@@ -109,13 +109,13 @@ class Deferred(msgspec.Struct, frozen=True):
     key: str
 
 
-class Pending(msgspec.Struct, frozen=True):
+class AnswerPending(msgspec.Struct, frozen=True):
     """A request went to the client; ``AnswerReceived``/``AnswerFailed`` with ``ticket`` follows."""
 
     ticket: int
 
 
-AskOutcome = Answered | Deferred | Pending
+AskOutcome = Answered | Deferred | AnswerPending
 """What the core decided for one :class:`Ask`."""
 
 

@@ -19,10 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from ..errors import LocalProtocolError
-from ..events import Event
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
-from .events import CallOutcome
+from .events import CallOutcome, ServerEvent
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -67,7 +66,7 @@ class SessionHost(Protocol):
         """``session`` armed a deadline (a question to the client, a task)."""
         ...
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Queue ``event``."""
         ...
 
@@ -116,7 +115,7 @@ class SubHost:
         """``session`` armed a deadline: the server watches it."""
         self._server.timed(session)
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Queue ``event`` on the server."""
         self._server.emit(event)
 
@@ -153,7 +152,7 @@ class Endpoint(abc.ABC):
         self._next_id = 0
         self._timed: set[ServerSession] = set()  # sessions that armed a deadline since the last timeout
         self.wall_offset = wall_offset
-        self._events: deque[Event] = deque()
+        self._events: deque[ServerEvent] = deque()
         self._calls: dict[int, ServerSession] = {}
         self._tombstones: OrderedDict[int, None] = OrderedDict()
         self._next_call = 0
@@ -195,7 +194,7 @@ class Endpoint(abc.ABC):
         digest = hmac.new(self._entropy, f"{kind}/{self._next_id}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:24]).decode("ascii")
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Queue ``event`` for :meth:`next_event`."""
         self._events.append(event)
 
@@ -227,7 +226,7 @@ class Endpoint(abc.ABC):
 
     # ------------------------------------------------------------ driver side
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event, or ``None``."""
         events = self._events
         return events.popleft() if events else None

@@ -11,14 +11,22 @@ Events are frozen, keyword-only Structs (STYLE.md section 5); the shared client 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TypeAlias
 
 import msgspec
 
 from ..errors import ConnectionClosed, McpSansioError, RemoteProtocolError, RequestError, RequestTimeout
-from ..events import ErrorData, Event, FailureReason, RequestId
+from ..events import (
+    ConnectionTerminated,
+    ErrorData,
+    Event,
+    FailureReason,
+    MessageDiscarded,
+    NotificationReceived,
+    RequestId,
+)
 from ..types import ClientCapabilities, Implementation, LoggingLevel
-from .authz import Principal
+from .authz import Principal, TokenVerificationRequired
 from .registry import (
     RegisteredCompletion,
     RegisteredPrompt,
@@ -43,6 +51,7 @@ __all__ = [
     "ResourceReadReceived",
     "ResourceSubscribed",
     "ResourceUnsubscribed",
+    "ServerEvent",
     "ToolCallReceived",
 ]
 
@@ -229,3 +238,13 @@ class ResourceUnsubscribed(Event, frozen=True, kw_only=True):
     """No client of this connection wants updates of ``uri`` any more."""
 
     uri: str
+
+
+ServerEvent: TypeAlias = (
+    ToolCallReceived | PromptGetReceived | ResourceReadReceived | CompletionReceived | CallCancelled
+    | AnswerReceived | AnswerFailed | TokenVerificationRequired | ClientInitialized | ResourceSubscribed
+    | ResourceUnsubscribed | RequestAnswered | NotificationReceived | MessageDiscarded | ConnectionTerminated
+)
+"""Everything a server transport's ``next_event()`` can return: a closed union, so a runner's
+``match`` over it is checked for exhaustiveness (``assert_never``), as ``ClientEvent`` is for
+the client. The four ``HandlerCallReceived`` kinds are its only handler calls."""

@@ -25,7 +25,6 @@ from msgspec import UNSET, Raw, UnsetType
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
-from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
 from .authz import (
@@ -38,6 +37,7 @@ from .authz import (
     protected_resource_paths,
 )
 from .endpoint import Endpoint
+from .events import ServerEvent
 from .exchanges import HttpExchanges
 from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from .http_headers import (
@@ -459,7 +459,7 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ requests
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event, or ``None`` (a request that waited behind a response
         just sent, or a stream dropped while being written, is taken in first)."""
         self._pump(self._now)

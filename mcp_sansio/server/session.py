@@ -37,7 +37,7 @@ from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .authz import Principal
 from .calls import Call, CallKind
-from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending, ToolError
+from .context import Answered, AnswerPending, Ask, AskOutcome, ClientCapabilityMissing, Deferred, ToolError
 from .events import (
     ANSWERED,
     AnswerFailed,
@@ -336,12 +336,12 @@ class ServerSession:
             if answer is not None:
                 outcomes.append(Answered(answer))
             elif rec.task is not None:
-                outcomes.append(Pending(tasks.task_ask(self, rec, key, ask, now)))
+                outcomes.append(AnswerPending(tasks.task_ask(self, rec, key, ask, now)))
             elif rec.round is not None:
                 rec.round.pending[key] = ask
                 outcomes.append(Deferred(key))
             else:
-                outcomes.append(Pending(self._request(rec, ask, now)))
+                outcomes.append(AnswerPending(self._request(rec, ask, now)))
         return outcomes
 
     # ---------------------------------------------------------------- server-initiated traffic

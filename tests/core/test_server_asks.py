@@ -15,7 +15,7 @@ from mcp_sansio.server import (
     Ask,
     ClientCapabilityMissing,
     MCPServer,
-    Pending,
+    AnswerPending,
 )
 from mcp_sansio.types import ElicitResult, ListRootsResult, Root
 
@@ -35,7 +35,7 @@ def _ready(capabilities: dict[str, object] | None = None, **config: Any) -> tupl
 def test_an_elicitation_goes_out_as_a_request_of_the_server() -> None:
     server, call = _ready()
     [outcome] = server.ask(call, [Ask.elicit("Name?", {"type": "object"})], now=0.0)
-    assert outcome == Pending(ticket=1)
+    assert outcome == AnswerPending(ticket=1)
     assert take(server) == [{"jsonrpc": "2.0", "id": 1, "method": "elicitation/create",
                              "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}]
 
@@ -52,7 +52,7 @@ def test_the_answer_arrives_as_an_event_for_the_ticket() -> None:
 def test_several_questions_go_out_at_once() -> None:
     server, call = _ready()
     outcomes = server.ask(call, [Ask.sample("hi", max_tokens=5), Ask.list_roots()], now=0.0)
-    assert outcomes == [Pending(ticket=1), Pending(ticket=2)]
+    assert outcomes == [AnswerPending(ticket=1), AnswerPending(ticket=2)]
     first, second = take(server)
     assert first["method"] == "sampling/createMessage" and first["params"]["maxTokens"] == 5
     assert first["params"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "hi"}}]

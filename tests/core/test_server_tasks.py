@@ -18,7 +18,7 @@ from mcp_sansio.server import (
     CallCancelled,
     Context,
     MCPServer,
-    Pending,
+    AnswerPending,
     StdioServer,
     ToolCallReceived,
 )
@@ -205,7 +205,7 @@ def test_questions_of_a_task_wait_for_tasks_update() -> None:
     event, task_id = _started(server)
     asks = [Ask.elicit("Sure?", key="confirm"), Ask.elicit("Really?", key="again")]
     outcomes = server.ask(event.call, asks, now=2.0)
-    assert all(isinstance(o, Pending) for o in outcomes)
+    assert all(isinstance(o, AnswerPending) for o in outcomes)
     assert take(server) == []
     waiting = _get(server, task_id)["result"]
     assert waiting["status"] == "input_required"
