@@ -4,7 +4,7 @@ Decorators (or the ``add_*`` methods, for those who prefer plain calls) register
 resources, resource templates, prompts and completions. Registration is pure data: it
 reads signatures and docstrings, derives JSON Schemas with msgspec and records the function
 as an opaque reference. Serving is done by the sessions and transports of this package,
-driven by a driver (``mcp_sansio_asyncio.serve_stdio(app)``, ``app.asgi()``, ...) that
+driven by a driver (``mcp_sansio_asyncio.serve_stdio(app)``, ``mcp_sansio_asgi.AsgiApp(app)``, ...) that
 runs the handlers; one ``MCPServer`` serves any number of connections in both eras.
 """
 
@@ -489,16 +489,6 @@ class MCPServer:
         from .skills import add_skill
 
         return add_skill(self, files, path=path)
-
-    def asgi(self, **options: Any) -> Any:
-        """An ASGI 3 application serving this server over Streamable HTTP (under uvicorn,
-        hypercorn, granian, ...); ``options`` go to ``mcp_sansio_base.asgi.AsgiApp``.
-
-        The core defines no I/O: this imports the loop-neutral adapter from the drivers.
-        """
-        from importlib import import_module
-
-        return import_module("mcp_sansio_asgi").AsgiApp(self, **options)
 
 
 def _doc(fn: Callable[..., Any] | None) -> str | None:

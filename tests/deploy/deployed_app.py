@@ -12,6 +12,7 @@ import os
 import anyio
 
 from mcp_sansio import Context, MCPServer
+from mcp_sansio_asgi import AsgiApp
 
 app = MCPServer("deployed", version="1.0.0")
 
@@ -50,7 +51,7 @@ async def ask(ctx: Context) -> str:
 
 def _asgi() -> object:
     store = os.environ.get("MCP_SANSIO_STORE")
-    return app.asgi(store=store) if store else app.asgi()
+    return AsgiApp(app, store=store) if store else AsgiApp(app)
 
 
 asgi = _asgi()
