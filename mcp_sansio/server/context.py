@@ -27,6 +27,7 @@ import msgspec
 from ..errors import LocalProtocolError
 from ..types import (
     ClientCapabilities,
+    CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
     ElicitResult,
@@ -50,14 +51,17 @@ T = TypeVar("T")
 
 __all__ = [
     "Answered",
+    "AnswerPending",
     "Ask",
     "AskOutcome",
     "ClientCapabilityMissing",
     "Context",
     "Deferred",
+    "ElicitAsk",
     "HandlerRuntime",
     "InputRequired",
-    "AnswerPending",
+    "RootsAsk",
+    "SamplingAsk",
     "ToolError",
 ]
 
@@ -135,19 +139,19 @@ class Ask(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def elicit(cls, message: str, schema: Mapping[str, object] | type | None = None, *,
-               key: str | None = None) -> Ask:
+               key: str | None = None) -> ElicitAsk:
         """A form elicitation; ``schema`` is a JSON Schema object, or a Struct/dataclass/
         TypedDict type whose (flat, primitive) fields make the form."""
         requested = _form_schema(schema)
-        return cls(method="elicitation/create", key=key,
-                   params=ElicitRequestParams(message=message, requested_schema=requested))
+        return ElicitAsk(method="elicitation/create", key=key,
+                         params=ElicitRequestParams(message=message, requested_schema=requested))
 
     @classmethod
-    def elicit_url(cls, message: str, url: str, *, key: str | None = None) -> Ask:
+    def elicit_url(cls, message: str, url: str, *, key: str | None = None) -> ElicitAsk:
         """A URL elicitation: the user should open ``url`` (the core adds the id the
         handshake era needs)."""
-        return cls(method="elicitation/create", key=key,
-                   params=ElicitRequestParams(mode="url", message=message, url=url))
+        return ElicitAsk(method="elicitation/create", key=key,
+                         params=ElicitRequestParams(mode="url", message=message, url=url))
 
     @classmethod
     def sample(cls, messages: str | Sequence[SamplingMessage], *, max_tokens: int,
@@ -155,24 +159,43 @@ class Ask(msgspec.Struct, frozen=True, kw_only=True):
                stop_sequences: Sequence[str] | None = None,
                model_preferences: ModelPreferences | None = None,
                metadata: Mapping[str, object] | None = None, tools: Sequence[Tool] | None = None,
-               tool_choice: ToolChoice | None = None, key: str | None = None) -> Ask:
+               tool_choice: ToolChoice | None = None, key: str | None = None) -> SamplingAsk:
         """A sampling request; a plain string is one user message."""
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
-        from ..types import CreateMessageRequestParams
-
         params = CreateMessageRequestParams(
             messages=list(messages), max_tokens=max_tokens, system_prompt=system_prompt,
             temperature=temperature, stop_sequences=None if stop_sequences is None else list(stop_sequences),
             model_preferences=model_preferences, metadata=None if metadata is None else dict(metadata),
             tools=None if tools is None else list(tools), tool_choice=tool_choice,
         )
-        return cls(method="sampling/createMessage", key=key, params=params)
+        return SamplingAsk(method="sampling/createMessage", key=key, params=params)
 
     @classmethod
-    def list_roots(cls, *, key: str | None = None) -> Ask:
+    def list_roots(cls, *, key: str | None = None) -> RootsAsk:
         """A ``roots/list`` request."""
-        return cls(method="roots/list", key=key, params=RequestParams())
+        return RootsAsk(method="roots/list", key=key, params=RequestParams())
+
+
+class ElicitAsk(Ask, frozen=True, kw_only=True):
+    """An ``elicitation/create`` question (:meth:`Ask.elicit`, :meth:`Ask.elicit_url`); the
+    client answers an ``ElicitResult``."""
+
+    params: ElicitRequestParams
+
+
+class SamplingAsk(Ask, frozen=True, kw_only=True):
+    """A ``sampling/createMessage`` question (:meth:`Ask.sample`); the client answers a
+    ``CreateMessageResult``."""
+
+    params: CreateMessageRequestParams
+
+
+class RootsAsk(Ask, frozen=True, kw_only=True):
+    """A ``roots/list`` question (:meth:`Ask.list_roots`); the client answers a
+    ``ListRootsResult``."""
+
+    params: RequestParams
 
 
 class HandlerRuntime(Protocol):

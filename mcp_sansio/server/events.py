@@ -11,6 +11,7 @@ Events are frozen, keyword-only Structs (STYLE.md section 5); the shared client 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final, TypeAlias
 
 import msgspec
@@ -25,7 +26,14 @@ from ..events import (
     NotificationReceived,
     RequestId,
 )
-from ..types import ClientCapabilities, Implementation, LoggingLevel
+from ..types import (
+    ClientCapabilities,
+    CreateMessageResult,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+)
 from .authz import Principal, TokenVerificationRequired
 from .registry import (
     RegisteredCompletion,
@@ -37,9 +45,11 @@ from .registry import (
 from .signature import HandlerSignature
 
 __all__ = [
+    "ANSWERED",
+    "ANSWER_TYPES",
     "AnswerFailed",
     "AnswerReceived",
-    "ANSWERED",
+    "AnswerResult",
     "CallCancelled",
     "CallOutcome",
     "ClientInitialized",
@@ -188,13 +198,25 @@ class CallCancelled(Event, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+AnswerResult: TypeAlias = ElicitResult | CreateMessageResult | ListRootsResult
+"""What a client answers a server's question with."""
+
+ANSWER_TYPES: Final[Mapping[str, type[AnswerResult]]] = MappingProxyType({
+    "elicitation/create": ElicitResult,
+    "sampling/createMessage": CreateMessageResult,
+    "roots/list": ListRootsResult,
+})
+"""The one place pairing each question a server may ask with the type of its answer."""
+
+
 class AnswerReceived(Event, frozen=True, kw_only=True):
     """The client answered the question ``ticket`` (a server->client request of the
-    handshake era, or a task's input request) with ``result``, typed by method."""
+    handshake era, or a task's input request) with ``result``, typed by method
+    (:data:`ANSWER_TYPES`)."""
 
     ticket: int
     method: str
-    result: msgspec.Struct
+    result: AnswerResult
 
 
 class AnswerFailed(Event, frozen=True, kw_only=True):

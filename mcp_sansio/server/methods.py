@@ -21,7 +21,6 @@ from ..errors import LocalProtocolError
 from ..events import RequestId
 from ..modern import MISSING_CLIENT_CAPABILITY, DiscoverResult
 from ..types import (
-    RESULT_TYPES,
     CompleteResult,
     Completion,
     ElicitRequestParams,
@@ -41,6 +40,7 @@ from .authz import Principal
 from .calls import Call, CallKind, Round
 from .context import Ask, ClientCapabilityMissing
 from .events import (
+    ANSWER_TYPES,
     ClientInitialized,
     CompletionReceived,
     PromptGetReceived,
@@ -483,7 +483,7 @@ def known_answer(rnd: Round, key: str, method: str) -> msgspec.Struct | None:
     if answer is None:
         return None
     try:
-        result: msgspec.Struct = msgspec.convert(answer, RESULT_TYPES[method])
+        result: msgspec.Struct = msgspec.convert(answer, ANSWER_TYPES[method])
     except msgspec.ValidationError:
         return None  # a malformed answer is asked again (MRTR "Error Handling")
     rnd.used[key] = answer

@@ -32,13 +32,14 @@ from ..events import (
 )
 from ..jsonrpc import Envelope, Kind
 from ..modern import MISSING_CLIENT_CAPABILITY, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION
-from ..types import NOTIFICATION_PARAMS, RESULT_TYPES, ClientCapabilities, Implementation, LoggingLevel
+from ..types import NOTIFICATION_PARAMS, ClientCapabilities, Implementation, LoggingLevel
 from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import methods, tasks
 from .authz import Principal
 from .calls import Call, CallKind
 from .context import Answered, AnswerPending, Ask, AskOutcome, ClientCapabilityMissing, Deferred, ToolError
 from .events import (
+    ANSWER_TYPES,
     ANSWERED,
     AnswerFailed,
     AnswerReceived,
@@ -79,7 +80,7 @@ _MODERN_STATUS: Final[Mapping[int, int]] = {
 _BAD_MESSAGE: Final = 400
 _BAD_CODES: Final = frozenset({jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST})
 _NO_CAPABILITIES: Final = ClientCapabilities()
-_RESULT_DECODERS: Final = {method: msgspec.json.Decoder(tp) for method, tp in RESULT_TYPES.items()}
+_ANSWER_DECODERS: Final = {method: msgspec.json.Decoder(tp) for method, tp in ANSWER_TYPES.items()}
 _CANCEL_DECODER: Final = msgspec.json.Decoder(CancelParams)
 _UNKNOWN: Final = methods.MethodSpec(msgspec.json.Decoder(Params), None, None)
 
@@ -531,7 +532,7 @@ class ServerSession:
             return
         assert isinstance(env.result, Raw)  # classify() guarantees it
         try:
-            result = _RESULT_DECODERS[out.method].decode(env.result)
+            result = _ANSWER_DECODERS[out.method].decode(env.result)
         except (msgspec.DecodeError, RecursionError) as exc:
             self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method,
                                         reason=FailureReason.INVALID_RESULT,

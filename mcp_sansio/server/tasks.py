@@ -23,11 +23,10 @@ import msgspec
 from .. import jsonrpc
 from ..errors import LocalProtocolError
 from ..modern import MISSING_CLIENT_CAPABILITY
-from ..types import RESULT_TYPES
 from .app import TASKS_EXTENSION
 from .calls import Call, CallKind
 from .context import Ask
-from .events import AnswerReceived
+from .events import ANSWER_TYPES, AnswerReceived
 from .wire import TaskParams, TaskUpdateParams
 
 if TYPE_CHECKING:
@@ -236,7 +235,7 @@ def tasks_update(session: ServerSession, req: Request, now: float) -> None:
             continue
         ticket, ask = entry
         try:
-            result = msgspec.convert(answer, RESULT_TYPES[ask.method])
+            result = msgspec.convert(answer, ANSWER_TYPES[ask.method])
         except msgspec.ValidationError:
             continue  # not an answer to that question: it stays open
         del task.pending[key]

@@ -11,11 +11,12 @@ from mcp_sansio import ConnectionClosed, FailureReason, LocalProtocolError, Requ
 from mcp_sansio.errors import RemoteProtocolError
 from mcp_sansio.server import (
     AnswerFailed,
+    AnswerPending,
     AnswerReceived,
     Ask,
     ClientCapabilityMissing,
+    HandlerCallReceived,
     MCPServer,
-    AnswerPending,
 )
 from mcp_sansio.types import ElicitResult, ListRootsResult, Root
 
@@ -28,8 +29,8 @@ def _ready(capabilities: dict[str, object] | None = None, **config: Any) -> tupl
     server = server_for(app, **config)
     handshake(server, capabilities=ALL if capabilities is None else capabilities)
     send(server, request(1, "tools/call", {"name": "t"}))
-    [event] = take_events(server)
-    return server, event.call  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    return server, event.call
 
 
 def test_an_elicitation_goes_out_as_a_request_of_the_server() -> None:
@@ -75,11 +76,11 @@ def test_a_form_schema_can_come_from_a_type() -> None:
         age: int = 0
 
     ask = Ask.elicit("Who?", Person)
-    assert ask.params.requested_schema == {  # type: ignore[attr-defined]
+    assert ask.params.requested_schema == {
         "type": "object", "required": ["name"],
         "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}}}
     empty = Ask.elicit("Empty?").params
-    assert empty.requested_schema == {"type": "object", "properties": {}}  # type: ignore[attr-defined]
+    assert empty.requested_schema == {"type": "object", "properties": {}}
 
 
 def test_sampling_options_reach_the_request() -> None:
@@ -90,8 +91,8 @@ def test_sampling_options_reach_the_request() -> None:
                      model_preferences=ModelPreferences(speed_priority=1.0), metadata={"a": 1}, tools=[],
                      tool_choice=ToolChoice(mode="auto"), key="k")
     params = ask.params
-    assert ask.key == "k" and params.stop_sequences == ["x"] and params.metadata == {"a": 1}  # type: ignore[attr-defined]
-    assert params.tools == [] and params.system_prompt == "sys"  # type: ignore[attr-defined]
+    assert ask.key == "k" and params.stop_sequences == ["x"] and params.metadata == {"a": 1}
+    assert params.tools == [] and params.system_prompt == "sys"
 
 
 @pytest.mark.parametrize(("capabilities", "ask", "required"), [

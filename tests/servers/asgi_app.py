@@ -48,8 +48,8 @@ async def sleep(seconds: float) -> str:
 
 # ASGI_APP_PUBLIC=1: as deployed behind a public name (no Host allow-list, no allowed origins).
 PUBLIC = os.environ.get("ASGI_APP_PUBLIC") == "1"
-asgi = AsgiApp(app, secret=b"shared by every worker 0123456789",
-                **({"config": HttpConfig()} if PUBLIC else {}))
+SECRET = b"shared by every worker 0123456789"
+asgi = AsgiApp(app, secret=SECRET, config=HttpConfig()) if PUBLIC else AsgiApp(app, secret=SECRET)
 
 
 def main() -> None:
