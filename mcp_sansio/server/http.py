@@ -50,7 +50,6 @@ from .http_headers import (
     standard_mismatch,
 )
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
-from .phases import Phase
 from .session import ServerSession, invalid_utf8
 from .stores import (
     INBOX_STREAM,
@@ -825,8 +824,8 @@ class HttpServer(Endpoint):
         legacy.owner = None if principal is None else principal.identity
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
-        legacy.session.session_id = session_id
+        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base,
+                                       session_id=session_id)
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
         return legacy
@@ -885,13 +884,11 @@ class HttpServer(Endpoint):
         legacy.owner = owner
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
-        session.session_id = session_id
-        session.phase = Phase.READY
-        session.protocol_version = record.protocol_version
-        session.rules = VERSIONS.get(record.protocol_version)
-        session.client_info, session.client_capabilities = record.client_info, record.client_capabilities
-        session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
+        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base,
+                                                 session_id=session_id)
+        session.handshake.resume(protocol_version=record.protocol_version, client_info=record.client_info,
+                                 client_capabilities=record.client_capabilities, log_level=record.log_level,
+                                 subscriptions=set(record.subscriptions))
         legacy.saved = record
         self._legacy[session_id] = legacy
         self._peer_sessions[None] += 1
@@ -899,7 +896,7 @@ class HttpServer(Endpoint):
 
     def _remember(self, legacy: Legacy) -> None:
         """Keep the session's identity in the store when it changed."""
-        session = legacy.session
+        session = legacy.session.handshake
         if session.protocol_version is None or session.client_info is None:
             return
         record = SessionRecord(

@@ -51,7 +51,7 @@ from .events import (
 )
 from .mrtr import InvalidRequestState, SealedState, binding_digest, seal, unseal
 from .paging import page
-from .phases import Trigger
+from .phases import Phase
 from .registry import RegisteredResource
 from .results import completion_result, error_tool_result
 from .wire import (
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from .endpoint import ListKind
     from .session import ServerSession
 
-__all__ = ["METHODS", "Listen", "MethodSpec", "Outbound", "Request"]
+__all__ = ["METHODS", "Listen", "MethodSpec", "Request"]
 
 
 class Request(NamedTuple):
@@ -91,15 +91,6 @@ class Request(NamedTuple):
     modern: bool
     now: float
     principal: Principal | None = None
-
-
-class Outbound(msgspec.Struct, kw_only=True):
-    """A request we sent the client (handshake era), awaiting its answer."""
-
-    ticket: int
-    method: str
-    call: int
-    deadline: float
 
 
 class Listen(msgspec.Struct, kw_only=True):
@@ -129,9 +120,7 @@ def _initialize(session: ServerSession, req: Request, now: float) -> None:
     versions = session.config.protocol_versions
     version = params.protocol_version if params.protocol_version in versions else versions[0]
     rules = VERSIONS[version]
-    session.protocol_version, session.rules = version, rules
-    session.client_info, session.client_capabilities = params.client_info, params.capabilities
-    session.advance(Trigger.RECV_INITIALIZE)
+    session.handshake.initialize(version, rules, params.client_info, params.capabilities)
     app = session.app
     session.answer(req, InitializeResult(protocol_version=version, capabilities=app.capabilities(rules),
                                          server_info=app.info, instructions=app.instructions))
@@ -139,11 +128,12 @@ def _initialize(session: ServerSession, req: Request, now: float) -> None:
 
 def initialized(session: ServerSession) -> None:
     """``notifications/initialized`` moved the phase: the handshake is complete."""
-    assert session.protocol_version is not None and session.client_info is not None  # set by initialize
-    session.host.emit(ClientInitialized(protocol_version=session.protocol_version,
-                                        client_info=session.client_info,
-                                        capabilities=session.client_capabilities,
-                                        session_id=session.session_id))
+    agreed = session.handshake
+    assert agreed.protocol_version is not None and agreed.client_info is not None  # set by initialize
+    session.host.emit(ClientInitialized(protocol_version=agreed.protocol_version,
+                                        client_info=agreed.client_info,
+                                        capabilities=agreed.client_capabilities,
+                                        session_id=agreed.session_id))
 
 
 def _ping(session: ServerSession, req: Request, now: float) -> None:
@@ -373,7 +363,7 @@ def _complete(session: ServerSession, req: Request, now: float) -> None:
 
 def _set_level(session: ServerSession, req: Request, now: float) -> None:
     params: SetLevelParams = req.params
-    session.log_level = params.level
+    session.handshake.set_log_level(params.level)
     session.answer(req, EmptyResult())
 
 
@@ -383,19 +373,19 @@ def _subscribe(session: ServerSession, req: Request, now: float) -> None:
     if session.app.registry.find_resource(uri) is None:
         session.reject(req, req.rules.resource_not_found, "Resource not found", {"uri": uri})
         return
-    if uri not in session.subscriptions:
-        if len(session.subscriptions) >= session.config.max_subscriptions:
+    if uri not in session.handshake.subscriptions:
+        if len(session.handshake.subscriptions) >= session.config.max_subscriptions:
             session.reject(req, jsonrpc.INTERNAL_ERROR, "too many subscriptions")
             return
-        session.subscriptions.add(uri)
+        session.handshake.subscribe(uri)
         session.host.emit(ResourceSubscribed(uri=uri))
     session.answer(req, EmptyResult())
 
 
 def _unsubscribe(session: ServerSession, req: Request, now: float) -> None:
     params: UriParams = req.params
-    if params.uri in session.subscriptions:
-        session.subscriptions.discard(params.uri)
+    if params.uri in session.handshake.subscriptions:
+        session.handshake.unsubscribe(params.uri)
         session.host.emit(ResourceUnsubscribed(uri=params.uri))
     session.answer(req, EmptyResult())
 
@@ -416,7 +406,7 @@ def _listen(session: ServerSession, req: Request, now: float) -> None:
         resources_list_changed=True if asked.resources_list_changed and caps.resources else None,
         resource_subscriptions=asked.resource_subscriptions if caps.resources else None,
     )
-    session.listens[req.key] = Listen(request_id=req.request_id, channel=req.channel, filter=honored)
+    session.listen(req.key, Listen(request_id=req.request_id, channel=req.channel, filter=honored))
     ack = {"_meta": {SUBSCRIPTION_ID_KEY: req.request_id}, "notifications": honored}
     message = jsonrpc.encode_notification("notifications/subscriptions/acknowledged", ack)
     session.host.send(req.channel, message)
@@ -425,8 +415,8 @@ def _listen(session: ServerSession, req: Request, now: float) -> None:
 def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
     """Tell ``session``'s client the ``kind`` list changed, in whichever era it listens."""
     method = f"notifications/{kind}/list_changed"
-    rules = session.rules
-    ready = session.phase is session.phase.READY and rules is not None
+    rules = session.handshake.rules
+    ready = session.handshake.phase is Phase.READY and rules is not None
     if ready and getattr(session.app.capabilities(rules), kind) is not None:  # type: ignore[arg-type]
         session.host.send(None, jsonrpc.encode_notification(method, None))
     wanted = f"{kind}_list_changed"
@@ -437,7 +427,7 @@ def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
 
 def notify_resource_updated(session: ServerSession, uri: str) -> None:
     """Tell ``session``'s client ``uri`` changed, if it subscribed to it."""
-    if uri in session.subscriptions:
+    if uri in session.handshake.subscriptions:
         session.host.send(None, jsonrpc.encode_notification("notifications/resources/updated", {"uri": uri}))
     for listen in session.listens.values():
         if uri in (listen.filter.resource_subscriptions or ()):

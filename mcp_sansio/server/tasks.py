@@ -133,7 +133,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message
     task.owner = None if rec.info.principal is None else rec.info.principal.identity
-    session.tasks[task_id] = task
+    session.add_task(task)
     session.host.timed(session)
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
@@ -173,7 +173,7 @@ def finish(session: ServerSession, rec: Call, now: float, result: object = None,
 def expire(session: ServerSession, now: float) -> None:
     """Forget the tasks whose time is up (cancelling any still running)."""
     for task in [t for t in session.tasks.values() if t.expires_at <= now]:
-        del session.tasks[task.task_id]
+        session.drop_task(task.task_id)
         if task.call is not None:
             session.cancel_call(task.call, "the task expired")
 

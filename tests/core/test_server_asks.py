@@ -208,7 +208,7 @@ def test_closing_fails_questions_of_finished_work() -> None:
     server, call = _ready()
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
-    rec = session.calls.pop(call)  # the call record is gone, its question is not
+    rec = session._calls.pop(call)  # the call record is gone, its question is not (no public path)
     session.close(1.0)
     failed = [e for e in take_events(server) if isinstance(e, AnswerFailed)]
     assert len(failed) == 1 and isinstance(failed[0].to_exception(), ConnectionClosed)
@@ -220,7 +220,7 @@ def test_a_timed_out_question_of_a_finished_call_is_cancelled_on_no_channel() ->
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
     take(server)
-    session.calls.pop(call)
+    session._calls.pop(call)  # a finished call whose question outlived it (no public path)
     server.handle_timeout(5.0)
     assert take(server)[0]["method"] == "notifications/cancelled"
 
@@ -230,6 +230,6 @@ def test_a_failed_answer_to_a_finished_call_is_still_reported() -> None:
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
     take(server)
-    session.calls.pop(call)
+    session._calls.pop(call)  # a finished call whose question outlived it (no public path)
     send(server, {"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "x"}})
     assert isinstance(take_events(server)[0], AnswerFailed)
