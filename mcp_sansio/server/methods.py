@@ -34,7 +34,7 @@ from ..types import (
     ReadResourceResult,
     ResourceContents,
 )
-from ..versions import VERSIONS, VersionRules
+from ..versions import LATEST_VERSION, VERSIONS, VersionRules
 from . import skills, tasks
 from .authz import Principal
 from .calls import Call, CallKind, Round
@@ -44,6 +44,7 @@ from .events import (
     ClientInitialized,
     CompletionReceived,
     PromptGetReceived,
+    RequestInfo,
     ResourceReadReceived,
     ResourceSubscribed,
     ResourceUnsubscribed,
@@ -208,7 +209,7 @@ def _list_templates(session: ServerSession, req: Request, now: float) -> None:
 def _start(session: ServerSession, req: Request, kind: CallKind, rnd: Round | None,
            state: Mapping[str, object]) -> Call:
     """Record a call for ``req`` and return it (its event is the caller's to emit)."""
-    info = session.info_for(req)
+    info = request_info(session, req)
     if state:
         info = msgspec.structs.replace(info, state=state)
     rec = Call(session.host.new_call(session), req.request_id, req.channel, req.key, info, req.rules, kind)
@@ -541,3 +542,26 @@ METHODS: Final[Mapping[str, MethodSpec]] = {
     "skills/get": MethodSpec(_decoder(UriParams), skills.get_skill, skills.get_skill),
 }
 """Method -> params decoder and handlers (handshake era, stateless era)."""
+
+
+def request_info(session: ServerSession, request: Request) -> RequestInfo:
+    """What a handler learns of ``request``: its own ``_meta`` in the stateless era, what
+    the handshake agreed in the other."""
+    meta = request.params.meta
+    if request.modern:
+        assert meta is not None and meta.client_capabilities is not None  # checked on receipt
+        return RequestInfo(
+            request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
+            modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
+            progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
+            trace_context=meta.trace_context(),
+        )
+    agreed = session.handshake
+    return RequestInfo(
+        request_id=request.request_id, method=request.method,
+        protocol_version=agreed.protocol_version or LATEST_VERSION, modern=False,
+        client_info=agreed.client_info, client_capabilities=agreed.client_capabilities,
+        progress_token=None if meta is None else meta.progress_token, log_level=agreed.log_level,
+        session_id=agreed.session_id, principal=request.principal,
+        trace_context=None if meta is None else meta.trace_context(),
+    )

@@ -33,17 +33,15 @@ from ..jsonrpc import Envelope, Kind
 from ..modern import MISSING_CLIENT_CAPABILITY, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION
 from ..types import NOTIFICATION_PARAMS, LoggingLevel
 from ..versions import LATEST_VERSION, VERSIONS, VersionRules
-from . import methods, tasks
+from . import methods, replies, tasks
 from .authz import Principal
 from .calls import Call, CallKind
 from .context import Answered, AnswerPending, Ask, AskOutcome, ClientCapabilityMissing, Deferred, ToolError
 from .events import (
-    ANSWERED,
     AnswerFailed,
     CallCancelled,
     CallOutcome,
     RequestAnswered,
-    RequestInfo,
 )
 from .handshake import Handshake
 from .phases import Phase, Trigger
@@ -70,33 +68,8 @@ _LOG_ORDER: Final[Mapping[str, int]] = {
     name: i for i, name in
     enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
 }
-# HTTP status of an error response on its own (2026-07-28 "Streamable HTTP": an unknown
-# method is 404, an unsupported version or missing capability 400, as is a request
-# missing its _meta, which passes its status itself). A message that is no valid request
-# is 400 in every era; any other JSON-RPC error is the result of a 200 exchange.
-_MODERN_STATUS: Final[Mapping[int, int]] = {
-    jsonrpc.METHOD_NOT_FOUND: 404, MISSING_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
-_BAD_MESSAGE: Final = 400
-_BAD_CODES: Final = frozenset({jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST})
 _CANCEL_DECODER: Final = msgspec.json.Decoder(CancelParams)
 _UNKNOWN: Final = methods.MethodSpec(msgspec.json.Decoder(Params), None, None)
-
-
-def _is_modern(raw: bytes | Raw) -> bool:
-    """Whether params the method's own decoder refused still name a stateless-era version."""
-    try:
-        meta = _UNKNOWN.decoder.decode(raw).meta
-    except (msgspec.DecodeError, RecursionError):
-        return False
-    return meta is not None and meta.protocol_version is not None
-
-
-def _status(code: int, modern: bool) -> int:
-    """The HTTP status of an error response with ``code`` in an era."""
-    if code in _BAD_CODES:
-        return _BAD_MESSAGE
-    return _MODERN_STATUS.get(code, 200) if modern else 200
 
 
 class ServerSession:
@@ -277,7 +250,7 @@ class ServerSession:
             result = read_result(rec.uri, rec.mime_type, value)
         else:
             result = completion_result(value)
-        outcome = _outcome_of(result)
+        outcome = replies.outcome_of(result)
         if rec.task is not None:
             self.finish_call(rec)
             tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
@@ -324,7 +297,7 @@ class ServerSession:
                 "code": code, "message": message, "data": data}
             tasks.finish(self, rec, now, error=error)
         else:
-            self._deliver(rec, encoded, _status(code, rec.info.modern), now)
+            self._deliver(rec, encoded, replies.status(code, rec.info.modern), now)
         return CallOutcome(error_code=code, message=message)
 
     def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
@@ -429,7 +402,7 @@ class ServerSession:
         try:
             params = spec.decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError) as exc:
-            if spec.modern is None and _is_modern(raw):  # a method the stateless era removed
+            if spec.modern is None and replies.names_a_version(raw):  # a method the stateless era removed
                 self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now,
                            modern=True)
             else:
@@ -612,7 +585,7 @@ class ServerSession:
         """Answer request ``rid`` on ``channel`` with a JSON-RPC error; ``status`` (the HTTP
         status of the exchange) follows from the code and era unless given."""
         if status is None:
-            status = _status(code, modern)
+            status = replies.status(code, modern)
         self.host.finish(channel, jsonrpc.encode_error(rid, code, message, data), status, now)
 
     def reject(self, request: methods.Request, code: int, message: str, data: object = None) -> None:
@@ -643,41 +616,9 @@ class ServerSession:
     def encode_result(self, rid: RequestId, result: msgspec.Struct | dict[str, object],
                       rules: VersionRules | None, *, cache: tuple[int, str] | None = None,
                       result_type: str = "complete") -> bytes:
-        """The response for ``result``; a stateless-era result (``rules`` given) gets
-        ``resultType``, the server's identity in ``_meta`` and, when ``cache`` gives them,
-        the caching hints ``ttlMs`` and ``cacheScope``."""
-        if rules is None or not rules.cache_hints:
-            return jsonrpc.encode_result(rid, result)
-        body = result if isinstance(result, dict) else msgspec.to_builtins(result)
-        assert isinstance(body, dict)  # every result is an object
-        body["resultType"] = result_type
-        if self.config.server_info_in_results:
-            meta = body.get("_meta")
-            body["_meta"] = {**self._server_meta, **meta} if isinstance(meta, dict) else self._server_meta
-        if cache is not None:
-            body.setdefault("ttlMs", cache[0])
-            body.setdefault("cacheScope", cache[1])
-        return jsonrpc.encode_result(rid, body)
-
-    def info_for(self, request: methods.Request) -> RequestInfo:
-        """What a handler learns of ``request``."""
-        meta = request.params.meta
-        if request.modern:
-            assert meta is not None and meta.client_capabilities is not None  # checked on receipt
-            return RequestInfo(
-                request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
-                modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
-                progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
-                trace_context=meta.trace_context(),
-            )
-        return RequestInfo(
-            request_id=request.request_id, method=request.method,
-            protocol_version=self.handshake.protocol_version or LATEST_VERSION, modern=False,
-            client_info=self.handshake.client_info, client_capabilities=self.handshake.client_capabilities,
-            progress_token=None if meta is None else meta.progress_token, log_level=self.handshake.log_level,
-            session_id=self.handshake.session_id, principal=request.principal,
-            trace_context=None if meta is None else meta.trace_context(),
-        )
+        """The response for ``result`` in its era (see :func:`.replies.encode_result`)."""
+        server_meta = self._server_meta if self.config.server_info_in_results else None
+        return replies.encode_result(rid, result, rules, server_meta, cache=cache, result_type=result_type)
 
 
 def invalid_utf8(data: bytes) -> str | None:
@@ -687,13 +628,3 @@ def invalid_utf8(data: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start}"
     return None
-
-
-def _outcome_of(result: msgspec.Struct) -> CallOutcome:
-    """What answering with ``result`` tells telemetry: a tool result with ``isError`` is a
-    tool error (the OpenTelemetry MCP conventions' ``tool_error``)."""
-    if getattr(result, "is_error", None) is True:
-        content = getattr(result, "content", None) or ()
-        text = next((getattr(c, "text", None) for c in content if getattr(c, "text", None)), None)
-        return CallOutcome(message=text, tool_error=True)
-    return ANSWERED
