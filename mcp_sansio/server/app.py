@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -38,6 +38,7 @@ from ..types import (
 from .authz import AuthSettings, check_scopes
 from .config import CacheScope, ServerConfig
 from .registry import (
+    ListKind,
     RegisteredCompletion,
     RegisteredPrompt,
     RegisteredResource,
@@ -53,11 +54,26 @@ from .signature import inspect_handler
 if TYPE_CHECKING:
     from ..skills import Skill
     from ..versions import VersionRules
-    from .endpoint import Endpoint, ListKind
 
-__all__ = ["TASKS_EXTENSION", "MCPServer"]
+__all__ = ["TASKS_EXTENSION", "Announced", "Listener", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Announced(Protocol):
+    """What an app's announcements are applied to: a transport serving it (``Endpoint``)."""
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell its clients that the ``kind`` list changed."""
+        ...
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell its clients subscribed to ``uri`` that it changed."""
+        ...
+
+
+Listener = Callable[[Callable[[Announced], None]], None]
+"""A driver's receiver of announcements: it applies each to its transport on its loop."""
 
 class _PromptOptions(TypedDict, total=False):
     """The keyword options of ``@app.prompt(...)`` (see :meth:`MCPServer.add_prompt`)."""
@@ -130,7 +146,7 @@ class MCPServer:
         """Queue ``RequestAnswered`` for every request the core answers itself (no handler
         runs: ``initialize``, the lists, ``ping``, errors): telemetry turns it on."""
         self.mask_error_details = mask_error_details
-        self._listeners: list[Callable[[Callable[[Endpoint], None]], None]] = []
+        self._listeners: list[Listener] = []
 
     # ------------------------------------------------------------------ announcing changes
 
@@ -147,12 +163,12 @@ class MCPServer:
         for listener in list(self._listeners):
             listener(lambda endpoint: endpoint.notify_resource_updated(uri))
 
-    def add_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+    def add_listener(self, listener: Listener) -> None:
         """For drivers: ``listener`` receives each announcement as a function to apply to
         its transport (on its own loop's thread; it may be called from any thread)."""
         self._listeners.append(listener)
 
-    def remove_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+    def remove_listener(self, listener: Listener) -> None:
         """For drivers: stop giving ``listener`` announcements."""
         if listener in self._listeners:
             self._listeners.remove(listener)

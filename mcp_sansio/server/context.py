@@ -41,11 +41,12 @@ from ..types import (
     Tool,
     ToolChoice,
 )
+from .signature import ContextParameter
 
 if TYPE_CHECKING:
     from .authz import Principal
-    from .endpoint import Endpoint, ListKind
     from .events import RequestInfo
+    from .registry import ListKind
 
 T = TypeVar("T")
 
@@ -233,7 +234,20 @@ class HandlerRuntime(Protocol):
         ...
 
 
-class Context:
+class CallControl(Protocol):
+    """What a :class:`Context` asks of the transport serving its call (an ``Endpoint``)."""
+
+    def is_cancelled(self, call: int) -> bool: ...
+    def send_progress(self, call: int, progress: float, total: float | None = None,
+                      message: str | None = None) -> None: ...
+    def send_log(self, call: int | None, level: LoggingLevel, data: object,
+                 logger: str | None = None) -> None: ...
+    def start_task(self, call: int, *, now: float, message: str | None = None) -> str | None: ...
+    def close_sse_stream(self, call: int, *, now: float) -> bool: ...
+    def notify_list_changed(self, kind: ListKind) -> None: ...
+
+
+class Context(ContextParameter):
     """One request as its handler sees it: who asked, and a way to talk back.
 
     Drivers build it; handlers receive it through a parameter annotated ``Context``.
@@ -241,7 +255,8 @@ class Context:
 
     __slots__ = ("_endpoint", "_runtime", "call", "request", "state", "task_id")
 
-    def __init__(self, endpoint: Endpoint, call: int, request: RequestInfo, runtime: HandlerRuntime) -> None:
+    def __init__(self, endpoint: CallControl, call: int, request: RequestInfo,
+                 runtime: HandlerRuntime) -> None:
         self._endpoint = endpoint
         self._runtime = runtime
         self.call = call

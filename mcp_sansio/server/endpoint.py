@@ -16,12 +16,13 @@ import hashlib
 import hmac
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import LocalProtocolError
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
 from .events import CallOutcome, ServerEvent
+from .registry import ListKind
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Endpoint", "ListKind", "SessionHost"]
 
-ListKind = Literal["tools", "prompts", "resources"]
-"""A list whose changes clients can be told of."""
 
 _TOMBSTONES: Final = 4096  # cancelled calls remembered, so a late respond() is no error
 
