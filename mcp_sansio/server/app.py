@@ -50,6 +50,7 @@ from .registry import (
 )
 from .results import wrap_output_schema
 from .signature import inspect_handler
+from .skill_files import add_skill
 
 if TYPE_CHECKING:
     from ..skills import Skill
@@ -502,9 +503,7 @@ class MCPServer:
         Raises:
             LocalProtocolError: the files do not make a valid skill.
         """
-        from .skills import add_skill
-
-        return add_skill(self, files, path=path)
+        return add_skill(self.registry, self.extensions, files, path=path)
 
 
 def _doc(fn: Callable[..., Any] | None) -> str | None:

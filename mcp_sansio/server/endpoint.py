@@ -22,6 +22,7 @@ from ..errors import LocalProtocolError
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
 from .events import CallOutcome, ServerEvent
+from .port import Outlet
 from .registry import ListKind
 
 if TYPE_CHECKING:
@@ -35,11 +36,8 @@ __all__ = ["Endpoint", "ListKind", "SessionHost"]
 _TOMBSTONES: Final = 4096  # cancelled calls remembered, so a late respond() is no error
 
 
-class SessionHost(Protocol):
+class SessionHost(Outlet, Protocol):
     """What a :class:`ServerSession` needs of the transport it lives in."""
-
-    secret: bytes
-    wall_offset: float
 
     def new_call(self, session: ServerSession) -> int:
         """A fresh call handle, owned by ``session``."""
@@ -53,28 +51,8 @@ class SessionHost(Protocol):
         """``call`` was cancelled."""
         ...
 
-    def new_ticket(self) -> int:
-        """A fresh ticket."""
-        ...
-
-    def new_id(self, kind: str) -> str:
-        """A fresh unguessable id (a session's, a task's)."""
-        ...
-
     def timed(self, session: ServerSession) -> None:
         """``session`` armed a deadline (a question to the client, a task)."""
-        ...
-
-    def emit(self, event: ServerEvent) -> None:
-        """Queue ``event``."""
-        ...
-
-    def send(self, channel: int | None, data: bytes) -> None:
-        """A message that ends no request."""
-        ...
-
-    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
-        """The response that ends the request of ``channel``."""
         ...
 
 

@@ -18,7 +18,6 @@ from msgspec import UNSET
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
-from ..events import RequestId
 from ..modern import MISSING_CLIENT_CAPABILITY, DiscoverResult
 from ..types import (
     CompleteResult,
@@ -34,9 +33,8 @@ from ..types import (
     ReadResourceResult,
     ResourceContents,
 )
-from ..versions import LATEST_VERSION, VERSIONS, VersionRules
+from ..versions import LATEST_VERSION, VERSIONS
 from . import skills, tasks
-from .authz import Principal
 from .calls import Call, CallKind, Round
 from .context import Ask, ClientCapabilityMissing
 from .events import (
@@ -53,6 +51,7 @@ from .events import (
 from .mrtr import InvalidRequestState, SealedState, binding_digest, seal, unseal
 from .paging import page
 from .phases import Phase
+from .port import Listen, Request, SessionPort
 from .registry import RegisteredResource
 from .results import completion_result, error_tool_result
 from .wire import (
@@ -74,35 +73,12 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .endpoint import ListKind
-    from .session import ServerSession
+    from .registry import ListKind
 
 __all__ = ["METHODS", "Listen", "MethodSpec", "Request"]
 
 
-class Request(NamedTuple):
-    """A client request as the method handlers see it (``now``: when it arrived)."""
-
-    request_id: RequestId
-    method: str
-    channel: int | None
-    key: tuple[int | None, RequestId]
-    params: Any  # the Struct of METHODS[method].decoder
-    rules: VersionRules
-    modern: bool
-    now: float
-    principal: Principal | None = None
-
-
-class Listen(msgspec.Struct, kw_only=True):
-    """An open ``subscriptions/listen`` stream and the notifications it gets."""
-
-    request_id: RequestId
-    channel: int | None
-    filter: ListenFilter
-
-
-Handler = Callable[["ServerSession", Request, float], None]
+Handler = Callable[[SessionPort, Request, float], None]
 
 
 class MethodSpec(NamedTuple):
@@ -116,7 +92,7 @@ class MethodSpec(NamedTuple):
 # ---------------------------------------------------------------------- lifecycle
 
 
-def _initialize(session: ServerSession, req: Request, now: float) -> None:
+def _initialize(session: SessionPort, req: Request, now: float) -> None:
     params: InitParams = req.params
     versions = session.config.protocol_versions
     version = params.protocol_version if params.protocol_version in versions else versions[0]
@@ -127,7 +103,7 @@ def _initialize(session: ServerSession, req: Request, now: float) -> None:
                                          server_info=app.info, instructions=app.instructions))
 
 
-def initialized(session: ServerSession) -> None:
+def initialized(session: SessionPort) -> None:
     """``notifications/initialized`` moved the phase: the handshake is complete."""
     agreed = session.handshake
     assert agreed.protocol_version is not None and agreed.client_info is not None  # set by initialize
@@ -137,11 +113,11 @@ def initialized(session: ServerSession) -> None:
                                         session_id=agreed.session_id))
 
 
-def _ping(session: ServerSession, req: Request, now: float) -> None:
+def _ping(session: SessionPort, req: Request, now: float) -> None:
     session.answer(req, EmptyResult())
 
 
-def _discover(session: ServerSession, req: Request, now: float) -> None:
+def _discover(session: SessionPort, req: Request, now: float) -> None:
     app, config = session.app, session.config
     result = DiscoverResult(supported_versions=list(config.modern_versions),
                             capabilities=app.capabilities(req.rules), instructions=app.instructions)
@@ -151,11 +127,11 @@ def _discover(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- lists
 
 
-def _list_cache(session: ServerSession) -> tuple[int, str]:
+def _list_cache(session: SessionPort) -> tuple[int, str]:
     return session.config.list_ttl_ms, session.config.list_cache_scope
 
 
-def _list_tools(session: ServerSession, req: Request, now: float) -> None:
+def _list_tools(session: SessionPort, req: Request, now: float) -> None:
     tools = session.app.registry.tools
     if not tools:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no tools")
@@ -165,7 +141,7 @@ def _list_tools(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, ListToolsResult(tools=found[0], next_cursor=found[1]), cache=_list_cache(session))
 
 
-def _list_prompts(session: ServerSession, req: Request, now: float) -> None:
+def _list_prompts(session: SessionPort, req: Request, now: float) -> None:
     prompts = session.app.registry.prompts
     if not prompts:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no prompts")
@@ -176,7 +152,7 @@ def _list_prompts(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, result, cache=_list_cache(session))
 
 
-def _no_resources(session: ServerSession, req: Request) -> bool:
+def _no_resources(session: SessionPort, req: Request) -> bool:
     registry = session.app.registry
     if registry.resources or registry.templates:
         return False
@@ -184,7 +160,7 @@ def _no_resources(session: ServerSession, req: Request) -> bool:
     return True
 
 
-def _list_resources(session: ServerSession, req: Request, now: float) -> None:
+def _list_resources(session: SessionPort, req: Request, now: float) -> None:
     if _no_resources(session, req):
         return
     listed = [e.resource for e in session.app.registry.resources.values() if e.listed]
@@ -194,7 +170,7 @@ def _list_resources(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, result, cache=_list_cache(session))
 
 
-def _list_templates(session: ServerSession, req: Request, now: float) -> None:
+def _list_templates(session: SessionPort, req: Request, now: float) -> None:
     if _no_resources(session, req):
         return
     found = page(session, req, "templates", [e.template for e in session.app.registry.templates.values()])
@@ -206,19 +182,19 @@ def _list_templates(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- calls
 
 
-def _start(session: ServerSession, req: Request, kind: CallKind, rnd: Round | None,
+def _start(session: SessionPort, req: Request, kind: CallKind, rnd: Round | None,
            state: Mapping[str, object]) -> Call:
     """Record a call for ``req`` and return it (its event is the caller's to emit)."""
     info = request_info(session, req)
     if state:
         info = msgspec.structs.replace(info, state=state)
-    rec = Call(session.host.new_call(session), req.request_id, req.channel, req.key, info, req.rules, kind)
+    rec = Call(session.new_call(), req.request_id, req.channel, req.key, info, req.rules, kind)
     rec.round = rnd
     session.start_call(rec)
     return rec
 
 
-def _round(session: ServerSession, req: Request, target: str, arguments: object,
+def _round(session: SessionPort, req: Request, target: str, arguments: object,
            now: float) -> tuple[Round | None, Mapping[str, object]] | None:
     """The multi round-trip state of a stateless request: the answers it brings (sealed
     ones included) and the handler's kept values; ``None`` after refusing its state."""
@@ -243,7 +219,7 @@ def _round(session: ServerSession, req: Request, target: str, arguments: object,
     return Round(binding, answers), state
 
 
-def _call_tool(session: ServerSession, req: Request, now: float) -> None:
+def _call_tool(session: SessionPort, req: Request, now: float) -> None:
     params: CallParams = req.params
     entry = session.app.registry.tools.get(params.name)
     if entry is None:
@@ -276,7 +252,7 @@ def _call_tool(session: ServerSession, req: Request, now: float) -> None:
                                        arguments=arguments, tool=entry))
 
 
-def _get_prompt(session: ServerSession, req: Request, now: float) -> None:
+def _get_prompt(session: SessionPort, req: Request, now: float) -> None:
     params: PromptParams = req.params
     entry = session.app.registry.prompts.get(params.name)
     if entry is None:
@@ -298,7 +274,7 @@ def _get_prompt(session: ServerSession, req: Request, now: float) -> None:
                                         arguments=arguments, prompt=entry))
 
 
-def _read_resource(session: ServerSession, req: Request, now: float) -> None:
+def _read_resource(session: SessionPort, req: Request, now: float) -> None:
     params: ReadParams = req.params
     uri = params.uri
     found = session.app.registry.find_resource(uri)
@@ -332,7 +308,7 @@ def _read_resource(session: ServerSession, req: Request, now: float) -> None:
                                            arguments=arguments, resource=entry, uri=uri))
 
 
-def _complete(session: ServerSession, req: Request, now: float) -> None:
+def _complete(session: SessionPort, req: Request, now: float) -> None:
     params: CompleteParams = req.params
     registry = session.app.registry
     if not registry.completions:
@@ -362,13 +338,13 @@ def _complete(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- subscriptions and logging
 
 
-def _set_level(session: ServerSession, req: Request, now: float) -> None:
+def _set_level(session: SessionPort, req: Request, now: float) -> None:
     params: SetLevelParams = req.params
     session.handshake.set_log_level(params.level)
     session.answer(req, EmptyResult())
 
 
-def _subscribe(session: ServerSession, req: Request, now: float) -> None:
+def _subscribe(session: SessionPort, req: Request, now: float) -> None:
     params: UriParams = req.params
     uri = params.uri
     if session.app.registry.find_resource(uri) is None:
@@ -383,7 +359,7 @@ def _subscribe(session: ServerSession, req: Request, now: float) -> None:
     session.answer(req, EmptyResult())
 
 
-def _unsubscribe(session: ServerSession, req: Request, now: float) -> None:
+def _unsubscribe(session: SessionPort, req: Request, now: float) -> None:
     params: UriParams = req.params
     if params.uri in session.handshake.subscriptions:
         session.handshake.unsubscribe(params.uri)
@@ -391,7 +367,7 @@ def _unsubscribe(session: ServerSession, req: Request, now: float) -> None:
     session.answer(req, EmptyResult())
 
 
-def _listen(session: ServerSession, req: Request, now: float) -> None:
+def _listen(session: SessionPort, req: Request, now: float) -> None:
     params: ListenParams = req.params
     asked = params.notifications
     caps = session.app.capabilities(req.rules)
@@ -413,7 +389,7 @@ def _listen(session: ServerSession, req: Request, now: float) -> None:
     session.host.send(req.channel, message)
 
 
-def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
+def notify_list_changed(session: SessionPort, kind: ListKind) -> None:
     """Tell ``session``'s client the ``kind`` list changed, in whichever era it listens."""
     method = f"notifications/{kind}/list_changed"
     rules = session.handshake.rules
@@ -426,7 +402,7 @@ def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
             _send_tagged(session, listen, method, {})
 
 
-def notify_resource_updated(session: ServerSession, uri: str) -> None:
+def notify_resource_updated(session: SessionPort, uri: str) -> None:
     """Tell ``session``'s client ``uri`` changed, if it subscribed to it."""
     if uri in session.handshake.subscriptions:
         session.host.send(None, jsonrpc.encode_notification("notifications/resources/updated", {"uri": uri}))
@@ -435,7 +411,7 @@ def notify_resource_updated(session: ServerSession, uri: str) -> None:
             _send_tagged(session, listen, "notifications/resources/updated", {"uri": uri})
 
 
-def _send_tagged(session: ServerSession, listen: Listen, method: str, params: dict[str, object]) -> None:
+def _send_tagged(session: SessionPort, listen: Listen, method: str, params: dict[str, object]) -> None:
     params["_meta"] = {SUBSCRIPTION_ID_KEY: listen.request_id}
     session.host.send(listen.channel, jsonrpc.encode_notification(method, params))
 
@@ -448,7 +424,7 @@ _CAPABILITY: Final[Mapping[str, str]] = {
 }
 
 
-def check_capability(session: ServerSession, rec: Call, ask: Ask) -> None:
+def check_capability(session: SessionPort, rec: Call, ask: Ask) -> None:
     """Refuse ``ask`` unless ``rec``'s client declared what it needs.
 
     Raises:
@@ -489,7 +465,7 @@ def outbound_params(ask: Ask, ticket: int) -> msgspec.Struct:
     return params
 
 
-def input_required(session: ServerSession, rec: Call, state: Mapping[str, object], now: float) -> None:
+def input_required(session: SessionPort, rec: Call, state: Mapping[str, object], now: float) -> None:
     """Answer ``rec`` with ``input_required``: its open questions and a sealed state.
 
     Raises:
@@ -544,7 +520,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = {
 """Method -> params decoder and handlers (handshake era, stateless era)."""
 
 
-def request_info(session: ServerSession, request: Request) -> RequestInfo:
+def request_info(session: SessionPort, request: Request) -> RequestInfo:
     """What a handler learns of ``request``: its own ``_meta`` in the stateless era, what
     the handshake agreed in the other."""
     meta = request.params.meta

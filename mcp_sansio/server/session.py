@@ -537,6 +537,14 @@ class ServerSession:
             rec.tickets.discard(out.ticket)
         self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method, reason=reason, message=message))
 
+    def new_call(self) -> int:
+        """A fresh call handle from the transport, owned by this session."""
+        return self.host.new_call(self)
+
+    def timed(self) -> None:
+        """This session armed a deadline: its transport watches it."""
+        self.host.timed(self)
+
     def release_request(self, rec: Call) -> None:
         """``rec``'s request is answered while its call goes on (a task): the id is free."""
         self._by_key.pop(rec.key, None)

@@ -30,8 +30,7 @@ from .events import ANSWER_TYPES, AnswerReceived
 from .wire import TaskParams, TaskUpdateParams
 
 if TYPE_CHECKING:
-    from .methods import Request
-    from .session import ServerSession
+    from .port import Request, SessionPort
 
 __all__ = [
     "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "require_tasks", "required_data",
@@ -99,7 +98,7 @@ def declares_tasks(rec_or_meta_caps: object) -> bool:
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
-def require_tasks(session: ServerSession, req: Request) -> bool:
+def require_tasks(session: SessionPort, req: Request) -> bool:
     """Refuse ``req`` with ``-32021`` unless its client declared the extension."""
     meta = req.params.meta
     if meta is not None and declares_tasks(meta.client_capabilities):
@@ -114,7 +113,7 @@ def required_data() -> dict[str, object]:
     return {"requiredCapabilities": _REQUIRED}
 
 
-def start_task(session: ServerSession, rec: Call, now: float, message: str | None) -> str | None:
+def start_task(session: SessionPort, rec: Call, now: float, message: str | None) -> str | None:
     """Make ``rec`` a task: answer its request with ``CreateTaskResult`` now; its handler
     runs on. The task's id, or ``None`` when it cannot be one (the client did not declare
     the extension, or the server holds ``max_tasks`` already)."""
@@ -134,7 +133,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     task.status_message = message
     task.owner = None if rec.info.principal is None else rec.info.principal.identity
     session.add_task(task)
-    session.host.timed(session)
+    session.timed()
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")
@@ -144,7 +143,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     return task_id
 
 
-def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) -> int:
+def task_ask(session: SessionPort, rec: Call, key: str, ask: Ask, now: float) -> int:
     """Park ``ask`` on ``rec``'s task until ``tasks/update`` answers it; its ticket."""
     task = rec.task
     assert task is not None  # only task calls come here
@@ -154,7 +153,7 @@ def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) 
     return ticket
 
 
-def finish(session: ServerSession, rec: Call, now: float, result: object = None,
+def finish(session: SessionPort, rec: Call, now: float, result: object = None,
            error: Mapping[str, object] | None = None) -> None:
     """``rec``'s handler ended: inline its result (or protocol error) in the task."""
     task = rec.task
@@ -170,7 +169,7 @@ def finish(session: ServerSession, rec: Call, now: float, result: object = None,
         task.move(TaskState.COMPLETED, wall)
 
 
-def expire(session: ServerSession, now: float) -> None:
+def expire(session: SessionPort, now: float) -> None:
     """Forget the tasks whose time is up (cancelling any still running)."""
     for task in [t for t in session.tasks.values() if t.expires_at <= now]:
         session.drop_task(task.task_id)
@@ -178,7 +177,7 @@ def expire(session: ServerSession, now: float) -> None:
             session.cancel_call(task.call, "the task expired")
 
 
-def _task_fields(session: ServerSession, task: TaskRecord) -> dict[str, object]:
+def _task_fields(session: SessionPort, task: TaskRecord) -> dict[str, object]:
     fields: dict[str, object] = {
         "taskId": task.task_id, "status": task.state.value, "createdAt": _iso(task.created_at),
         "lastUpdatedAt": _iso(task.updated_at), "ttlMs": session.config.task_ttl_ms,
@@ -193,7 +192,7 @@ def _iso(wall: float) -> str:
     return datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def _find(session: ServerSession, req: Request) -> TaskRecord | None:
+def _find(session: SessionPort, req: Request) -> TaskRecord | None:
     params: TaskParams = req.params
     task = session.tasks.get(params.task_id)
     if task is not None and task.owner != (None if req.principal is None else req.principal.identity):
@@ -203,7 +202,7 @@ def _find(session: ServerSession, req: Request) -> TaskRecord | None:
     return task
 
 
-def tasks_get(session: ServerSession, req: Request, now: float) -> None:
+def tasks_get(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/get``: the task, its result or error inlined, or its open questions."""
     if not require_tasks(session, req):
         return
@@ -221,7 +220,7 @@ def tasks_get(session: ServerSession, req: Request, now: float) -> None:
     session.host.finish(req.channel, session.encode_result(req.request_id, body, req.rules), 200, now)
 
 
-def tasks_update(session: ServerSession, req: Request, now: float) -> None:
+def tasks_update(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/update``: answers to open questions (unknown or answered keys are ignored)."""
     if not require_tasks(session, req):
         return
@@ -245,7 +244,7 @@ def tasks_update(session: ServerSession, req: Request, now: float) -> None:
     session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
 
 
-def tasks_cancel(session: ServerSession, req: Request, now: float) -> None:
+def tasks_cancel(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/cancel``: stop the task if it runs; an acknowledgement either way."""
     if not require_tasks(session, req):
         return
