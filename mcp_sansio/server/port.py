@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .config import ServerConfig
     from .events import ServerEvent
     from .handshake import Handshake
+    from .stores import TaskStore
     from .tasks import TaskRecord
 
 __all__ = ["Listen", "Outlet", "Request", "SessionPort"]
@@ -107,6 +108,11 @@ class SessionPort(Protocol):
     @property
     def tasks(self) -> Mapping[str, TaskRecord]:
         """The session's tasks, by id."""
+        ...
+
+    @property
+    def task_store(self) -> TaskStore | None:
+        """Where tasks are shared with other workers, if they are."""
         ...
 
     def new_call(self) -> int:

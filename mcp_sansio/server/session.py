@@ -53,6 +53,7 @@ from .wire import CancelParams, Params, RequestMeta
 if TYPE_CHECKING:
     from .app import MCPServer
     from .endpoint import ListKind, SessionHost
+    from .stores import TaskStore
 
 __all__ = ["Phase", "ServerSession", "Trigger"]
 
@@ -99,6 +100,7 @@ class ServerSession:
         self._listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
         self._calls: dict[int, Call] = {}
         self._tasks: dict[str, tasks.TaskRecord] = {}
+        self._task_store: TaskStore | None = None
         self._by_key: dict[tuple[int | None, RequestId], int] = {}
         self._channel_ids = channel_ids
         self._questions = Questions(first_request_id)
@@ -117,6 +119,11 @@ class ServerSession:
         return self._calls
 
     @property
+    def task_store(self) -> TaskStore | None:
+        """Where tasks are shared with other workers (``None``: in :attr:`tasks` only)."""
+        return self._task_store
+
+    @property
     def tasks(self) -> Mapping[str, TaskRecord]:
         """The tasks of this session, by id."""
         return self._tasks
@@ -126,6 +133,10 @@ class ServerSession:
     def listen(self, key: tuple[int | None, RequestId], listen: methods.Listen) -> None:
         """A ``subscriptions/listen`` stream opened under ``key``."""
         self._listens[key] = listen
+
+    def share_tasks(self, store: TaskStore) -> None:
+        """Keep this session's tasks in ``store``, shared with the other workers."""
+        self._task_store = store
 
     def add_task(self, task: TaskRecord) -> None:
         """``task`` lives in this session now."""
