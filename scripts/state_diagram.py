@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from mcp_sansio import http_transport, manager, session, stdio, websocket
 from mcp_sansio.auth import state as auth_state
-from mcp_sansio.server import phases
+from mcp_sansio.server import phases, tasks
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
 S = TypeVar("S", bound=enum.Enum)
@@ -34,6 +34,7 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The client session", "mcp_sansio/session.py", rows(session.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
+    ("A task of the server's (tasks extension)", "mcp_sansio/server/tasks.py", rows(tasks.TRANSITIONS)),
     ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
     ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",

@@ -28,6 +28,7 @@ import msgspec
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
+from ..machines import step
 from ..modern import MISSING_CLIENT_CAPABILITY
 from ..types import RESULT_TYPES
 from .app import TASKS_EXTENSION
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
     from .port import Request, SessionPort
 
 __all__ = [
-    "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "receive_messages", "require_tasks",
-    "required_data", "running", "start_task", "task_ask", "tasks_cancel", "tasks_get", "tasks_update",
+    "TRANSITIONS", "TaskRecord", "TaskState", "TaskTrigger", "declares_tasks", "expire", "finish",
+    "receive_messages", "require_tasks", "required_data", "running", "start_task", "task_ask",
+    "tasks_cancel", "tasks_get", "tasks_update",
 ]
 
 _REQUIRED: Final[dict[str, object]] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -58,6 +60,28 @@ class TaskState(enum.Enum):
     CANCELLED = "cancelled"
 
 
+class TaskTrigger(enum.Enum):
+    """What moves a task's status."""
+
+    ASK = "ask for input"
+    ANSWERED = "all answers in"
+    COMPLETE = "complete"
+    FAIL = "fail"
+    CANCEL = "cancel"
+
+
+_LIVE: Final = (TaskState.WORKING, TaskState.INPUT_REQUIRED)
+TRANSITIONS: Final[Mapping[tuple[TaskState, TaskTrigger], TaskState]] = {
+    (TaskState.WORKING, TaskTrigger.ASK): TaskState.INPUT_REQUIRED,
+    (TaskState.INPUT_REQUIRED, TaskTrigger.ASK): TaskState.INPUT_REQUIRED,
+    (TaskState.INPUT_REQUIRED, TaskTrigger.ANSWERED): TaskState.WORKING,
+    (TaskState.WORKING, TaskTrigger.ANSWERED): TaskState.WORKING,
+    **{(state, TaskTrigger.COMPLETE): TaskState.COMPLETED for state in _LIVE},
+    **{(state, TaskTrigger.FAIL): TaskState.FAILED for state in _LIVE},
+    **{(state, TaskTrigger.CANCEL): TaskState.CANCELLED for state in _LIVE},
+}
+"""A task's status moves (``machines.step``). A terminal status has no row: it never
+changes again, and a move from it is ignored (a late answer, a cancellation after the end)."""
 _TERMINAL: Final = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
 _TERMINAL_NAMES: Final = frozenset(state.value for state in _TERMINAL)
 _encode: Final = msgspec.json.Encoder().encode
@@ -99,9 +123,14 @@ class TaskRecord:
         self.status_message: str | None = None
         self.owner: str | None = None
 
-    def move(self, state: TaskState, wall: float) -> None:
-        """Change the status (a terminal status never changes again)."""
-        if self.state not in _TERMINAL and state is not self.state:
+    def move(self, trigger: TaskTrigger, wall: float) -> None:
+        """Move the status as ``trigger`` says by :data:`TRANSITIONS` (a terminal status
+        never changes again; ``updated_at`` changes with the status only)."""
+        try:
+            state = step(TRANSITIONS, self.state, trigger, subject="the task is ")
+        except LocalProtocolError:
+            return
+        if state is not self.state:
             self.state, self.updated_at = state, wall
 
 
@@ -174,7 +203,7 @@ def task_ask(session: SessionPort, rec: Call, key: str, ask: Ask, now: float) ->
         session.task_store.ask_task(task.task_id, key, request, wall)
     ticket = session.host.new_ticket()
     task.pending[key] = (ticket, ask)
-    task.move(TaskState.INPUT_REQUIRED, wall)
+    task.move(TaskTrigger.ASK, wall)
     return ticket
 
 
@@ -188,10 +217,10 @@ def finish(session: SessionPort, rec: Call, now: float, result: object = None,
     wall = now + session.host.wall_offset
     if error is not None:
         task.error = dict(error)
-        task.move(TaskState.FAILED, wall)
+        task.move(TaskTrigger.FAIL, wall)
     else:
         task.result = result
-        task.move(TaskState.COMPLETED, wall)
+        task.move(TaskTrigger.COMPLETE, wall)
     store = session.task_store
     if store is not None:
         try:
@@ -221,7 +250,7 @@ def receive_messages(session: SessionPort, messages: list[TaskMessage], now: flo
         if task is None or task.call is None:
             continue
         if message.key is None:
-            task.move(TaskState.CANCELLED, wall)
+            task.move(TaskTrigger.CANCEL, wall)
             session.cancel_call(task.call, "the task was cancelled")
             task.call = None
             task.pending.clear()
@@ -236,7 +265,7 @@ def receive_messages(session: SessionPort, messages: list[TaskMessage], now: flo
             continue  # (the worker that took it checked it: not from a worker of this version)
         del task.pending[message.key]
         if not task.pending:
-            task.move(TaskState.WORKING, wall)
+            task.move(TaskTrigger.ANSWERED, wall)
         session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=answer))
 
 
@@ -387,7 +416,7 @@ def tasks_update(session: SessionPort, req: Request, now: float) -> None:
         del task.pending[key]
         session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=result))
     if not task.pending:
-        task.move(TaskState.WORKING, now + session.host.wall_offset)
+        task.move(TaskTrigger.ANSWERED, now + session.host.wall_offset)
     session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
 
 
@@ -402,7 +431,7 @@ def tasks_cancel(session: SessionPort, req: Request, now: float) -> None:
     if task is None:
         return
     if task.state not in _TERMINAL:
-        task.move(TaskState.CANCELLED, now + session.host.wall_offset)
+        task.move(TaskTrigger.CANCEL, now + session.host.wall_offset)
         assert task.call is not None  # a task that has not ended is running
         session.cancel_call(task.call, "the task was cancelled")
         task.call = None
