@@ -7,6 +7,7 @@ server as an ASGI application (``uvicorn add_server:asgi``).
 from __future__ import annotations
 
 from mcp_sansio import MCPServer
+from mcp_sansio_asgi import AsgiApp
 
 app = MCPServer("add-server", version="1.0.0")
 
@@ -17,4 +18,4 @@ def add(a: float, b: float) -> str:
     return repr(a + b)
 
 
-asgi = app.asgi()
+asgi = AsgiApp(app)

@@ -45,9 +45,10 @@ SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_h
              "config = HttpConfig.loopback(response_mode='sse'); "
              "asyncio.run(serve_http(app, port=int(sys.argv[2]), config=config))")
 ASGI_SERVE = ("import runpy, sys, uvicorn; from mcp_sansio.server.http import HttpConfig; "
+              "from mcp_sansio_asgi import AsgiApp; "
               "app = runpy.run_path(sys.argv[1])['app']; "
               "mode = sys.argv[3]; "
-              "uvicorn.run(app.asgi(config=HttpConfig.loopback(response_mode=mode)), host='127.0.0.1', "
+              "uvicorn.run(AsgiApp(app, config=HttpConfig.loopback(response_mode=mode)), host='127.0.0.1', "
               "port=int(sys.argv[2]), log_level='warning')")
 
 

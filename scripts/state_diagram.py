@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from mcp_sansio import http11_connection, http_exchange, lifecycle, manager_lifecycle, stdio, websocket
 from mcp_sansio.auth import state as auth_state
-from mcp_sansio.server import phases
+from mcp_sansio.server import phases, tasks
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
 S = TypeVar("S", bound=enum.Enum)
@@ -35,6 +35,7 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The client session", "mcp_sansio/lifecycle.py", rows(lifecycle.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
+    ("A task of the server's (tasks extension)", "mcp_sansio/server/tasks.py", rows(tasks.TRANSITIONS)),
     ("A configured server in the host's manager", "mcp_sansio/manager_lifecycle.py",
      rows(manager_lifecycle.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),

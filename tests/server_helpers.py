@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar, overload
 
 from mcp_sansio import Event
-from mcp_sansio.server import HandlerCallReceived, MCPServer, ServerConfig, StdioServer
+from mcp_sansio.server import HandlerCallReceived, MCPServer, ServerConfig, ServerEvent, StdioServer
 
 __all__ = [
     "MODERN",
@@ -33,6 +33,7 @@ Json = dict[str, Any]
 SECRET: Final = b"server-tests-secret-0123456789ab"
 ENTROPY: Final = b"server-tests-entropy-0123456789abcdef"
 MODERN: Final = "2026-07-28"
+E = TypeVar("E", bound=Event)
 
 
 def server_for(app: MCPServer | None = None, **config: Any) -> StdioServer:
@@ -57,11 +58,16 @@ def take(server: StdioServer) -> list[Json]:
     return [json.loads(line) for line in data.splitlines()]
 
 
-def take_events(server: StdioServer) -> list[Event]:
-    """Every queued event, oldest first."""
+@overload
+def take_events(server: StdioServer) -> list[ServerEvent]: ...
+@overload
+def take_events(server: StdioServer, kind: type[E]) -> list[E]: ...
+def take_events(server: StdioServer, kind: type[Event] = Event) -> list[Any]:
+    """Every queued event, oldest first; each must be a ``kind`` (then typed as one)."""
     events = []
     while (event := server.next_event()) is not None:
         events.append(event)
+    assert all(isinstance(event, kind) for event in events), events
     return events
 
 
@@ -106,9 +112,9 @@ def handshake(server: StdioServer, version: str = "2025-11-25",
     return result
 
 
-def run_handlers(server: StdioServer, *, now: float = 0.0) -> list[Event]:
+def run_handlers(server: StdioServer, *, now: float = 0.0) -> list[ServerEvent]:
     """Run every plain handler the events ask for and answer it; the other events."""
-    others = []
+    others: list[ServerEvent] = []
     for event in take_events(server):
         if isinstance(event, HandlerCallReceived):
             try:

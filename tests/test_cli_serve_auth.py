@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_sansio.server import AuthSettings
 from mcp_sansio_authz import IntrospectionVerifier, JwtVerifier
 from mcp_sansio_cli.main import build_parser
 from mcp_sansio_cli.serve_auth import INTROSPECTION_SECRET_ENV, AuthOptionError, auth_settings
@@ -18,25 +19,26 @@ JWKS = ["--auth-jwks", "https://as.example.com/jwks", "--auth-issuer", "https://
 AUD = ["--auth-audience", "https://mcp.example.com/mcp"]
 
 
-def settings(*args: str) -> object:
+def settings(*args: str) -> AuthSettings | None:
     return auth_settings(build_parser().parse_args(["serve", "app.py", "--http", "8000", *args]))
 
 
 def test_jwks_options_make_settings_with_a_jwt_verifier() -> None:
     made = settings(*JWKS, *AUD, "--auth-scope", "mcp", "--auth-scope", "files:read")
     assert made is not None
-    assert made.resource == "https://mcp.example.com/mcp"  # type: ignore[attr-defined]
-    assert made.authorization_servers == ("https://as.example.com",)  # type: ignore[attr-defined]
-    assert made.required_scopes == ("mcp", "files:read")  # type: ignore[attr-defined]
-    verifier = made.verifier  # type: ignore[attr-defined]
+    assert made.resource == "https://mcp.example.com/mcp"
+    assert made.authorization_servers == ("https://as.example.com",)
+    assert made.required_scopes == ("mcp", "files:read")
+    verifier = made.verifier
     assert isinstance(verifier, JwtVerifier) and verifier.audience == ("https://mcp.example.com/mcp",)
 
 
 def test_auth_servers_and_resource_can_differ_from_issuer_and_audience() -> None:
     made = settings(*JWKS, "--auth-audience", "api://mcp", "--auth-resource", "https://mcp.example.com/mcp",
                     "--auth-server", "https://a.example", "--auth-server", "https://b.example")
-    assert made.resource == "https://mcp.example.com/mcp"  # type: ignore[attr-defined]
-    assert made.authorization_servers == ("https://a.example", "https://b.example")  # type: ignore[attr-defined]
+    assert made is not None
+    assert made.resource == "https://mcp.example.com/mcp"
+    assert made.authorization_servers == ("https://a.example", "https://b.example")
 
 
 def test_introspection_takes_its_secret_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +48,8 @@ def test_introspection_takes_its_secret_from_the_environment(monkeypatch: pytest
         settings(*args)
     monkeypatch.setenv(INTROSPECTION_SECRET_ENV, "s3cret")
     made = settings(*args)
-    assert isinstance(made.verifier, IntrospectionVerifier)  # type: ignore[attr-defined]
+    assert made is not None
+    assert isinstance(made.verifier, IntrospectionVerifier)
 
 
 def test_no_auth_options_no_protection() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pair import Pair
 
-from mcp_sansio import ClientConfig, ResponseReceived
+from mcp_sansio import ClientConfig, MCPServer, ResponseReceived
 from mcp_sansio.types import CallToolResult
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
@@ -21,7 +21,9 @@ BLOCKS = re.findall(r"```python\n(.*?)```", SECTION, re.S)
 def test_the_example_server_registers_tools_a_resource_and_a_prompt() -> None:
     namespace: dict[str, object] = {}
     exec(BLOCKS[0], namespace)
-    registry = namespace["app"].registry  # type: ignore[attr-defined]
+    app = namespace["app"]
+    assert isinstance(app, MCPServer)
+    registry = app.registry
     assert set(registry.tools) == {"add", "forecast"} and set(registry.prompts) == {"packing"}
     assert "@app.tool\n" in BLOCKS[0] and "-> int:" in BLOCKS[0]  # the bare decorator, a plain int
     assert callable(namespace["asgi"])
@@ -55,5 +57,6 @@ def test_the_authorization_example_protects_the_app_and_scopes_its_tool() -> Non
     namespace: dict[str, object] = {}
     exec(BLOCKS[2], namespace)
     app = namespace["app"]
-    assert app.auth.required_scopes == ("mcp",)  # type: ignore[attr-defined]
-    assert app.registry.tools["write"].scopes == ("files:write",)  # type: ignore[attr-defined]
+    assert isinstance(app, MCPServer) and app.auth is not None
+    assert app.auth.required_scopes == ("mcp",)
+    assert app.registry.tools["write"].scopes == ("files:write",)

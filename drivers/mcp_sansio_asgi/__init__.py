@@ -1,6 +1,6 @@
 """An ``MCPServer`` as an ASGI 3 application: Streamable HTTP under uvicorn, hypercorn, granian.
 
-``AsgiApp(app)`` (or ``app.asgi()``) gives the host server's HTTP messages to the core's
+``AsgiApp(app)`` gives the host server's HTTP messages to the core's
 :class:`~mcp_sansio.server.http.HttpServer` through
 :class:`~mcp_sansio.server.exchanges.HttpExchanges`, and runs the handlers with the
 shared :class:`~mcp_sansio_base.server.ServerRunner` on anyio (so under asyncio or trio).

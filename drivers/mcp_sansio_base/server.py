@@ -27,31 +27,38 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import Any, Final, Protocol, TypeVar, assert_never, cast
 
 import msgspec
 
 from mcp_sansio.errors import LocalProtocolError, RequestError
-from mcp_sansio.events import ConnectionTerminated, Event
+from mcp_sansio.events import ConnectionTerminated, MessageDiscarded, NotificationReceived
 from mcp_sansio.server import (
     Answered,
     AnswerFailed,
+    AnswerPending,
     AnswerReceived,
     Ask,
     CallCancelled,
     CallOutcome,
     ClientInitialized,
+    CompletionReceived,
     Context,
     Deferred,
     Endpoint,
     HandlerCallReceived,
     InputRequired,
-    Pending,
     Principal,
+    PromptGetReceived,
     RequestAnswered,
+    ResourceReadReceived,
+    ResourceSubscribed,
+    ResourceUnsubscribed,
+    ServerEvent,
     TokenRejected,
     TokenVerdict,
     TokenVerificationRequired,
+    ToolCallReceived,
     ToolError,
     VerifierUnavailable,
 )
@@ -161,7 +168,7 @@ class ServerRunner:
     """
 
     def __init__(self, endpoint: Endpoint, primitives: Primitives,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[ServerEvent], None] | None = None) -> None:
         self.endpoint = endpoint
         self._p = primitives
         self._on_event = on_event
@@ -205,35 +212,44 @@ class ServerRunner:
         """Act on every queued event, write what is to be sent, re-arm the timer."""
         endpoint = self.endpoint
         while (event := endpoint.next_event()) is not None:
-            if isinstance(event, HandlerCallReceived):
-                self._start(event)
-            elif isinstance(event, CallCancelled):
-                task = self._tasks.pop(event.call, None)
-                if task is not None:
-                    task.cancel()
-                if self.telemetry is not None:
-                    self.telemetry.end(event.call, None, cancelled=True)
-            elif isinstance(event, AnswerReceived | AnswerFailed):
-                self._answer(event)
-            elif isinstance(event, TokenVerificationRequired):
-                self._p.spawn(self._verify(event.ticket, event.token))
-            elif isinstance(event, ConnectionTerminated):
-                self.terminated = True
-                if self.telemetry is not None:
-                    self.telemetry.session_ended(event.session_id)
-                if self._on_event is not None:
-                    self._on_event(event)
-            elif isinstance(event, RequestAnswered):
-                if self.telemetry is not None:
-                    self.telemetry.answered_by_core(event)
-            else:
-                if self.telemetry is not None and isinstance(event, ClientInitialized):
-                    self.telemetry.session_started(event.session_id, event.protocol_version)
-                if self._on_event is not None:
-                    self._on_event(event)
+            match event:
+                case ToolCallReceived() | PromptGetReceived() | ResourceReadReceived() | CompletionReceived():
+                    self._start(event)
+                case CallCancelled(call=call):
+                    task = self._tasks.pop(call, None)
+                    if task is not None:
+                        task.cancel()
+                    if self.telemetry is not None:
+                        self.telemetry.end(call, None, cancelled=True)
+                case AnswerReceived() | AnswerFailed():
+                    self._answer(event)
+                case TokenVerificationRequired(ticket=ticket, token=token):
+                    self._p.spawn(self._verify(ticket, token))
+                case ConnectionTerminated(session_id=session_id):
+                    self.terminated = True
+                    if self.telemetry is not None:
+                        self.telemetry.session_ended(session_id)
+                    self._forward(event)
+                case RequestAnswered():
+                    if self.telemetry is not None:
+                        self.telemetry.answered_by_core(event)
+                case ClientInitialized(session_id=session_id, protocol_version=version):
+                    if self.telemetry is not None:
+                        self.telemetry.session_started(session_id, version)
+                    self._forward(event)
+                case (ResourceSubscribed() | ResourceUnsubscribed() | NotificationReceived()
+                      | MessageDiscarded()):
+                    self._forward(event)
+                case _:  # pragma: no cover
+                    assert_never(event)
         self._p.write()
         self.wake()
         self._rearm()
+
+    def _forward(self, event: ServerEvent) -> None:
+        """Hand ``event`` to the driver's ``on_event``, if it has one."""
+        if self._on_event is not None:
+            self._on_event(event)
 
     def wake(self) -> None:
         """The driver took output (or a stream ended): handlers waiting for their stream
@@ -470,7 +486,7 @@ class ServerRunner:
                     telemetry.asked(op, exc)
                 raise
             for op, outcome in zip(ops, outcomes, strict=True):
-                if isinstance(outcome, Pending):
+                if isinstance(outcome, AnswerPending):
                     self._asked[outcome.ticket] = op
                 else:  # answered at once, or carried in input_required (stateless era)
                     telemetry.asked(op, None)
@@ -480,7 +496,7 @@ class ServerRunner:
         for outcome in outcomes:
             if isinstance(outcome, Answered):
                 waiting.append(outcome.result)
-            elif isinstance(outcome, Pending):
+            elif isinstance(outcome, AnswerPending):
                 future = self._p.future()
                 self._answers[outcome.ticket] = future
                 waiting.append(future)
@@ -492,17 +508,24 @@ class ServerRunner:
         return answer
 
     def _answer(self, event: AnswerReceived | AnswerFailed) -> None:
+        match event:
+            case AnswerReceived(result=result):
+                error = None
+            case AnswerFailed():
+                error = event.to_exception()
+            case _:  # pragma: no cover
+                assert_never(event)
         if self._asked:
             op = self._asked.pop(event.ticket, None)
             if op is not None and self.telemetry is not None:
-                self.telemetry.asked(op, event.to_exception() if isinstance(event, AnswerFailed) else None)
+                self.telemetry.asked(op, error)
         future = self._answers.pop(event.ticket, None)
         if future is None or future.done():
             return  # the handler that asked is gone
-        if isinstance(event, AnswerReceived):
-            future.set_result(event.result)
+        if error is None:
+            future.set_result(result)
         else:
-            future.set_exception(event.to_exception())
+            future.set_exception(error)
 
     def _rearm(self) -> None:
         deadline = self.endpoint.next_deadline()

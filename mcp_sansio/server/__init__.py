@@ -22,14 +22,17 @@ from .authz import (
 from .config import CacheScope, ServerConfig
 from .context import (
     Answered,
+    AnswerPending,
     Ask,
     AskOutcome,
     ClientCapabilityMissing,
     Context,
     Deferred,
+    ElicitAsk,
     HandlerRuntime,
     InputRequired,
-    Pending,
+    RootsAsk,
+    SamplingAsk,
     ToolError,
 )
 from .endpoint import Endpoint, ListKind
@@ -47,6 +50,7 @@ from .events import (
     ResourceReadReceived,
     ResourceSubscribed,
     ResourceUnsubscribed,
+    ServerEvent,
     ToolCallReceived,
 )
 from .registry import (
@@ -64,6 +68,7 @@ from .stdio import StdioServer
 __all__ = [
     "TASKS_EXTENSION",
     "AnswerFailed",
+    "AnswerPending",
     "AnswerReceived",
     "Answered",
     "Ask",
@@ -78,6 +83,7 @@ __all__ = [
     "CompletionReceived",
     "Context",
     "Deferred",
+    "ElicitAsk",
     "Endpoint",
     "HandlerCallReceived",
     "HandlerRuntime",
@@ -85,7 +91,6 @@ __all__ = [
     "InputRequired",
     "ListKind",
     "MCPServer",
-    "Pending",
     "Phase",
     "Principal",
     "PromptGetReceived",
@@ -100,7 +105,10 @@ __all__ = [
     "ResourceReadReceived",
     "ResourceSubscribed",
     "ResourceUnsubscribed",
+    "RootsAsk",
+    "SamplingAsk",
     "ServerConfig",
+    "ServerEvent",
     "ServerSession",
     "StdioServer",
     "TaskSupport",

@@ -4,7 +4,7 @@ Decorators (or the ``add_*`` methods, for those who prefer plain calls) register
 resources, resource templates, prompts and completions. Registration is pure data: it
 reads signatures and docstrings, derives JSON Schemas with msgspec and records the function
 as an opaque reference. Serving is done by the sessions and transports of this package,
-driven by a driver (``mcp_sansio_asyncio.serve_stdio(app)``, ``app.asgi()``, ...) that
+driven by a driver (``mcp_sansio_asyncio.serve_stdio(app)``, ``mcp_sansio_asgi.AsgiApp(app)``, ...) that
 runs the handlers; one ``MCPServer`` serves any number of connections in both eras.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 import msgspec
 
@@ -38,6 +38,7 @@ from ..types import (
 from .authz import AuthSettings, check_scopes
 from .config import CacheScope, ServerConfig
 from .registry import (
+    ListKind,
     RegisteredCompletion,
     RegisteredPrompt,
     RegisteredResource,
@@ -49,15 +50,31 @@ from .registry import (
 )
 from .results import wrap_output_schema
 from .signature import inspect_handler
+from .skill_files import add_skill
 
 if TYPE_CHECKING:
     from ..skills import Skill
     from ..versions import VersionRules
-    from .endpoint import Endpoint, ListKind
 
-__all__ = ["TASKS_EXTENSION", "MCPServer"]
+__all__ = ["TASKS_EXTENSION", "Announced", "Listener", "MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Announced(Protocol):
+    """What an app's announcements are applied to: a transport serving it (``Endpoint``)."""
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell its clients that the ``kind`` list changed."""
+        ...
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell its clients subscribed to ``uri`` that it changed."""
+        ...
+
+
+Listener = Callable[[Callable[[Announced], None]], None]
+"""A driver's receiver of announcements: it applies each to its transport on its loop."""
 
 class _PromptOptions(TypedDict, total=False):
     """The keyword options of ``@app.prompt(...)`` (see :meth:`MCPServer.add_prompt`)."""
@@ -130,7 +147,7 @@ class MCPServer:
         """Queue ``RequestAnswered`` for every request the core answers itself (no handler
         runs: ``initialize``, the lists, ``ping``, errors): telemetry turns it on."""
         self.mask_error_details = mask_error_details
-        self._listeners: list[Callable[[Callable[[Endpoint], None]], None]] = []
+        self._listeners: list[Listener] = []
 
     # ------------------------------------------------------------------ announcing changes
 
@@ -147,12 +164,12 @@ class MCPServer:
         for listener in list(self._listeners):
             listener(lambda endpoint: endpoint.notify_resource_updated(uri))
 
-    def add_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+    def add_listener(self, listener: Listener) -> None:
         """For drivers: ``listener`` receives each announcement as a function to apply to
         its transport (on its own loop's thread; it may be called from any thread)."""
         self._listeners.append(listener)
 
-    def remove_listener(self, listener: Callable[[Callable[[Endpoint], None]], None]) -> None:
+    def remove_listener(self, listener: Listener) -> None:
         """For drivers: stop giving ``listener`` announcements."""
         if listener in self._listeners:
             self._listeners.remove(listener)
@@ -486,19 +503,7 @@ class MCPServer:
         Raises:
             LocalProtocolError: the files do not make a valid skill.
         """
-        from .skills import add_skill
-
-        return add_skill(self, files, path=path)
-
-    def asgi(self, **options: Any) -> Any:
-        """An ASGI 3 application serving this server over Streamable HTTP (under uvicorn,
-        hypercorn, granian, ...); ``options`` go to ``mcp_sansio_base.asgi.AsgiApp``.
-
-        The core defines no I/O: this imports the loop-neutral adapter from the drivers.
-        """
-        from importlib import import_module
-
-        return import_module("mcp_sansio_asgi").AsgiApp(self, **options)
+        return add_skill(self.registry, self.extensions, files, path=path)
 
 
 def _doc(fn: Callable[..., Any] | None) -> str | None:

@@ -27,6 +27,7 @@ import msgspec
 from ..errors import LocalProtocolError
 from ..types import (
     ClientCapabilities,
+    CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
     ElicitResult,
@@ -40,24 +41,28 @@ from ..types import (
     Tool,
     ToolChoice,
 )
+from .signature import ContextParameter
 
 if TYPE_CHECKING:
     from .authz import Principal
-    from .endpoint import Endpoint, ListKind
     from .events import RequestInfo
+    from .registry import ListKind
 
 T = TypeVar("T")
 
 __all__ = [
     "Answered",
+    "AnswerPending",
     "Ask",
     "AskOutcome",
     "ClientCapabilityMissing",
     "Context",
     "Deferred",
+    "ElicitAsk",
     "HandlerRuntime",
     "InputRequired",
-    "Pending",
+    "RootsAsk",
+    "SamplingAsk",
     "ToolError",
 ]
 
@@ -109,13 +114,13 @@ class Deferred(msgspec.Struct, frozen=True):
     key: str
 
 
-class Pending(msgspec.Struct, frozen=True):
+class AnswerPending(msgspec.Struct, frozen=True):
     """A request went to the client; ``AnswerReceived``/``AnswerFailed`` with ``ticket`` follows."""
 
     ticket: int
 
 
-AskOutcome = Answered | Deferred | Pending
+AskOutcome = Answered | Deferred | AnswerPending
 """What the core decided for one :class:`Ask`."""
 
 
@@ -135,19 +140,19 @@ class Ask(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def elicit(cls, message: str, schema: Mapping[str, object] | type | None = None, *,
-               key: str | None = None) -> Ask:
+               key: str | None = None) -> ElicitAsk:
         """A form elicitation; ``schema`` is a JSON Schema object, or a Struct/dataclass/
         TypedDict type whose (flat, primitive) fields make the form."""
         requested = _form_schema(schema)
-        return cls(method="elicitation/create", key=key,
-                   params=ElicitRequestParams(message=message, requested_schema=requested))
+        return ElicitAsk(method="elicitation/create", key=key,
+                         params=ElicitRequestParams(message=message, requested_schema=requested))
 
     @classmethod
-    def elicit_url(cls, message: str, url: str, *, key: str | None = None) -> Ask:
+    def elicit_url(cls, message: str, url: str, *, key: str | None = None) -> ElicitAsk:
         """A URL elicitation: the user should open ``url`` (the core adds the id the
         handshake era needs)."""
-        return cls(method="elicitation/create", key=key,
-                   params=ElicitRequestParams(mode="url", message=message, url=url))
+        return ElicitAsk(method="elicitation/create", key=key,
+                         params=ElicitRequestParams(mode="url", message=message, url=url))
 
     @classmethod
     def sample(cls, messages: str | Sequence[SamplingMessage], *, max_tokens: int,
@@ -155,24 +160,43 @@ class Ask(msgspec.Struct, frozen=True, kw_only=True):
                stop_sequences: Sequence[str] | None = None,
                model_preferences: ModelPreferences | None = None,
                metadata: Mapping[str, object] | None = None, tools: Sequence[Tool] | None = None,
-               tool_choice: ToolChoice | None = None, key: str | None = None) -> Ask:
+               tool_choice: ToolChoice | None = None, key: str | None = None) -> SamplingAsk:
         """A sampling request; a plain string is one user message."""
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
-        from ..types import CreateMessageRequestParams
-
         params = CreateMessageRequestParams(
             messages=list(messages), max_tokens=max_tokens, system_prompt=system_prompt,
             temperature=temperature, stop_sequences=None if stop_sequences is None else list(stop_sequences),
             model_preferences=model_preferences, metadata=None if metadata is None else dict(metadata),
             tools=None if tools is None else list(tools), tool_choice=tool_choice,
         )
-        return cls(method="sampling/createMessage", key=key, params=params)
+        return SamplingAsk(method="sampling/createMessage", key=key, params=params)
 
     @classmethod
-    def list_roots(cls, *, key: str | None = None) -> Ask:
+    def list_roots(cls, *, key: str | None = None) -> RootsAsk:
         """A ``roots/list`` request."""
-        return cls(method="roots/list", key=key, params=RequestParams())
+        return RootsAsk(method="roots/list", key=key, params=RequestParams())
+
+
+class ElicitAsk(Ask, frozen=True, kw_only=True):
+    """An ``elicitation/create`` question (:meth:`Ask.elicit`, :meth:`Ask.elicit_url`); the
+    client answers an ``ElicitResult``."""
+
+    params: ElicitRequestParams
+
+
+class SamplingAsk(Ask, frozen=True, kw_only=True):
+    """A ``sampling/createMessage`` question (:meth:`Ask.sample`); the client answers a
+    ``CreateMessageResult``."""
+
+    params: CreateMessageRequestParams
+
+
+class RootsAsk(Ask, frozen=True, kw_only=True):
+    """A ``roots/list`` question (:meth:`Ask.list_roots`); the client answers a
+    ``ListRootsResult``."""
+
+    params: RequestParams
 
 
 class HandlerRuntime(Protocol):
@@ -210,7 +234,37 @@ class HandlerRuntime(Protocol):
         ...
 
 
-class Context:
+class CallControl(Protocol):
+    """What a :class:`Context` asks of the transport serving its call (an ``Endpoint``)."""
+
+    def is_cancelled(self, call: int) -> bool:
+        """The client gave up on ``call``."""
+        ...
+
+    def send_progress(self, call: int, progress: float, total: float | None = None,
+                      message: str | None = None) -> None:
+        """``notifications/progress`` for ``call``."""
+        ...
+
+    def send_log(self, call: int | None, level: LoggingLevel, data: object,
+                 logger: str | None = None) -> None:
+        """``notifications/message`` for ``call``."""
+        ...
+
+    def start_task(self, call: int, *, now: float, message: str | None = None) -> str | None:
+        """Make ``call`` a task; its id, or ``None``."""
+        ...
+
+    def close_sse_stream(self, call: int, *, now: float) -> bool:
+        """End ``call``'s response stream early; whether there was one."""
+        ...
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell the clients that want to know that the ``kind`` list changed."""
+        ...
+
+
+class Context(ContextParameter):
     """One request as its handler sees it: who asked, and a way to talk back.
 
     Drivers build it; handlers receive it through a parameter annotated ``Context``.
@@ -218,7 +272,8 @@ class Context:
 
     __slots__ = ("_endpoint", "_runtime", "call", "request", "state", "task_id")
 
-    def __init__(self, endpoint: Endpoint, call: int, request: RequestInfo, runtime: HandlerRuntime) -> None:
+    def __init__(self, endpoint: CallControl, call: int, request: RequestInfo,
+                 runtime: HandlerRuntime) -> None:
         self._endpoint = endpoint
         self._runtime = runtime
         self.call = call

@@ -16,13 +16,14 @@ import hashlib
 import hmac
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import LocalProtocolError
-from ..events import Event
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
-from .events import CallOutcome
+from .events import CallOutcome, ServerEvent
+from .port import Outlet
+from .registry import ListKind
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -31,17 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Endpoint", "ListKind", "SessionHost"]
 
-ListKind = Literal["tools", "prompts", "resources"]
-"""A list whose changes clients can be told of."""
 
 _TOMBSTONES: Final = 4096  # cancelled calls remembered, so a late respond() is no error
 
 
-class SessionHost(Protocol):
+class SessionHost(Outlet, Protocol):
     """What a :class:`ServerSession` needs of the transport it lives in."""
-
-    secret: bytes
-    wall_offset: float
 
     def new_call(self, session: ServerSession) -> int:
         """A fresh call handle, owned by ``session``."""
@@ -55,28 +51,8 @@ class SessionHost(Protocol):
         """``call`` was cancelled."""
         ...
 
-    def new_ticket(self) -> int:
-        """A fresh ticket."""
-        ...
-
-    def new_id(self, kind: str) -> str:
-        """A fresh unguessable id (a session's, a task's)."""
-        ...
-
     def timed(self, session: ServerSession) -> None:
         """``session`` armed a deadline (a question to the client, a task)."""
-        ...
-
-    def emit(self, event: Event) -> None:
-        """Queue ``event``."""
-        ...
-
-    def send(self, channel: int | None, data: bytes) -> None:
-        """A message that ends no request."""
-        ...
-
-    def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
-        """The response that ends the request of ``channel``."""
         ...
 
 
@@ -116,7 +92,7 @@ class SubHost:
         """``session`` armed a deadline: the server watches it."""
         self._server.timed(session)
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Queue ``event`` on the server."""
         self._server.emit(event)
 
@@ -153,7 +129,7 @@ class Endpoint(abc.ABC):
         self._next_id = 0
         self._timed: set[ServerSession] = set()  # sessions that armed a deadline since the last timeout
         self.wall_offset = wall_offset
-        self._events: deque[Event] = deque()
+        self._events: deque[ServerEvent] = deque()
         self._calls: dict[int, ServerSession] = {}
         self._tombstones: OrderedDict[int, None] = OrderedDict()
         self._next_call = 0
@@ -195,7 +171,7 @@ class Endpoint(abc.ABC):
         digest = hmac.new(self._entropy, f"{kind}/{self._next_id}".encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:24]).decode("ascii")
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Queue ``event`` for :meth:`next_event`."""
         self._events.append(event)
 
@@ -227,7 +203,7 @@ class Endpoint(abc.ABC):
 
     # ------------------------------------------------------------ driver side
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event, or ``None``."""
         events = self._events
         return events.popleft() if events else None

@@ -11,14 +11,30 @@ Events are frozen, keyword-only Structs (STYLE.md section 5); the shared client 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from types import MappingProxyType
+from typing import Final, TypeAlias
 
 import msgspec
 
 from ..errors import ConnectionClosed, McpSansioError, RemoteProtocolError, RequestError, RequestTimeout
-from ..events import ErrorData, Event, FailureReason, RequestId
-from ..types import ClientCapabilities, Implementation, LoggingLevel
-from .authz import Principal
+from ..events import (
+    ConnectionTerminated,
+    ErrorData,
+    Event,
+    FailureReason,
+    MessageDiscarded,
+    NotificationReceived,
+    RequestId,
+)
+from ..types import (
+    ClientCapabilities,
+    CreateMessageResult,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+)
+from .authz import Principal, TokenVerificationRequired
 from .registry import (
     RegisteredCompletion,
     RegisteredPrompt,
@@ -29,9 +45,11 @@ from .registry import (
 from .signature import HandlerSignature
 
 __all__ = [
+    "ANSWERED",
+    "ANSWER_TYPES",
     "AnswerFailed",
     "AnswerReceived",
-    "ANSWERED",
+    "AnswerResult",
     "CallCancelled",
     "CallOutcome",
     "ClientInitialized",
@@ -43,6 +61,7 @@ __all__ = [
     "ResourceReadReceived",
     "ResourceSubscribed",
     "ResourceUnsubscribed",
+    "ServerEvent",
     "ToolCallReceived",
 ]
 
@@ -179,13 +198,25 @@ class CallCancelled(Event, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+AnswerResult: TypeAlias = ElicitResult | CreateMessageResult | ListRootsResult
+"""What a client answers a server's question with."""
+
+ANSWER_TYPES: Final[Mapping[str, type[AnswerResult]]] = MappingProxyType({
+    "elicitation/create": ElicitResult,
+    "sampling/createMessage": CreateMessageResult,
+    "roots/list": ListRootsResult,
+})
+"""The one place pairing each question a server may ask with the type of its answer."""
+
+
 class AnswerReceived(Event, frozen=True, kw_only=True):
     """The client answered the question ``ticket`` (a server->client request of the
-    handshake era, or a task's input request) with ``result``, typed by method."""
+    handshake era, or a task's input request) with ``result``, typed by method
+    (:data:`ANSWER_TYPES`)."""
 
     ticket: int
     method: str
-    result: msgspec.Struct
+    result: AnswerResult
 
 
 class AnswerFailed(Event, frozen=True, kw_only=True):
@@ -229,3 +260,13 @@ class ResourceUnsubscribed(Event, frozen=True, kw_only=True):
     """No client of this connection wants updates of ``uri`` any more."""
 
     uri: str
+
+
+ServerEvent: TypeAlias = (
+    ToolCallReceived | PromptGetReceived | ResourceReadReceived | CompletionReceived | CallCancelled
+    | AnswerReceived | AnswerFailed | TokenVerificationRequired | ClientInitialized | ResourceSubscribed
+    | ResourceUnsubscribed | RequestAnswered | NotificationReceived | MessageDiscarded | ConnectionTerminated
+)
+"""Everything a server transport's ``next_event()`` can return: a closed union, so a runner's
+``match`` over it is checked for exhaustiveness (``assert_never``), as ``ClientEvent`` is for
+the client. The four ``HandlerCallReceived`` kinds are its only handler calls."""

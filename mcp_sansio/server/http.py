@@ -25,7 +25,6 @@ from msgspec import UNSET, Raw, UnsetType
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
-from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
 from . import tasks as run_tasks
@@ -39,6 +38,7 @@ from .authz import (
     protected_resource_paths,
 )
 from .endpoint import Endpoint
+from .events import ServerEvent
 from .exchanges import HttpExchanges
 from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from .http_headers import (
@@ -51,7 +51,6 @@ from .http_headers import (
     standard_mismatch,
 )
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
-from .phases import Phase
 from .session import ServerSession, invalid_utf8
 from .stores import (
     INBOX_STREAM,
@@ -199,7 +198,8 @@ class HttpServer(Endpoint):
         else:
             self.http = exchanges
         self.modern = ServerSession(app, self, channel_ids=True)
-        self.modern.task_store = tasks
+        if tasks is not None:
+            self.modern.share_tasks(tasks)
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
@@ -477,7 +477,7 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ requests
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event, or ``None`` (a request that waited behind a response
         just sent, or a stream dropped while being written, is taken in first)."""
         self._pump(self._now)
@@ -843,8 +843,8 @@ class HttpServer(Endpoint):
         legacy.owner = None if principal is None else principal.identity
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
-        legacy.session.session_id = session_id
+        legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base,
+                                       session_id=session_id)
         self._legacy[session_id] = legacy
         self._peer_sessions[peer] += 1
         return legacy
@@ -903,13 +903,11 @@ class HttpServer(Endpoint):
         legacy.owner = owner
         legacy.next_stream = self._stream_base
         legacy.host = LegacyHost(self, legacy)
-        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base)
-        session.session_id = session_id
-        session.phase = Phase.READY
-        session.protocol_version = record.protocol_version
-        session.rules = VERSIONS.get(record.protocol_version)
-        session.client_info, session.client_capabilities = record.client_info, record.client_capabilities
-        session.log_level, session.subscriptions = record.log_level, set(record.subscriptions)
+        session = legacy.session = ServerSession(self.app, legacy.host, first_request_id=self._stream_base,
+                                                 session_id=session_id)
+        session.handshake.resume(protocol_version=record.protocol_version, client_info=record.client_info,
+                                 client_capabilities=record.client_capabilities, log_level=record.log_level,
+                                 subscriptions=set(record.subscriptions))
         legacy.saved = record
         self._legacy[session_id] = legacy
         self._peer_sessions[None] += 1
@@ -917,7 +915,7 @@ class HttpServer(Endpoint):
 
     def _remember(self, legacy: Legacy) -> None:
         """Keep the session's identity in the store when it changed."""
-        session = legacy.session
+        session = legacy.session.handshake
         if session.protocol_version is None or session.client_info is None:
             return
         record = SessionRecord(

@@ -18,10 +18,8 @@ from msgspec import UNSET
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
-from ..events import RequestId
 from ..modern import MISSING_CLIENT_CAPABILITY, DiscoverResult
 from ..types import (
-    RESULT_TYPES,
     CompleteResult,
     Completion,
     ElicitRequestParams,
@@ -35,15 +33,16 @@ from ..types import (
     ReadResourceResult,
     ResourceContents,
 )
-from ..versions import VERSIONS, VersionRules
+from ..versions import LATEST_VERSION, VERSIONS
 from . import skills, tasks
-from .authz import Principal
 from .calls import Call, CallKind, Round
 from .context import Ask, ClientCapabilityMissing
 from .events import (
+    ANSWER_TYPES,
     ClientInitialized,
     CompletionReceived,
     PromptGetReceived,
+    RequestInfo,
     ResourceReadReceived,
     ResourceSubscribed,
     ResourceUnsubscribed,
@@ -51,7 +50,8 @@ from .events import (
 )
 from .mrtr import InvalidRequestState, SealedState, binding_digest, seal, unseal
 from .paging import page
-from .phases import Trigger
+from .phases import Phase
+from .port import Listen, Request, SessionPort
 from .registry import RegisteredResource
 from .results import completion_result, error_tool_result
 from .wire import (
@@ -73,44 +73,12 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .endpoint import ListKind
-    from .session import ServerSession
+    from .registry import ListKind
 
-__all__ = ["METHODS", "Listen", "MethodSpec", "Outbound", "Request"]
-
-
-class Request(NamedTuple):
-    """A client request as the method handlers see it (``now``: when it arrived)."""
-
-    request_id: RequestId
-    method: str
-    channel: int | None
-    key: tuple[int | None, RequestId]
-    params: Any  # the Struct of METHODS[method].decoder
-    rules: VersionRules
-    modern: bool
-    now: float
-    principal: Principal | None = None
+__all__ = ["METHODS", "Listen", "MethodSpec", "Request"]
 
 
-class Outbound(msgspec.Struct, kw_only=True):
-    """A request we sent the client (handshake era), awaiting its answer."""
-
-    ticket: int
-    method: str
-    call: int
-    deadline: float
-
-
-class Listen(msgspec.Struct, kw_only=True):
-    """An open ``subscriptions/listen`` stream and the notifications it gets."""
-
-    request_id: RequestId
-    channel: int | None
-    filter: ListenFilter
-
-
-Handler = Callable[["ServerSession", Request, float], None]
+Handler = Callable[[SessionPort, Request, float], None]
 
 
 class MethodSpec(NamedTuple):
@@ -124,33 +92,32 @@ class MethodSpec(NamedTuple):
 # ---------------------------------------------------------------------- lifecycle
 
 
-def _initialize(session: ServerSession, req: Request, now: float) -> None:
+def _initialize(session: SessionPort, req: Request, now: float) -> None:
     params: InitParams = req.params
     versions = session.config.protocol_versions
     version = params.protocol_version if params.protocol_version in versions else versions[0]
     rules = VERSIONS[version]
-    session.protocol_version, session.rules = version, rules
-    session.client_info, session.client_capabilities = params.client_info, params.capabilities
-    session.advance(Trigger.RECV_INITIALIZE)
+    session.handshake.initialize(version, rules, params.client_info, params.capabilities)
     app = session.app
     session.answer(req, InitializeResult(protocol_version=version, capabilities=app.capabilities(rules),
                                          server_info=app.info, instructions=app.instructions))
 
 
-def initialized(session: ServerSession) -> None:
+def initialized(session: SessionPort) -> None:
     """``notifications/initialized`` moved the phase: the handshake is complete."""
-    assert session.protocol_version is not None and session.client_info is not None  # set by initialize
-    session.host.emit(ClientInitialized(protocol_version=session.protocol_version,
-                                        client_info=session.client_info,
-                                        capabilities=session.client_capabilities,
-                                        session_id=session.session_id))
+    agreed = session.handshake
+    assert agreed.protocol_version is not None and agreed.client_info is not None  # set by initialize
+    session.host.emit(ClientInitialized(protocol_version=agreed.protocol_version,
+                                        client_info=agreed.client_info,
+                                        capabilities=agreed.client_capabilities,
+                                        session_id=agreed.session_id))
 
 
-def _ping(session: ServerSession, req: Request, now: float) -> None:
+def _ping(session: SessionPort, req: Request, now: float) -> None:
     session.answer(req, EmptyResult())
 
 
-def _discover(session: ServerSession, req: Request, now: float) -> None:
+def _discover(session: SessionPort, req: Request, now: float) -> None:
     app, config = session.app, session.config
     result = DiscoverResult(supported_versions=list(config.modern_versions),
                             capabilities=app.capabilities(req.rules), instructions=app.instructions)
@@ -160,11 +127,11 @@ def _discover(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- lists
 
 
-def _list_cache(session: ServerSession) -> tuple[int, str]:
+def _list_cache(session: SessionPort) -> tuple[int, str]:
     return session.config.list_ttl_ms, session.config.list_cache_scope
 
 
-def _list_tools(session: ServerSession, req: Request, now: float) -> None:
+def _list_tools(session: SessionPort, req: Request, now: float) -> None:
     tools = session.app.registry.tools
     if not tools:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no tools")
@@ -174,7 +141,7 @@ def _list_tools(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, ListToolsResult(tools=found[0], next_cursor=found[1]), cache=_list_cache(session))
 
 
-def _list_prompts(session: ServerSession, req: Request, now: float) -> None:
+def _list_prompts(session: SessionPort, req: Request, now: float) -> None:
     prompts = session.app.registry.prompts
     if not prompts:
         session.reject(req, jsonrpc.METHOD_NOT_FOUND, "Method not found: no prompts")
@@ -185,7 +152,7 @@ def _list_prompts(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, result, cache=_list_cache(session))
 
 
-def _no_resources(session: ServerSession, req: Request) -> bool:
+def _no_resources(session: SessionPort, req: Request) -> bool:
     registry = session.app.registry
     if registry.resources or registry.templates:
         return False
@@ -193,7 +160,7 @@ def _no_resources(session: ServerSession, req: Request) -> bool:
     return True
 
 
-def _list_resources(session: ServerSession, req: Request, now: float) -> None:
+def _list_resources(session: SessionPort, req: Request, now: float) -> None:
     if _no_resources(session, req):
         return
     listed = [e.resource for e in session.app.registry.resources.values() if e.listed]
@@ -203,7 +170,7 @@ def _list_resources(session: ServerSession, req: Request, now: float) -> None:
         session.answer(req, result, cache=_list_cache(session))
 
 
-def _list_templates(session: ServerSession, req: Request, now: float) -> None:
+def _list_templates(session: SessionPort, req: Request, now: float) -> None:
     if _no_resources(session, req):
         return
     found = page(session, req, "templates", [e.template for e in session.app.registry.templates.values()])
@@ -215,19 +182,19 @@ def _list_templates(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- calls
 
 
-def _start(session: ServerSession, req: Request, kind: CallKind, rnd: Round | None,
+def _start(session: SessionPort, req: Request, kind: CallKind, rnd: Round | None,
            state: Mapping[str, object]) -> Call:
     """Record a call for ``req`` and return it (its event is the caller's to emit)."""
-    info = session.info_for(req)
+    info = request_info(session, req)
     if state:
         info = msgspec.structs.replace(info, state=state)
-    rec = Call(session.host.new_call(session), req.request_id, req.channel, req.key, info, req.rules, kind)
+    rec = Call(session.new_call(), req.request_id, req.channel, req.key, info, req.rules, kind)
     rec.round = rnd
     session.start_call(rec)
     return rec
 
 
-def _round(session: ServerSession, req: Request, target: str, arguments: object,
+def _round(session: SessionPort, req: Request, target: str, arguments: object,
            now: float) -> tuple[Round | None, Mapping[str, object]] | None:
     """The multi round-trip state of a stateless request: the answers it brings (sealed
     ones included) and the handler's kept values; ``None`` after refusing its state."""
@@ -252,7 +219,7 @@ def _round(session: ServerSession, req: Request, target: str, arguments: object,
     return Round(binding, answers), state
 
 
-def _call_tool(session: ServerSession, req: Request, now: float) -> None:
+def _call_tool(session: SessionPort, req: Request, now: float) -> None:
     params: CallParams = req.params
     entry = session.app.registry.tools.get(params.name)
     if entry is None:
@@ -285,7 +252,7 @@ def _call_tool(session: ServerSession, req: Request, now: float) -> None:
                                        arguments=arguments, tool=entry))
 
 
-def _get_prompt(session: ServerSession, req: Request, now: float) -> None:
+def _get_prompt(session: SessionPort, req: Request, now: float) -> None:
     params: PromptParams = req.params
     entry = session.app.registry.prompts.get(params.name)
     if entry is None:
@@ -307,7 +274,7 @@ def _get_prompt(session: ServerSession, req: Request, now: float) -> None:
                                         arguments=arguments, prompt=entry))
 
 
-def _read_resource(session: ServerSession, req: Request, now: float) -> None:
+def _read_resource(session: SessionPort, req: Request, now: float) -> None:
     params: ReadParams = req.params
     uri = params.uri
     found = session.app.registry.find_resource(uri)
@@ -341,7 +308,7 @@ def _read_resource(session: ServerSession, req: Request, now: float) -> None:
                                            arguments=arguments, resource=entry, uri=uri))
 
 
-def _complete(session: ServerSession, req: Request, now: float) -> None:
+def _complete(session: SessionPort, req: Request, now: float) -> None:
     params: CompleteParams = req.params
     registry = session.app.registry
     if not registry.completions:
@@ -371,36 +338,36 @@ def _complete(session: ServerSession, req: Request, now: float) -> None:
 # ---------------------------------------------------------------------- subscriptions and logging
 
 
-def _set_level(session: ServerSession, req: Request, now: float) -> None:
+def _set_level(session: SessionPort, req: Request, now: float) -> None:
     params: SetLevelParams = req.params
-    session.log_level = params.level
+    session.handshake.set_log_level(params.level)
     session.answer(req, EmptyResult())
 
 
-def _subscribe(session: ServerSession, req: Request, now: float) -> None:
+def _subscribe(session: SessionPort, req: Request, now: float) -> None:
     params: UriParams = req.params
     uri = params.uri
     if session.app.registry.find_resource(uri) is None:
         session.reject(req, req.rules.resource_not_found, "Resource not found", {"uri": uri})
         return
-    if uri not in session.subscriptions:
-        if len(session.subscriptions) >= session.config.max_subscriptions:
+    if uri not in session.handshake.subscriptions:
+        if len(session.handshake.subscriptions) >= session.config.max_subscriptions:
             session.reject(req, jsonrpc.INTERNAL_ERROR, "too many subscriptions")
             return
-        session.subscriptions.add(uri)
+        session.handshake.subscribe(uri)
         session.host.emit(ResourceSubscribed(uri=uri))
     session.answer(req, EmptyResult())
 
 
-def _unsubscribe(session: ServerSession, req: Request, now: float) -> None:
+def _unsubscribe(session: SessionPort, req: Request, now: float) -> None:
     params: UriParams = req.params
-    if params.uri in session.subscriptions:
-        session.subscriptions.discard(params.uri)
+    if params.uri in session.handshake.subscriptions:
+        session.handshake.unsubscribe(params.uri)
         session.host.emit(ResourceUnsubscribed(uri=params.uri))
     session.answer(req, EmptyResult())
 
 
-def _listen(session: ServerSession, req: Request, now: float) -> None:
+def _listen(session: SessionPort, req: Request, now: float) -> None:
     params: ListenParams = req.params
     asked = params.notifications
     caps = session.app.capabilities(req.rules)
@@ -416,17 +383,17 @@ def _listen(session: ServerSession, req: Request, now: float) -> None:
         resources_list_changed=True if asked.resources_list_changed and caps.resources else None,
         resource_subscriptions=asked.resource_subscriptions if caps.resources else None,
     )
-    session.listens[req.key] = Listen(request_id=req.request_id, channel=req.channel, filter=honored)
+    session.listen(req.key, Listen(request_id=req.request_id, channel=req.channel, filter=honored))
     ack = {"_meta": {SUBSCRIPTION_ID_KEY: req.request_id}, "notifications": honored}
     message = jsonrpc.encode_notification("notifications/subscriptions/acknowledged", ack)
     session.host.send(req.channel, message)
 
 
-def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
+def notify_list_changed(session: SessionPort, kind: ListKind) -> None:
     """Tell ``session``'s client the ``kind`` list changed, in whichever era it listens."""
     method = f"notifications/{kind}/list_changed"
-    rules = session.rules
-    ready = session.phase is session.phase.READY and rules is not None
+    rules = session.handshake.rules
+    ready = session.handshake.phase is Phase.READY and rules is not None
     if ready and getattr(session.app.capabilities(rules), kind) is not None:  # type: ignore[arg-type]
         session.host.send(None, jsonrpc.encode_notification(method, None))
     wanted = f"{kind}_list_changed"
@@ -435,16 +402,16 @@ def notify_list_changed(session: ServerSession, kind: ListKind) -> None:
             _send_tagged(session, listen, method, {})
 
 
-def notify_resource_updated(session: ServerSession, uri: str) -> None:
+def notify_resource_updated(session: SessionPort, uri: str) -> None:
     """Tell ``session``'s client ``uri`` changed, if it subscribed to it."""
-    if uri in session.subscriptions:
+    if uri in session.handshake.subscriptions:
         session.host.send(None, jsonrpc.encode_notification("notifications/resources/updated", {"uri": uri}))
     for listen in session.listens.values():
         if uri in (listen.filter.resource_subscriptions or ()):
             _send_tagged(session, listen, "notifications/resources/updated", {"uri": uri})
 
 
-def _send_tagged(session: ServerSession, listen: Listen, method: str, params: dict[str, object]) -> None:
+def _send_tagged(session: SessionPort, listen: Listen, method: str, params: dict[str, object]) -> None:
     params["_meta"] = {SUBSCRIPTION_ID_KEY: listen.request_id}
     session.host.send(listen.channel, jsonrpc.encode_notification(method, params))
 
@@ -457,7 +424,7 @@ _CAPABILITY: Final[Mapping[str, str]] = {
 }
 
 
-def check_capability(session: ServerSession, rec: Call, ask: Ask) -> None:
+def check_capability(session: SessionPort, rec: Call, ask: Ask) -> None:
     """Refuse ``ask`` unless ``rec``'s client declared what it needs.
 
     Raises:
@@ -483,7 +450,7 @@ def known_answer(rnd: Round, key: str, method: str) -> msgspec.Struct | None:
     if answer is None:
         return None
     try:
-        result: msgspec.Struct = msgspec.convert(answer, RESULT_TYPES[method])
+        result: msgspec.Struct = msgspec.convert(answer, ANSWER_TYPES[method])
     except msgspec.ValidationError:
         return None  # a malformed answer is asked again (MRTR "Error Handling")
     rnd.used[key] = answer
@@ -498,7 +465,7 @@ def outbound_params(ask: Ask, ticket: int) -> msgspec.Struct:
     return params
 
 
-def input_required(session: ServerSession, rec: Call, state: Mapping[str, object], now: float) -> None:
+def input_required(session: SessionPort, rec: Call, state: Mapping[str, object], now: float) -> None:
     """Answer ``rec`` with ``input_required``: its open questions and a sealed state.
 
     Raises:
@@ -551,3 +518,26 @@ METHODS: Final[Mapping[str, MethodSpec]] = {
     "skills/get": MethodSpec(_decoder(UriParams), skills.get_skill, skills.get_skill),
 }
 """Method -> params decoder and handlers (handshake era, stateless era)."""
+
+
+def request_info(session: SessionPort, request: Request) -> RequestInfo:
+    """What a handler learns of ``request``: its own ``_meta`` in the stateless era, what
+    the handshake agreed in the other."""
+    meta = request.params.meta
+    if request.modern:
+        assert meta is not None and meta.client_capabilities is not None  # checked on receipt
+        return RequestInfo(
+            request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
+            modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
+            progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
+            trace_context=meta.trace_context(),
+        )
+    agreed = session.handshake
+    return RequestInfo(
+        request_id=request.request_id, method=request.method,
+        protocol_version=agreed.protocol_version or LATEST_VERSION, modern=False,
+        client_info=agreed.client_info, client_capabilities=agreed.client_capabilities,
+        progress_token=None if meta is None else meta.progress_token, log_level=agreed.log_level,
+        session_id=agreed.session_id, principal=request.principal,
+        trace_context=None if meta is None else meta.trace_context(),
+    )

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 from .. import jsonrpc
 
 if TYPE_CHECKING:
-    from .methods import Request
-    from .session import ServerSession
+    from .port import Request, SessionPort
 
 __all__ = ["page"]
 
 
-def page(session: ServerSession, req: Request, kind: str,
+def page(session: SessionPort, req: Request, kind: str,
          items: list[Any]) -> tuple[list[Any], str | None] | None:
     """The page of ``items`` the cursor asks for and the next cursor; ``None`` after
     refusing a cursor this server did not mint."""

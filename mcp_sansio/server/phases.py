@@ -2,9 +2,9 @@
 
 A stateless 2026-07-28 request needs no phase; a handshake-era connection moves from
 ``NEW`` through ``initialize`` and ``notifications/initialized`` to ``READY``, and ends
-``CLOSED``. Every trigger comes from the client, so a trigger the table does not allow
-changes nothing: the session answers the request with an error or ignores the
-notification, and the connection stays up.
+``CLOSED``; a session rebuilt from a shared session store resumes ``READY``. A trigger
+the table does not allow changes nothing: the session answers the request with an error
+or ignores the notification, and the connection stays up.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["Phase", "Trigger"]
+__all__ = ["PEER", "TRANSITIONS", "Phase", "Trigger"]
 
 
 class Phase(enum.Enum):
@@ -30,12 +30,18 @@ class Trigger(enum.Enum):
 
     RECV_INITIALIZE = "receive initialize"
     RECV_INITIALIZED = "receive notifications/initialized"
+    RESUME = "resume from the session store"
     CLOSE = "close"
+
+
+PEER: Final = frozenset({Trigger.RECV_INITIALIZE, Trigger.RECV_INITIALIZED})
+"""The triggers the client causes (a refused one is the client's mistake)."""
 
 
 TRANSITIONS: Final[Mapping[tuple[Phase, Trigger], Phase]] = {
     (Phase.NEW, Trigger.RECV_INITIALIZE): Phase.INITIALIZING,
     (Phase.INITIALIZING, Trigger.RECV_INITIALIZED): Phase.READY,
+    (Phase.NEW, Trigger.RESUME): Phase.READY,
     (Phase.NEW, Trigger.CLOSE): Phase.CLOSED,
     (Phase.INITIALIZING, Trigger.CLOSE): Phase.CLOSED,
     (Phase.READY, Trigger.CLOSE): Phase.CLOSED,

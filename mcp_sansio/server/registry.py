@@ -21,6 +21,7 @@ from .config import CacheScope
 from .signature import HandlerSignature
 
 __all__ = [
+    "ListKind",
     "RegisteredCompletion",
     "RegisteredPrompt",
     "RegisteredResource",
@@ -35,6 +36,9 @@ TaskSupport = Literal["forbidden", "optional", "required"]
 """Whether a tool may run as a task (the tasks extension): never, when the client can, always."""
 
 _VARIABLE: Final = re.compile(r"\{([+#]?)([A-Za-z0-9_.%]+)\*?\}")
+
+ListKind = Literal["tools", "prompts", "resources"]
+"""A list whose changes clients can be told of."""
 
 
 class UriTemplate:

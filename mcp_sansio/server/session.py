@@ -24,7 +24,6 @@ from ..errors import LocalProtocolError, RequestError
 from ..events import (
     ConnectionTerminated,
     DiscardReason,
-    ErrorData,
     FailureReason,
     MessageDiscarded,
     NotificationReceived,
@@ -32,23 +31,23 @@ from ..events import (
 )
 from ..jsonrpc import Envelope, Kind
 from ..modern import MISSING_CLIENT_CAPABILITY, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION
-from ..types import NOTIFICATION_PARAMS, RESULT_TYPES, ClientCapabilities, Implementation, LoggingLevel
+from ..types import NOTIFICATION_PARAMS, LoggingLevel
 from ..versions import LATEST_VERSION, VERSIONS, VersionRules
-from . import methods, tasks
+from . import methods, replies, tasks
 from .authz import Principal
 from .calls import Call, CallKind
-from .context import Answered, Ask, AskOutcome, ClientCapabilityMissing, Deferred, Pending, ToolError
+from .context import Answered, AnswerPending, Ask, AskOutcome, ClientCapabilityMissing, Deferred, ToolError
 from .events import (
-    ANSWERED,
     AnswerFailed,
-    AnswerReceived,
     CallCancelled,
     CallOutcome,
     RequestAnswered,
-    RequestInfo,
 )
-from .phases import TRANSITIONS, Phase, Trigger
+from .handshake import Handshake
+from .phases import Phase, Trigger
+from .questions import Questions, answer_event
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
+from .tasks import TaskRecord
 from .wire import CancelParams, Params, RequestMeta
 
 if TYPE_CHECKING:
@@ -70,39 +69,16 @@ _LOG_ORDER: Final[Mapping[str, int]] = {
     name: i for i, name in
     enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
 }
-# HTTP status of an error response on its own (2026-07-28 "Streamable HTTP": an unknown
-# method is 404, an unsupported version or missing capability 400, as is a request
-# missing its _meta, which passes its status itself). A message that is no valid request
-# is 400 in every era; any other JSON-RPC error is the result of a 200 exchange.
-_MODERN_STATUS: Final[Mapping[int, int]] = {
-    jsonrpc.METHOD_NOT_FOUND: 404, MISSING_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400,
-}
-_BAD_MESSAGE: Final = 400
-_BAD_CODES: Final = frozenset({jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST})
-_NO_CAPABILITIES: Final = ClientCapabilities()
-_RESULT_DECODERS: Final = {method: msgspec.json.Decoder(tp) for method, tp in RESULT_TYPES.items()}
 _CANCEL_DECODER: Final = msgspec.json.Decoder(CancelParams)
 _UNKNOWN: Final = methods.MethodSpec(msgspec.json.Decoder(Params), None, None)
 
 
-def _is_modern(raw: bytes | Raw) -> bool:
-    """Whether params the method's own decoder refused still name a stateless-era version."""
-    try:
-        meta = _UNKNOWN.decoder.decode(raw).meta
-    except (msgspec.DecodeError, RecursionError):
-        return False
-    return meta is not None and meta.protocol_version is not None
-
-
-def _status(code: int, modern: bool) -> int:
-    """The HTTP status of an error response with ``code`` in an era."""
-    if code in _BAD_CODES:
-        return _BAD_MESSAGE
-    return _MODERN_STATUS.get(code, 200) if modern else 200
-
-
 class ServerSession:
     """One client's conversation with the server: handshake-era state and in-flight calls.
+
+    Its state is private: the other modules read it through read-only views and change
+    it only through the methods that move it (``handshake.initialize``, ``listen``,
+    ``add_task``, ...).
 
     Args:
         app: what the server offers (and its :class:`ServerConfig`).
@@ -111,33 +87,64 @@ class ServerSession:
             shared session of stateless HTTP requests, where every POST is a channel).
         first_request_id: our requests to the client are numbered after it (workers
             sharing a session number theirs apart).
+        session_id: the ``Mcp-Session-Id`` of a handshake-era HTTP session.
     """
 
     def __init__(self, app: MCPServer, host: SessionHost, *, channel_ids: bool = False,
-                 first_request_id: int = 0) -> None:
-        self.app = app
-        self.config = app.config
-        self.host = host
-        self.phase = Phase.NEW
-        self.session_id: str | None = None
-        """The ``Mcp-Session-Id`` of a handshake-era HTTP session (set by its transport)."""
-        self.protocol_version: str | None = None
-        self.rules: VersionRules | None = None
-        self.client_info: Implementation | None = None
-        self.client_capabilities: ClientCapabilities = _NO_CAPABILITIES
-        self.log_level: LoggingLevel | None = None
-        self.subscriptions: set[str] = set()
-        self.listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
-        self.calls: dict[int, Call] = {}
-        self.tasks: dict[str, tasks.TaskRecord] = {}
-        self.task_store: TaskStore | None = None
-        """Where tasks are shared with other workers (``None``: in :attr:`tasks` only)."""
+                 first_request_id: int = 0, session_id: str | None = None) -> None:
+        self.app: Final = app
+        self.config: Final = app.config
+        self.host: Final = host
+        self.handshake: Final = Handshake(session_id)
+        """The handshake era's state: phase, negotiated revision, client, log level, subscriptions."""
+        self._listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
+        self._calls: dict[int, Call] = {}
+        self._tasks: dict[str, tasks.TaskRecord] = {}
+        self._task_store: TaskStore | None = None
         self._by_key: dict[tuple[int | None, RequestId], int] = {}
         self._channel_ids = channel_ids
-        self._outbound: dict[int, methods.Outbound] = {}
-        self._tickets: dict[int, int] = {}  # ticket -> our request id
-        self._next_id = first_request_id
+        self._questions = Questions(first_request_id)
         self._server_meta: Final = {SERVER_INFO_KEY: msgspec.to_builtins(app.info)}
+
+    # ---------------------------------------------------------------- state (read-only views)
+
+    @property
+    def listens(self) -> Mapping[tuple[int | None, RequestId], methods.Listen]:
+        """The open ``subscriptions/listen`` streams, by (channel, request id)."""
+        return self._listens
+
+    @property
+    def calls(self) -> Mapping[int, Call]:
+        """The calls in flight, by handle."""
+        return self._calls
+
+    @property
+    def task_store(self) -> TaskStore | None:
+        """Where tasks are shared with other workers (``None``: in :attr:`tasks` only)."""
+        return self._task_store
+
+    @property
+    def tasks(self) -> Mapping[str, TaskRecord]:
+        """The tasks of this session, by id."""
+        return self._tasks
+
+    # ---------------------------------------------------------------- state transitions
+
+    def listen(self, key: tuple[int | None, RequestId], listen: methods.Listen) -> None:
+        """A ``subscriptions/listen`` stream opened under ``key``."""
+        self._listens[key] = listen
+
+    def share_tasks(self, store: TaskStore) -> None:
+        """Keep this session's tasks in ``store``, shared with the other workers."""
+        self._task_store = store
+
+    def add_task(self, task: TaskRecord) -> None:
+        """``task`` lives in this session now."""
+        self._tasks[task.task_id] = task
+
+    def drop_task(self, task_id: str) -> None:
+        """Forget the task ``task_id``."""
+        del self._tasks[task_id]
 
     # ---------------------------------------------------------------- input
 
@@ -153,7 +160,7 @@ class ServerSession:
         ``AnswerFailed``, ``ClientInitialized``, ``ResourceSubscribed``,
         ``ResourceUnsubscribed``, ``NotificationReceived``, ``MessageDiscarded``.
         """
-        if self.phase is Phase.CLOSED:
+        if self.handshake.phase is Phase.CLOSED:
             raise LocalProtocolError("the session is closed")
         problem = invalid_utf8(data)
         if problem is not None:  # JSON text is UTF-8 (RFC 8259 section 8.1); the envelope's
@@ -199,43 +206,43 @@ class ServerSession:
 
         Events: ``CallCancelled`` for each call on it.
         """
-        for call in [c.call for c in self.calls.values() if c.channel == channel]:
+        for call in [c.call for c in self._calls.values() if c.channel == channel]:
             self._cancel(call, reason)
-        for key in [k for k, listen in self.listens.items() if listen.channel == channel]:
-            del self.listens[key]
+        for key in [k for k, listen in self._listens.items() if listen.channel == channel]:
+            del self._listens[key]
 
     def close(self, now: float, message: str = "the client disconnected") -> None:
         """The connection is gone: every call is cancelled, every question fails.
 
         Events: ``CallCancelled``, ``AnswerFailed``, then ``ConnectionTerminated``.
         """
-        if self.phase is Phase.CLOSED:
+        if self.handshake.phase is Phase.CLOSED:
             return
-        for call in list(self.calls):
+        for call in list(self._calls):
             self._cancel(call, message)
-        for rid in list(self._outbound):
+        for rid in self._questions.ids():
             self._fail_outbound(rid, FailureReason.CONNECTION_LOST, message)
-        self.listens.clear()
-        self.tasks.clear()  # they lived in this connection
-        self.advance(Trigger.CLOSE)
+        self._listens.clear()
+        self._tasks.clear()  # they lived in this connection
+        self.handshake.advance(Trigger.CLOSE)
         self.host.emit(ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message=message,
-                                            session_id=self.session_id))
+                                            session_id=self.handshake.session_id))
 
     def handle_timeout(self, now: float) -> None:
         """Fail the questions to the client whose deadline passed (and tell the client).
 
         Events: ``AnswerFailed`` with reason ``TIMEOUT``.
         """
-        for rid in [rid for rid, out in self._outbound.items() if out.deadline <= now]:
+        for rid in self._questions.due(now):
             self._send_cancel(rid, "timed out")
             self._fail_outbound(rid, FailureReason.TIMEOUT, "the client did not answer in time")
-        if self.tasks:
+        if self._tasks:
             tasks.expire(self, now)
 
     def next_deadline(self) -> float | None:
         """When the first question to the client times out, or a task expires; changes nothing."""
-        deadlines = [out.deadline for out in self._outbound.values()]
-        deadlines += [task.expires_at for task in self.tasks.values()]
+        deadlines = self._questions.deadlines()
+        deadlines += [task.expires_at for task in self._tasks.values()]
         return min(deadlines) if deadlines else None
 
     # ---------------------------------------------------------------- answers from the driver
@@ -254,7 +261,7 @@ class ServerSession:
             result = read_result(rec.uri, rec.mime_type, value)
         else:
             result = completion_result(value)
-        outcome = _outcome_of(result)
+        outcome = replies.outcome_of(result)
         if rec.task is not None:
             self.finish_call(rec)
             tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
@@ -301,7 +308,7 @@ class ServerSession:
                 "code": code, "message": message, "data": data}
             tasks.finish(self, rec, now, error=error)
         else:
-            self._deliver(rec, encoded, _status(code, rec.info.modern), now)
+            self._deliver(rec, encoded, replies.status(code, rec.info.modern), now)
         return CallOutcome(error_code=code, message=message)
 
     def input_required(self, call: int, state: Mapping[str, object], *, now: float) -> None:
@@ -339,19 +346,19 @@ class ServerSession:
             if answer is not None:
                 outcomes.append(Answered(answer))
             elif rec.task is not None:
-                outcomes.append(Pending(tasks.task_ask(self, rec, key, ask, now)))
+                outcomes.append(AnswerPending(tasks.task_ask(self, rec, key, ask, now)))
             elif rec.round is not None:
                 rec.round.pending[key] = ask
                 outcomes.append(Deferred(key))
             else:
-                outcomes.append(Pending(self._request(rec, ask, now)))
+                outcomes.append(AnswerPending(self._request(rec, ask, now)))
         return outcomes
 
     # ---------------------------------------------------------------- server-initiated traffic
 
     def send_progress(self, call: int, progress: float, total: float | None, message: str | None) -> None:
         """``notifications/progress`` for ``call`` if it carried a progress token."""
-        rec = self.calls.get(call)
+        rec = self._calls.get(call)
         if rec is None or rec.info.progress_token is None or rec.task is not None:
             return
         params: dict[str, object] = {"progressToken": rec.info.progress_token, "progress": progress}
@@ -363,17 +370,17 @@ class ServerSession:
 
     def send_log(self, call: int | None, level: LoggingLevel, data: object, logger: str | None) -> None:
         """``notifications/message`` if the level passes the request's (or session's) filter."""
-        rec = None if call is None else self.calls.get(call)
+        rec = None if call is None else self._calls.get(call)
         if rec is None:
-            if call is not None or self.phase is not Phase.READY:
+            if call is not None or self.handshake.phase is not Phase.READY:
                 return  # a finished call, or no handshake-era client to tell
-            floor, channel = self.log_level, None
+            floor, channel = self.handshake.log_level, None
         elif rec.info.modern:
             floor, channel = rec.info.log_level, rec.channel
             if floor is None or rec.task is not None:
                 return  # 2026-07-28: no log for a request that did not set a level, nor once answered
         else:
-            floor, channel = self.log_level, rec.channel
+            floor, channel = self.handshake.log_level, rec.channel
         if floor is not None and _LOG_ORDER[level] < _LOG_ORDER[floor]:
             return
         params: dict[str, object] = {"level": level, "data": data}
@@ -392,21 +399,12 @@ class ServerSession:
 
     # ---------------------------------------------------------------- internals
 
-    def advance(self, trigger: Trigger) -> bool:
-        """Move the phase as ``trigger`` says; whether the table allows it (the phase is
-        unchanged when it does not: the caller answers or ignores the message)."""
-        new = TRANSITIONS.get((self.phase, trigger))
-        if new is None:
-            return False
-        self.phase = new
-        return True
-
     def _on_request(self, env: Envelope, now: float, channel: int | None,
                     principal: Principal | None = None) -> None:
         method, rid = env.method, env.id
         assert isinstance(method, str) and isinstance(rid, int | str)  # classify() guarantees it
         key = (channel if self._channel_ids else None, rid)
-        if key in self._by_key or key in self.listens:
+        if key in self._by_key or key in self._listens:
             message = f"Invalid request: id {rid!r} is already in use"
             self.error(channel, rid, jsonrpc.INVALID_REQUEST, message, now=now)
             return
@@ -415,7 +413,7 @@ class ServerSession:
         try:
             params = spec.decoder.decode(raw)
         except (msgspec.DecodeError, RecursionError) as exc:
-            if spec.modern is None and _is_modern(raw):  # a method the stateless era removed
+            if spec.modern is None and replies.names_a_version(raw):  # a method the stateless era removed
                 self.error(channel, rid, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}", now=now,
                            modern=True)
             else:
@@ -425,7 +423,7 @@ class ServerSession:
         version = None if meta is None else meta.protocol_version
         modern = version is not None
         handler = spec.modern if modern else spec.legacy
-        if len(self.calls) >= self.config.max_in_flight:
+        if len(self._calls) >= self.config.max_in_flight:
             self.error(channel, rid, jsonrpc.INTERNAL_ERROR,
                        f"too many requests in progress (at most {self.config.max_in_flight})", now=now)
             return
@@ -449,15 +447,15 @@ class ServerSession:
                            f"Invalid params: {method} needs _meta with the protocol version", now=now,
                            status=400)
             return
-        if self.phase is Phase.NEW and method not in _LEGACY_BEFORE_INIT:
+        if self.handshake.phase is Phase.NEW and method not in _LEGACY_BEFORE_INIT:
             self.error(channel, rid, jsonrpc.INVALID_REQUEST,
                        "Invalid request: the session is not initialized (send initialize first)", now=now)
             return
-        if self.phase is not Phase.NEW and method == "initialize":
+        if self.handshake.phase is not Phase.NEW and method == "initialize":
             self.error(channel, rid, jsonrpc.INVALID_REQUEST,
                        "Invalid request: the session is already initialized", now=now)
             return
-        rules = self.rules or VERSIONS[LATEST_VERSION]
+        rules = self.handshake.rules or VERSIONS[LATEST_VERSION]
         handler(self, methods.Request(rid, method, channel, key, params, rules, False, now, principal), now)
 
     def _modern_rules(self, channel: int | None, rid: RequestId, version: str,
@@ -480,7 +478,7 @@ class ServerSession:
         assert isinstance(method, str)  # classify() guarantees it
         raw = env.params if isinstance(env.params, Raw) else b"{}"
         if method == "notifications/initialized":
-            if self.advance(Trigger.RECV_INITIALIZED):
+            if self.handshake.advance(Trigger.RECV_INITIALIZED):
                 methods.initialized(self)
             return
         if method == "notifications/cancelled":
@@ -513,44 +511,24 @@ class ServerSession:
         if call is not None:
             self._cancel(call, params.reason)
         else:
-            self.listens.pop(key, None)  # unknown ids are ignored (MCP "Cancellation")
+            self._listens.pop(key, None)  # unknown ids are ignored (MCP "Cancellation")
 
     def _on_response(self, env: Envelope, now: float) -> None:
-        rid = env.id
-        out = self._outbound.pop(rid, None) if isinstance(rid, int) else None
+        out = self._questions.answered(env.id)
         if out is None:
-            self.host.emit(MessageDiscarded(reason=DiscardReason.UNKNOWN_ID, detail=f"no request {rid!r}",
+            self.host.emit(MessageDiscarded(reason=DiscardReason.UNKNOWN_ID, detail=f"no request {env.id!r}",
                                             excerpt=b""))
             return
-        self._tickets.pop(out.ticket, None)
-        rec = self.calls.get(out.call)
+        rec = self._calls.get(out.call)
         if rec is not None:
             rec.tickets.discard(out.ticket)
-        if isinstance(env.error, jsonrpc.ErrorObject):
-            err = env.error
-            error = ErrorData(code=err.code, message=err.message, data=err.data)
-            self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method, message=err.message,
-                                        reason=FailureReason.ERROR_RESPONSE, error=error))
-            return
-        assert isinstance(env.result, Raw)  # classify() guarantees it
-        try:
-            result = _RESULT_DECODERS[out.method].decode(env.result)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method,
-                                        reason=FailureReason.INVALID_RESULT,
-                                        message=f"invalid {out.method} result: {exc}"))
-            return
-        self.host.emit(AnswerReceived(ticket=out.ticket, method=out.method, result=result))
+        self.host.emit(answer_event(out, env))
 
     def _request(self, rec: Call, ask: Ask, now: float) -> int:
         """Send ``ask`` to the client as a request of ours; its ticket."""
-        self._next_id += 1
-        rid = self._next_id
         ticket = self.host.new_ticket()
         params = methods.outbound_params(ask, ticket)
-        self._outbound[rid] = methods.Outbound(ticket=ticket, method=ask.method, call=rec.call,
-                                               deadline=now + self.config.request_timeout)
-        self._tickets[ticket] = rid
+        rid = self._questions.open(ticket, ask.method, rec.call, now + self.config.request_timeout)
         rec.tickets.add(ticket)
         self.host.timed(self)
         self.host.send(rec.channel, jsonrpc.encode_request(rid, ask.method, params))
@@ -558,18 +536,25 @@ class ServerSession:
 
     def _send_cancel(self, rid: int, reason: str) -> None:
         """Tell the client we no longer want the answer to our request ``rid``."""
-        rec = self.calls.get(self._outbound[rid].call)
+        rec = self._calls.get(self._questions.get(rid).call)
         channel = None if rec is None else rec.channel
         params = {"requestId": rid, "reason": reason}
         self.host.send(channel, jsonrpc.encode_notification("notifications/cancelled", params))
 
     def _fail_outbound(self, rid: int, reason: FailureReason, message: str) -> None:
-        out = self._outbound.pop(rid)
-        self._tickets.pop(out.ticket, None)
-        rec = self.calls.get(out.call)
+        out = self._questions.close(rid)
+        rec = self._calls.get(out.call)
         if rec is not None:
             rec.tickets.discard(out.ticket)
         self.host.emit(AnswerFailed(ticket=out.ticket, method=out.method, reason=reason, message=message))
+
+    def new_call(self) -> int:
+        """A fresh call handle from the transport, owned by this session."""
+        return self.host.new_call(self)
+
+    def timed(self) -> None:
+        """This session armed a deadline: its transport watches it."""
+        self.host.timed(self)
 
     def release_request(self, rec: Call) -> None:
         """``rec``'s request is answered while its call goes on (a task): the id is free."""
@@ -580,24 +565,24 @@ class ServerSession:
         self._cancel(call, reason)
 
     def _cancel(self, call: int, reason: str | None) -> None:
-        rec = self.calls.pop(call)
+        rec = self._calls.pop(call)
         self._by_key.pop(rec.key, None)
         self.host.call_cancelled(call)
         for ticket in list(rec.tickets):
-            rid = self._tickets.pop(ticket)
+            rid = self._questions.of_ticket(ticket)
             self._send_cancel(rid, "the request it served was cancelled")
-            del self._outbound[rid]
+            self._questions.close(rid)
         self.host.emit(CallCancelled(call=call, reason=reason))
 
     def _call(self, call: int) -> Call:
-        rec = self.calls.get(call)
+        rec = self._calls.get(call)
         if rec is None:
             raise LocalProtocolError(f"call {call} is not in progress")
         return rec
 
     def start_call(self, rec: Call) -> None:
         """Record ``rec`` as in flight (``methods`` calls this before emitting its event)."""
-        self.calls[rec.call] = rec
+        self._calls[rec.call] = rec
         self._by_key[rec.key] = rec.call
 
     def _deliver(self, rec: Call, data: bytes, status: int, now: float) -> None:
@@ -606,20 +591,20 @@ class ServerSession:
 
     def finish_call(self, rec: Call) -> None:
         """``rec`` is answered: forget it and the questions it still had open."""
-        del self.calls[rec.call]
+        del self._calls[rec.call]
         self._by_key.pop(rec.key, None)
         self.host.call_done(rec.call)
         for ticket in rec.tickets:
-            rid = self._tickets.pop(ticket)
+            rid = self._questions.of_ticket(ticket)
             self._send_cancel(rid, "the request it served is complete")
-            del self._outbound[rid]
+            self._questions.close(rid)
 
     def error(self, channel: int | None, rid: RequestId | None, code: int, message: str, data: object = None,
               *, now: float, modern: bool = False, status: int | None = None) -> None:
         """Answer request ``rid`` on ``channel`` with a JSON-RPC error; ``status`` (the HTTP
         status of the exchange) follows from the code and era unless given."""
         if status is None:
-            status = _status(code, modern)
+            status = replies.status(code, modern)
         self.host.finish(channel, jsonrpc.encode_error(rid, code, message, data), status, now)
 
     def reject(self, request: methods.Request, code: int, message: str, data: object = None) -> None:
@@ -641,50 +626,18 @@ class ServerSession:
     def _answered(self, request: methods.Request, code: int | None, message: str | None) -> None:
         """Tell telemetry the core answered ``request`` itself (``RequestAnswered``)."""
         meta = getattr(request.params, "meta", None)
-        version = request.rules.version if request.modern else self.protocol_version
+        version = request.rules.version if request.modern else self.handshake.protocol_version
         self.host.emit(RequestAnswered(
             method=request.method, request_id=request.request_id, protocol_version=version,
-            session_id=self.session_id, error_code=code, message=message,
+            session_id=self.handshake.session_id, error_code=code, message=message,
             trace_context=meta.trace_context() if isinstance(meta, RequestMeta) else None))
 
     def encode_result(self, rid: RequestId, result: msgspec.Struct | dict[str, object],
                       rules: VersionRules | None, *, cache: tuple[int, str] | None = None,
                       result_type: str = "complete") -> bytes:
-        """The response for ``result``; a stateless-era result (``rules`` given) gets
-        ``resultType``, the server's identity in ``_meta`` and, when ``cache`` gives them,
-        the caching hints ``ttlMs`` and ``cacheScope``."""
-        if rules is None or not rules.cache_hints:
-            return jsonrpc.encode_result(rid, result)
-        body = result if isinstance(result, dict) else msgspec.to_builtins(result)
-        assert isinstance(body, dict)  # every result is an object
-        body["resultType"] = result_type
-        if self.config.server_info_in_results:
-            meta = body.get("_meta")
-            body["_meta"] = {**self._server_meta, **meta} if isinstance(meta, dict) else self._server_meta
-        if cache is not None:
-            body.setdefault("ttlMs", cache[0])
-            body.setdefault("cacheScope", cache[1])
-        return jsonrpc.encode_result(rid, body)
-
-    def info_for(self, request: methods.Request) -> RequestInfo:
-        """What a handler learns of ``request``."""
-        meta = request.params.meta
-        if request.modern:
-            assert meta is not None and meta.client_capabilities is not None  # checked on receipt
-            return RequestInfo(
-                request_id=request.request_id, method=request.method, protocol_version=request.rules.version,
-                modern=True, client_info=meta.client_info, client_capabilities=meta.client_capabilities,
-                progress_token=meta.progress_token, log_level=meta.log_level, principal=request.principal,
-                trace_context=meta.trace_context(),
-            )
-        return RequestInfo(
-            request_id=request.request_id, method=request.method,
-            protocol_version=self.protocol_version or LATEST_VERSION, modern=False,
-            client_info=self.client_info, client_capabilities=self.client_capabilities,
-            progress_token=None if meta is None else meta.progress_token, log_level=self.log_level,
-            session_id=self.session_id, trace_context=None if meta is None else meta.trace_context(),
-            principal=request.principal,
-        )
+        """The response for ``result`` in its era (see :func:`.replies.encode_result`)."""
+        server_meta = self._server_meta if self.config.server_info_in_results else None
+        return replies.encode_result(rid, result, rules, server_meta, cache=cache, result_type=result_type)
 
 
 def invalid_utf8(data: bytes) -> str | None:
@@ -694,13 +647,3 @@ def invalid_utf8(data: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start}"
     return None
-
-
-def _outcome_of(result: msgspec.Struct) -> CallOutcome:
-    """What answering with ``result`` tells telemetry: a tool result with ``isError`` is a
-    tool error (the OpenTelemetry MCP conventions' ``tool_error``)."""
-    if getattr(result, "is_error", None) is True:
-        content = getattr(result, "content", None) or ()
-        text = next((getattr(c, "text", None) for c in content if getattr(c, "text", None)), None)
-        return CallOutcome(message=text, tool_error=True)
-    return ANSWERED

@@ -19,7 +19,6 @@ from typing import Any, Final, is_typeddict
 import msgspec
 
 from ..errors import LocalProtocolError
-from .context import Context
 
 __all__ = ["HandlerSignature", "inspect_handler"]
 
@@ -27,6 +26,14 @@ _ALLOWED_KINDS: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parame
 _EMPTY_OBJECT: Final = b"{}"
 # Schema keys msgspec adds that say nothing to a client.
 _NOISE: Final = ("title",)
+
+
+class ContextParameter:
+    """Base of the types whose annotation marks the parameter that receives the request's
+    context rather than an argument (``Context`` is one; kept here so that reading a
+    signature needs nothing of the context itself)."""
+
+    __slots__ = ()
 
 
 class HandlerSignature:
@@ -171,7 +178,7 @@ def _check_type(kind: str, name: str, param: str, annotation: object) -> None:
 
 
 def _is_context(annotation: object) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, Context)
+    return isinstance(annotation, type) and issubclass(annotation, ContextParameter)
 
 
 def _description(annotation: object) -> str | None:

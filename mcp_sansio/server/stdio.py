@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .. import jsonrpc
-from ..events import DiscardReason, Event, MessageDiscarded
+from ..events import DiscardReason, MessageDiscarded
 from ..framing import LineBuffer
 from .endpoint import Endpoint
+from .events import ServerEvent
 from .flow import Backlog, FlowLimits
 from .session import ServerSession
 
@@ -136,7 +137,7 @@ class StdioServer(Endpoint):
         self._out.append(data + b"\n")
         self._backlog.add(len(data) + 1)
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event (the session ends first if output passed ``max_buffer_bytes``).
 
         Events: ``CallCancelled`` and ``ConnectionTerminated`` when it ends.

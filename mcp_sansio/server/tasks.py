@@ -28,22 +28,23 @@ import msgspec
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
+from ..machines import step
 from ..modern import MISSING_CLIENT_CAPABILITY
 from ..types import RESULT_TYPES
 from .app import TASKS_EXTENSION
 from .calls import Call, CallKind
 from .context import Ask
-from .events import AnswerReceived
+from .events import ANSWER_TYPES, AnswerReceived
 from .stores import StoreUnavailable, TaskMessage, TaskSnapshot, TaskStore
 from .wire import TaskParams, TaskUpdateParams
 
 if TYPE_CHECKING:
-    from .methods import Request
-    from .session import ServerSession
+    from .port import Request, SessionPort
 
 __all__ = [
-    "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "receive_messages", "require_tasks",
-    "required_data", "running", "start_task", "task_ask", "tasks_cancel", "tasks_get", "tasks_update",
+    "TRANSITIONS", "TaskRecord", "TaskState", "TaskTrigger", "declares_tasks", "expire", "finish",
+    "receive_messages", "require_tasks", "required_data", "running", "start_task", "task_ask",
+    "tasks_cancel", "tasks_get", "tasks_update",
 ]
 
 _REQUIRED: Final[dict[str, object]] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -59,6 +60,28 @@ class TaskState(enum.Enum):
     CANCELLED = "cancelled"
 
 
+class TaskTrigger(enum.Enum):
+    """What moves a task's status."""
+
+    ASK = "ask for input"
+    ANSWERED = "all answers in"
+    COMPLETE = "complete"
+    FAIL = "fail"
+    CANCEL = "cancel"
+
+
+_LIVE: Final = (TaskState.WORKING, TaskState.INPUT_REQUIRED)
+TRANSITIONS: Final[Mapping[tuple[TaskState, TaskTrigger], TaskState]] = {
+    (TaskState.WORKING, TaskTrigger.ASK): TaskState.INPUT_REQUIRED,
+    (TaskState.INPUT_REQUIRED, TaskTrigger.ASK): TaskState.INPUT_REQUIRED,
+    (TaskState.INPUT_REQUIRED, TaskTrigger.ANSWERED): TaskState.WORKING,
+    (TaskState.WORKING, TaskTrigger.ANSWERED): TaskState.WORKING,
+    **{(state, TaskTrigger.COMPLETE): TaskState.COMPLETED for state in _LIVE},
+    **{(state, TaskTrigger.FAIL): TaskState.FAILED for state in _LIVE},
+    **{(state, TaskTrigger.CANCEL): TaskState.CANCELLED for state in _LIVE},
+}
+"""A task's status moves (``machines.step``). A terminal status has no row: it never
+changes again, and a move from it is ignored (a late answer, a cancellation after the end)."""
 _TERMINAL: Final = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
 _TERMINAL_NAMES: Final = frozenset(state.value for state in _TERMINAL)
 _encode: Final = msgspec.json.Encoder().encode
@@ -100,9 +123,14 @@ class TaskRecord:
         self.status_message: str | None = None
         self.owner: str | None = None
 
-    def move(self, state: TaskState, wall: float) -> None:
-        """Change the status (a terminal status never changes again)."""
-        if self.state not in _TERMINAL and state is not self.state:
+    def move(self, trigger: TaskTrigger, wall: float) -> None:
+        """Move the status as ``trigger`` says by :data:`TRANSITIONS` (a terminal status
+        never changes again; ``updated_at`` changes with the status only)."""
+        try:
+            state = step(TRANSITIONS, self.state, trigger, subject="the task is ")
+        except LocalProtocolError:
+            return
+        if state is not self.state:
             self.state, self.updated_at = state, wall
 
 
@@ -112,7 +140,7 @@ def declares_tasks(rec_or_meta_caps: object) -> bool:
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
-def require_tasks(session: ServerSession, req: Request) -> bool:
+def require_tasks(session: SessionPort, req: Request) -> bool:
     """Refuse ``req`` with ``-32021`` unless its client declared the extension."""
     meta = req.params.meta
     if meta is not None and declares_tasks(meta.client_capabilities):
@@ -127,7 +155,7 @@ def required_data() -> dict[str, object]:
     return {"requiredCapabilities": _REQUIRED}
 
 
-def start_task(session: ServerSession, rec: Call, now: float, message: str | None) -> str | None:
+def start_task(session: SessionPort, rec: Call, now: float, message: str | None) -> str | None:
     """Make ``rec`` a task: answer its request with ``CreateTaskResult`` now; its handler
     runs on. The task's id, or ``None`` when it cannot be one (the client did not declare
     the extension, or the server holds ``max_tasks`` already)."""
@@ -154,8 +182,8 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
             store.create_task(snapshot, config.task_ttl_ms / 1000)
         except StoreUnavailable:
             return None  # it cannot be a task: the call goes on and answers directly
-    session.tasks[task_id] = task
-    session.host.timed(session)
+    session.add_task(task)
+    session.timed()
     rec.task = task
     body = {**_task_fields(session, task), "resultType": "task"}
     data = session.encode_result(rec.request_id, body, rec.rules, result_type="task")
@@ -165,7 +193,7 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     return task_id
 
 
-def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) -> int:
+def task_ask(session: SessionPort, rec: Call, key: str, ask: Ask, now: float) -> int:
     """Park ``ask`` on ``rec``'s task until ``tasks/update`` answers it; its ticket."""
     task = rec.task
     assert task is not None  # only task calls come here
@@ -175,11 +203,11 @@ def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) 
         session.task_store.ask_task(task.task_id, key, request, wall)
     ticket = session.host.new_ticket()
     task.pending[key] = (ticket, ask)
-    task.move(TaskState.INPUT_REQUIRED, wall)
+    task.move(TaskTrigger.ASK, wall)
     return ticket
 
 
-def finish(session: ServerSession, rec: Call, now: float, result: object = None,
+def finish(session: SessionPort, rec: Call, now: float, result: object = None,
            error: Mapping[str, object] | None = None) -> None:
     """``rec``'s handler ended: inline its result (or protocol error) in the task."""
     task = rec.task
@@ -189,10 +217,10 @@ def finish(session: ServerSession, rec: Call, now: float, result: object = None,
     wall = now + session.host.wall_offset
     if error is not None:
         task.error = dict(error)
-        task.move(TaskState.FAILED, wall)
+        task.move(TaskTrigger.FAIL, wall)
     else:
         task.result = result
-        task.move(TaskState.COMPLETED, wall)
+        task.move(TaskTrigger.COMPLETE, wall)
     store = session.task_store
     if store is not None:
         try:
@@ -204,13 +232,13 @@ def finish(session: ServerSession, rec: Call, now: float, result: object = None,
             pass  # the store's TTL ends it (a tasks/get meanwhile sees it working)
 
 
-def running(session: ServerSession) -> bool:
+def running(session: SessionPort) -> bool:
     """Whether a handler of this session runs as a task (its worker then takes the task
     messages of a shared store)."""
     return any(task.call is not None for task in session.tasks.values())
 
 
-def receive_messages(session: ServerSession, messages: list[TaskMessage], now: float) -> None:
+def receive_messages(session: SessionPort, messages: list[TaskMessage], now: float) -> None:
     """Answers and cancellations another worker passed through the shared store to the
     tasks running here (those of tasks no longer running here are dropped).
 
@@ -222,7 +250,7 @@ def receive_messages(session: ServerSession, messages: list[TaskMessage], now: f
         if task is None or task.call is None:
             continue
         if message.key is None:
-            task.move(TaskState.CANCELLED, wall)
+            task.move(TaskTrigger.CANCEL, wall)
             session.cancel_call(task.call, "the task was cancelled")
             task.call = None
             task.pending.clear()
@@ -232,24 +260,24 @@ def receive_messages(session: ServerSession, messages: list[TaskMessage], now: f
             continue  # answered already
         ticket, ask = entry
         try:
-            answer = msgspec.json.decode(message.answer, type=RESULT_TYPES[ask.method])
+            answer = msgspec.json.decode(message.answer, type=ANSWER_TYPES[ask.method])
         except msgspec.DecodeError:
             continue  # (the worker that took it checked it: not from a worker of this version)
         del task.pending[message.key]
         if not task.pending:
-            task.move(TaskState.WORKING, wall)
+            task.move(TaskTrigger.ANSWERED, wall)
         session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=answer))
 
 
-def expire(session: ServerSession, now: float) -> None:
+def expire(session: SessionPort, now: float) -> None:
     """Forget the tasks whose time is up (cancelling any still running)."""
     for task in [t for t in session.tasks.values() if t.expires_at <= now]:
-        del session.tasks[task.task_id]
+        session.drop_task(task.task_id)
         if task.call is not None:
             session.cancel_call(task.call, "the task expired")
 
 
-def _task_fields(session: ServerSession, task: TaskRecord) -> dict[str, object]:
+def _task_fields(session: SessionPort, task: TaskRecord) -> dict[str, object]:
     fields: dict[str, object] = {
         "taskId": task.task_id, "status": task.state.value, "createdAt": _iso(task.created_at),
         "lastUpdatedAt": _iso(task.updated_at), "ttlMs": session.config.task_ttl_ms,
@@ -264,7 +292,7 @@ def _iso(wall: float) -> str:
     return datetime.datetime.fromtimestamp(wall, datetime.UTC).isoformat(timespec="milliseconds")
 
 
-def _find(session: ServerSession, req: Request) -> TaskRecord | None:
+def _find(session: SessionPort, req: Request) -> TaskRecord | None:
     params: TaskParams = req.params
     task = session.tasks.get(params.task_id)
     if task is not None and task.owner != (None if req.principal is None else req.principal.identity):
@@ -274,7 +302,7 @@ def _find(session: ServerSession, req: Request) -> TaskRecord | None:
     return task
 
 
-def _find_shared(session: ServerSession, store: TaskStore, req: Request) -> TaskSnapshot | None:
+def _find_shared(session: SessionPort, store: TaskStore, req: Request) -> TaskSnapshot | None:
     params: TaskParams = req.params
     task = store.load_task(params.task_id)
     if task is not None and task.owner != (None if req.principal is None else req.principal.identity):
@@ -284,7 +312,7 @@ def _find_shared(session: ServerSession, store: TaskStore, req: Request) -> Task
     return task
 
 
-def _shared_fields(session: ServerSession, task: TaskSnapshot) -> dict[str, object]:
+def _shared_fields(session: SessionPort, task: TaskSnapshot) -> dict[str, object]:
     fields: dict[str, object] = {
         "taskId": task.task_id, "status": task.status, "createdAt": _iso(task.created_at),
         "lastUpdatedAt": _iso(task.updated_at), "ttlMs": session.config.task_ttl_ms,
@@ -295,7 +323,7 @@ def _shared_fields(session: ServerSession, task: TaskSnapshot) -> dict[str, obje
     return fields
 
 
-def _shared_get(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+def _shared_get(session: SessionPort, store: TaskStore, req: Request, now: float) -> None:
     task = _find_shared(session, store, req)
     if task is None:
         return
@@ -314,7 +342,7 @@ def _shared_get(session: ServerSession, store: TaskStore, req: Request, now: flo
     session.host.finish(req.channel, session.encode_result(req.request_id, body, req.rules), 200, now)
 
 
-def _shared_update(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+def _shared_update(session: SessionPort, store: TaskStore, req: Request, now: float) -> None:
     task = _find_shared(session, store, req)
     if task is None:
         return
@@ -335,7 +363,7 @@ def _shared_update(session: ServerSession, store: TaskStore, req: Request, now: 
     session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
 
 
-def _shared_cancel(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+def _shared_cancel(session: SessionPort, store: TaskStore, req: Request, now: float) -> None:
     task = _find_shared(session, store, req)
     if task is None:
         return
@@ -344,7 +372,7 @@ def _shared_cancel(session: ServerSession, store: TaskStore, req: Request, now: 
     session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
 
 
-def tasks_get(session: ServerSession, req: Request, now: float) -> None:
+def tasks_get(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/get``: the task, its result or error inlined, or its open questions."""
     if not require_tasks(session, req):
         return
@@ -365,7 +393,7 @@ def tasks_get(session: ServerSession, req: Request, now: float) -> None:
     session.host.finish(req.channel, session.encode_result(req.request_id, body, req.rules), 200, now)
 
 
-def tasks_update(session: ServerSession, req: Request, now: float) -> None:
+def tasks_update(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/update``: answers to open questions (unknown or answered keys are ignored)."""
     if not require_tasks(session, req):
         return
@@ -382,17 +410,17 @@ def tasks_update(session: ServerSession, req: Request, now: float) -> None:
             continue
         ticket, ask = entry
         try:
-            result = msgspec.convert(answer, RESULT_TYPES[ask.method])
+            result = msgspec.convert(answer, ANSWER_TYPES[ask.method])
         except msgspec.ValidationError:
             continue  # not an answer to that question: it stays open
         del task.pending[key]
         session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=result))
     if not task.pending:
-        task.move(TaskState.WORKING, now + session.host.wall_offset)
+        task.move(TaskTrigger.ANSWERED, now + session.host.wall_offset)
     session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
 
 
-def tasks_cancel(session: ServerSession, req: Request, now: float) -> None:
+def tasks_cancel(session: SessionPort, req: Request, now: float) -> None:
     """``tasks/cancel``: stop the task if it runs; an acknowledgement either way."""
     if not require_tasks(session, req):
         return
@@ -403,7 +431,7 @@ def tasks_cancel(session: ServerSession, req: Request, now: float) -> None:
     if task is None:
         return
     if task.state not in _TERMINAL:
-        task.move(TaskState.CANCELLED, now + session.host.wall_offset)
+        task.move(TaskTrigger.CANCEL, now + session.host.wall_offset)
         assert task.call is not None  # a task that has not ended is running
         session.cancel_call(task.call, "the task was cancelled")
         task.call = None

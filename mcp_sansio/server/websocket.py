@@ -28,9 +28,9 @@ from wsproto.utilities import LocalProtocolError as WsLocalError
 from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
-from ..events import Event
 from .authz import Allowed, AuthGate, Principal, Refusal, TokenVerdict
 from .endpoint import Endpoint, SubHost
+from .events import ServerEvent
 from .flow import Backlog, FlowLimits
 from .http11 import CloseConnection
 from .http_headers import LOOPBACK_HOSTS, check_origins, host_allowed, origin_allowed
@@ -259,7 +259,7 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, closing)
             self._drop(link, now, "the server is shutting down")
 
-    def next_event(self) -> Event | None:
+    def next_event(self) -> ServerEvent | None:
         """The oldest queued event (connections past ``max_buffer_bytes`` are dropped first).
 
         Events: ``CallCancelled`` and ``ConnectionTerminated`` of a dropped connection.

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import uvicorn
 
+from mcp_sansio_asgi import AsgiApp
+
 
 def main() -> None:
     app = runpy.run_path(str(Path(__file__).with_name("server.py")))["app"]
-    uvicorn.run(app.asgi(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    uvicorn.run(AsgiApp(app), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 
 
 if __name__ == "__main__":

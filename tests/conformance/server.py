@@ -260,7 +260,7 @@ async def test_input_required_result_tampered_state(ctx: Context) -> str:
 async def test_input_required_result_capabilities(ctx: Context) -> str:
     """MRTR: asks only for what the client declared."""
     caps = ctx.client_capabilities
-    asks = []
+    asks: list[Ask] = []
     if caps.elicitation is not None:
         form = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
         asks.append(Ask.elicit("Elicitation input", form, key="elicit_input"))
@@ -389,7 +389,8 @@ async def multi_input(ctx: Context) -> str:
     ctx.start_task()
     first, second = await ctx.ask(Ask.elicit("First?", NAME_FORM, key="first"),
                                   Ask.elicit("Second?", NAME_FORM, key="second"))
-    return f"got {first.action} and {second.action}"  # type: ignore[attr-defined]
+    assert isinstance(first, ElicitResult) and isinstance(second, ElicitResult)
+    return f"got {first.action} and {second.action}"
 
 
 @app.tool(task_support="required")

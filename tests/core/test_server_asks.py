@@ -11,11 +11,12 @@ from mcp_sansio import ConnectionClosed, FailureReason, LocalProtocolError, Requ
 from mcp_sansio.errors import RemoteProtocolError
 from mcp_sansio.server import (
     AnswerFailed,
+    AnswerPending,
     AnswerReceived,
     Ask,
     ClientCapabilityMissing,
+    HandlerCallReceived,
     MCPServer,
-    Pending,
 )
 from mcp_sansio.types import ElicitResult, ListRootsResult, Root
 
@@ -28,14 +29,14 @@ def _ready(capabilities: dict[str, object] | None = None, **config: Any) -> tupl
     server = server_for(app, **config)
     handshake(server, capabilities=ALL if capabilities is None else capabilities)
     send(server, request(1, "tools/call", {"name": "t"}))
-    [event] = take_events(server)
-    return server, event.call  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    return server, event.call
 
 
 def test_an_elicitation_goes_out_as_a_request_of_the_server() -> None:
     server, call = _ready()
     [outcome] = server.ask(call, [Ask.elicit("Name?", {"type": "object"})], now=0.0)
-    assert outcome == Pending(ticket=1)
+    assert outcome == AnswerPending(ticket=1)
     assert take(server) == [{"jsonrpc": "2.0", "id": 1, "method": "elicitation/create",
                              "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}]
 
@@ -52,7 +53,7 @@ def test_the_answer_arrives_as_an_event_for_the_ticket() -> None:
 def test_several_questions_go_out_at_once() -> None:
     server, call = _ready()
     outcomes = server.ask(call, [Ask.sample("hi", max_tokens=5), Ask.list_roots()], now=0.0)
-    assert outcomes == [Pending(ticket=1), Pending(ticket=2)]
+    assert outcomes == [AnswerPending(ticket=1), AnswerPending(ticket=2)]
     first, second = take(server)
     assert first["method"] == "sampling/createMessage" and first["params"]["maxTokens"] == 5
     assert first["params"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "hi"}}]
@@ -75,11 +76,11 @@ def test_a_form_schema_can_come_from_a_type() -> None:
         age: int = 0
 
     ask = Ask.elicit("Who?", Person)
-    assert ask.params.requested_schema == {  # type: ignore[attr-defined]
+    assert ask.params.requested_schema == {
         "type": "object", "required": ["name"],
         "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}}}
     empty = Ask.elicit("Empty?").params
-    assert empty.requested_schema == {"type": "object", "properties": {}}  # type: ignore[attr-defined]
+    assert empty.requested_schema == {"type": "object", "properties": {}}
 
 
 def test_sampling_options_reach_the_request() -> None:
@@ -90,8 +91,8 @@ def test_sampling_options_reach_the_request() -> None:
                      model_preferences=ModelPreferences(speed_priority=1.0), metadata={"a": 1}, tools=[],
                      tool_choice=ToolChoice(mode="auto"), key="k")
     params = ask.params
-    assert ask.key == "k" and params.stop_sequences == ["x"] and params.metadata == {"a": 1}  # type: ignore[attr-defined]
-    assert params.tools == [] and params.system_prompt == "sys"  # type: ignore[attr-defined]
+    assert ask.key == "k" and params.stop_sequences == ["x"] and params.metadata == {"a": 1}
+    assert params.tools == [] and params.system_prompt == "sys"
 
 
 @pytest.mark.parametrize(("capabilities", "ask", "required"), [
@@ -207,7 +208,7 @@ def test_closing_fails_questions_of_finished_work() -> None:
     server, call = _ready()
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
-    rec = session.calls.pop(call)  # the call record is gone, its question is not
+    rec = session._calls.pop(call)  # the call record is gone, its question is not (no public path)
     session.close(1.0)
     failed = [e for e in take_events(server) if isinstance(e, AnswerFailed)]
     assert len(failed) == 1 and isinstance(failed[0].to_exception(), ConnectionClosed)
@@ -219,7 +220,7 @@ def test_a_timed_out_question_of_a_finished_call_is_cancelled_on_no_channel() ->
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
     take(server)
-    session.calls.pop(call)
+    session._calls.pop(call)  # a finished call whose question outlived it (no public path)
     server.handle_timeout(5.0)
     assert take(server)[0]["method"] == "notifications/cancelled"
 
@@ -229,6 +230,6 @@ def test_a_failed_answer_to_a_finished_call_is_still_reported() -> None:
     session = server.session
     session.ask(call, [Ask.list_roots()], now=0.0)
     take(server)
-    session.calls.pop(call)
+    session._calls.pop(call)  # a finished call whose question outlived it (no public path)
     send(server, {"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "x"}})
     assert isinstance(take_events(server)[0], AnswerFailed)

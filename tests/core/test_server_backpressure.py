@@ -348,7 +348,8 @@ def _ws_connected(server: WebSocketServer) -> tuple[int, WSConnection]:
     return conn, client
 
 
-def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: ServerRunner) -> None:
+def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: ServerRunner,
+             loop: StepLoop) -> None:
     for message in [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -362,7 +363,7 @@ def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: S
                                                                       "_meta": {"progressToken": 1}}}
     server.receive_data(conn, client.send(ws.Message(data=json.dumps(call))), 0.0)
     runner.pump()
-    runner._p.run_ready()  # type: ignore[attr-defined]  # a StepLoop
+    loop.run_ready()
 
 
 def test_a_websocket_handler_waits_and_a_stalled_connection_is_dropped() -> None:
@@ -373,7 +374,7 @@ def test_a_websocket_handler_waits_and_a_stalled_connection_is_dropped() -> None
     loop = StepLoop(lambda: 0.0)
     runner = ServerRunner(server, loop)
     conn, client = _ws_connected(server)
-    _ws_call(server, conn, client, runner)
+    _ws_call(server, conn, client, runner, loop)
     assert done == [] and server.congested(1)
     server.data_to_send(conn)
     runner.wake()
@@ -399,9 +400,10 @@ def test_websocket_output_past_the_buffer_bound_drops_the_connection() -> None:
 
     flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
     server = WebSocketServer(app, secret=SECRET, entropy=ENTROPY, config=WebSocketConfig(flow=flow))
-    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
     conn, client = _ws_connected(server)
-    _ws_call(server, conn, client, runner)
+    _ws_call(server, conn, client, runner, loop)
     assert server.next_action() is not None and server.data_to_send(conn) == b""
 
 

@@ -9,7 +9,14 @@ import pytest
 from server_helpers import SECRET, handshake, modern_request, request, send, server_for, take, take_events
 
 from mcp_sansio import LocalProtocolError
-from mcp_sansio.server import CallCancelled, MCPServer, ServerConfig, ServerSession, StdioServer
+from mcp_sansio.server import (
+    CallCancelled,
+    MCPServer,
+    ServerConfig,
+    ServerSession,
+    StdioServer,
+    ToolCallReceived,
+)
 from mcp_sansio.server.endpoint import _TOMBSTONES
 
 
@@ -53,9 +60,10 @@ def test_a_closed_channel_cancels_its_calls_and_ends_its_listens() -> None:
     session.receive_message(call, 0.0, channel=8)  # the same id on another channel is another request
     events = take_events(server)
     take(server)
+    assert isinstance(events[0], ToolCallReceived)
     session.cancel_channel(7, 1.0)
     [cancelled] = take_events(server)
-    assert cancelled == CallCancelled(call=events[0].call, reason="the stream closed")  # type: ignore[attr-defined]
+    assert cancelled == CallCancelled(call=events[0].call, reason="the stream closed")
     assert session.listens == {} and len(session.calls) == 1
 
 

@@ -43,8 +43,8 @@ def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
     assert exchanges.next_event() is None
     start, body = parts(exchanges, ex)
     assert isinstance(start, ResponseStart) and start.status == 413
-    assert (b"content-length", str(len(body.data)).encode()) in start.headers  # type: ignore[attr-defined]
     assert isinstance(body, ResponseBody) and not body.more
+    assert (b"content-length", str(len(body.data)).encode()) in start.headers
     assert not exchanges.receive_body(ex, b"more", more=False)  # forgotten
     assert exchanges.exchanges_with_output() == []
 

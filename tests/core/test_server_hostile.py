@@ -6,7 +6,7 @@ import pytest
 from server_helpers import handshake, request, send, server_for, take, take_events
 
 from mcp_sansio import DiscardReason, MessageDiscarded
-from mcp_sansio.server import MCPServer, StdioServer, ToolCallReceived
+from mcp_sansio.server import HandlerCallReceived, MCPServer, StdioServer, ToolCallReceived
 
 PING = b'{"jsonrpc":"2.0","id":"after","method":"ping"}\n'
 PONG = {"jsonrpc": "2.0", "id": "after", "result": {}}
@@ -65,7 +65,7 @@ def test_a_batch_is_refused_as_a_whole() -> None:
     server.receive_data(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n', 1.0)
     [answer] = take(server)
     assert answer["error"] == {"code": -32600, "message": "Invalid request: batches are not supported"}
-    assert take_events(server)[0].reason is DiscardReason.BATCH_NOT_ALLOWED  # type: ignore[attr-defined]
+    assert take_events(server, MessageDiscarded)[0].reason is DiscardReason.BATCH_NOT_ALLOWED
     _still_up(server)
 
 
@@ -106,8 +106,8 @@ def test_a_duplicate_id_in_flight_is_refused() -> None:
 def test_an_id_can_be_reused_once_answered() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "t"}))
-    [event] = take_events(server)
-    server.respond(event.call, "", now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond(event.call, "", now=0.0)
     send(server, request(1, "tools/call", {"name": "t"}))
     assert isinstance(take_events(server)[0], ToolCallReceived)
 

@@ -8,10 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from server_helpers import handshake, request, send, server_for, take, take_events
 
-from mcp_sansio import ConnectionTerminated, FailureReason, LocalProtocolError, NotificationReceived
+from mcp_sansio import (
+    ConnectionTerminated,
+    FailureReason,
+    LocalProtocolError,
+    NotificationReceived,
+    RemoteProtocolError,
+)
 from mcp_sansio.server import ClientInitialized, MCPServer, Phase, ServerSession
+from mcp_sansio.server.handshake import Handshake
 from mcp_sansio.server.phases import TRANSITIONS, Trigger
 from mcp_sansio.types import ClientCapabilities, Implementation, RootsCapability
+from mcp_sansio.versions import VERSIONS
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
         "clientInfo": {"name": "c", "version": "1"}}
@@ -28,7 +36,7 @@ def test_initialize_answers_the_offered_version_with_server_info_and_capabilitie
         "serverInfo": {"name": "weather", "version": "2.0"},
         "instructions": "Ask about the weather.",
     }}]
-    assert server.session.phase is Phase.INITIALIZING
+    assert server.session.handshake.phase is Phase.INITIALIZING
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
@@ -56,8 +64,8 @@ def test_initialized_completes_the_handshake() -> None:
         protocol_version="2025-11-25", client_info=Implementation(name="c", version="1"),
         capabilities=ClientCapabilities(roots=RootsCapability()),
     )]
-    assert server.session.phase is Phase.READY
-    assert server.session.client_info == Implementation(name="c", version="1")
+    assert server.session.handshake.phase is Phase.READY
+    assert server.session.handshake.client_info == Implementation(name="c", version="1")
 
 
 def test_a_second_initialized_is_ignored() -> None:
@@ -70,7 +78,7 @@ def test_a_second_initialized_is_ignored() -> None:
 def test_initialized_before_initialize_is_ignored() -> None:
     server = server_for()
     send(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    assert server.session.phase is Phase.NEW and take_events(server) == []
+    assert server.session.handshake.phase is Phase.NEW and take_events(server) == []
 
 
 def test_a_request_before_initialize_is_refused() -> None:
@@ -105,7 +113,7 @@ def test_invalid_initialize_params_are_refused() -> None:
     server = server_for()
     send(server, request(1, "initialize", {"protocolVersion": 5}))
     [answer] = take(server)
-    assert answer["error"]["code"] == -32602 and server.session.phase is Phase.NEW
+    assert answer["error"]["code"] == -32602 and server.session.handshake.phase is Phase.NEW
 
 
 def test_unknown_methods_are_not_found() -> None:
@@ -147,7 +155,7 @@ def test_close_ends_the_session_once() -> None:
     server.receive_data(b"", 1.0)
     assert take_events(server) == [ConnectionTerminated(
         reason=FailureReason.CONNECTION_LOST, message="the client closed its end of the stream")]
-    assert server.session.phase is Phase.CLOSED
+    assert server.session.handshake.phase is Phase.CLOSED
     server.session.close(2.0)
     assert take_events(server) == []
 
@@ -167,10 +175,36 @@ def test_an_unterminated_last_line_is_served_at_eof() -> None:
     assert take(server) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
 
 
+_REACH = {Phase.NEW: [], Phase.INITIALIZING: [Trigger.RECV_INITIALIZE],
+          Phase.READY: [Trigger.RECV_INITIALIZE, Trigger.RECV_INITIALIZED], Phase.CLOSED: [Trigger.CLOSE]}
+
+
 @given(st.sampled_from(Phase), st.sampled_from(Trigger))
 def test_the_phase_table_decides_every_transition(phase: Phase, trigger: Trigger) -> None:
-    session = ServerSession(MCPServer("s"), server_for())
-    session.phase = phase
+    agreed = ServerSession(MCPServer("s"), server_for()).handshake
+    for move in _REACH[phase]:
+        assert agreed.advance(move)
     expected = TRANSITIONS.get((phase, trigger))
-    assert session.advance(trigger) is (expected is not None)
-    assert session.phase is (phase if expected is None else expected)
+    assert agreed.advance(trigger) is (expected is not None)
+    assert agreed.phase is (phase if expected is None else expected)
+
+
+def test_a_stored_session_resumes_ready_with_what_was_agreed() -> None:
+    agreed = Handshake("sid")
+    client = Implementation(name="c", version="1")
+    agreed.resume(protocol_version="2025-06-18", client_info=client, client_capabilities=ClientCapabilities(),
+                  log_level="info", subscriptions={"file:///a"})
+    assert (agreed.phase, agreed.protocol_version, agreed.client_info) == (Phase.READY, "2025-06-18", client)
+    assert agreed.rules is VERSIONS["2025-06-18"] and set(agreed.subscriptions) == {"file:///a"}
+    with pytest.raises(LocalProtocolError, match="resume from the session store is not allowed"):
+        agreed.resume(protocol_version="2025-06-18", client_info=client,
+                      client_capabilities=ClientCapabilities(), log_level=None, subscriptions=set())
+
+
+def test_a_second_initialize_is_the_clients_mistake_and_changes_nothing() -> None:
+    agreed = Handshake()
+    client = Implementation(name="c", version="1")
+    agreed.initialize("2025-06-18", VERSIONS["2025-06-18"], client, ClientCapabilities())
+    with pytest.raises(RemoteProtocolError, match="receive initialize is not allowed while the session is"):
+        agreed.initialize("2025-11-25", VERSIONS["2025-11-25"], client, ClientCapabilities())
+    assert (agreed.phase, agreed.protocol_version) == (Phase.INITIALIZING, "2025-06-18")

@@ -36,7 +36,7 @@ def test_discover_lists_the_versions_capabilities_identity_and_caching_hints() -
         "instructions": "hi", "resultType": "complete", "_meta": SERVER_INFO, "ttlMs": 60_000,
         "cacheScope": "public",
     }}]
-    assert server.session.phase is Phase.NEW  # no session was opened
+    assert server.session.handshake.phase is Phase.NEW  # no session was opened
 
 
 def test_an_unsupported_version_is_refused_with_the_supported_ones() -> None:

@@ -13,6 +13,7 @@ from mcp_sansio.server import (
     Ask,
     ClientCapabilityMissing,
     Deferred,
+    HandlerCallReceived,
     MCPServer,
     PromptGetReceived,
     ResourceReadReceived,
@@ -188,11 +189,11 @@ def test_a_completion_cannot_ask_in_the_stateless_era() -> None:
     server = server_for(_app())
     send(server, modern_request(1, "completion/complete", {
         "ref": {"type": "ref/prompt", "name": "prompt"}, "argument": {"name": "a", "value": ""}}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError, match="cannot ask"):
-        server.ask(event.call, [Ask.list_roots()], now=0.0)  # type: ignore[attr-defined]
+        server.ask(event.call, [Ask.list_roots()], now=0.0)
     with pytest.raises(LocalProtocolError, match="cannot answer input_required"):
-        server.input_required(event.call, {}, now=0.0)  # type: ignore[attr-defined]
+        server.input_required(event.call, {}, now=0.0)
 
 
 def test_a_handshake_call_cannot_answer_input_required() -> None:
@@ -201,9 +202,9 @@ def test_a_handshake_call_cannot_answer_input_required() -> None:
     server = server_for(_app())
     handshake(server)
     send(server, request(1, "tools/call", {"name": "greet"}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError, match="cannot answer input_required"):
-        server.input_required(event.call, {}, now=0.0)  # type: ignore[attr-defined]
+        server.input_required(event.call, {}, now=0.0)
 
 
 def test_a_state_that_is_not_json_is_refused() -> None:
@@ -218,10 +219,10 @@ def test_a_state_that_is_not_json_is_refused() -> None:
 def test_a_missing_capability_is_minus_32021_with_what_is_required() -> None:
     server = server_for(_app())
     send(server, modern_request(1, "tools/call", {"name": "greet"}, capabilities={}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(ClientCapabilityMissing) as caught:
-        server.ask(event.call, [Ask.sample("x", max_tokens=1)], now=0.0)  # type: ignore[attr-defined]
-    server.fail(event.call, caught.value, now=0.0)  # type: ignore[attr-defined]
+        server.ask(event.call, [Ask.sample("x", max_tokens=1)], now=0.0)
+    server.fail(event.call, caught.value, now=0.0)
     assert take(server)[0]["error"] == {"code": -32021,
                                         "message": "the client did not declare the sampling capability",
                                         "data": {"requiredCapabilities": {"sampling": {}}}}
@@ -233,9 +234,9 @@ def test_a_missing_capability_in_the_handshake_era_is_a_tool_error() -> None:
     server = server_for(_app())
     handshake(server)
     send(server, request(1, "tools/call", {"name": "greet"}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     missing = ClientCapabilityMissing("no sampling", required={"sampling": {}})
-    server.fail(event.call, missing, now=0.0)  # type: ignore[attr-defined]
+    server.fail(event.call, missing, now=0.0)
     text = [{"type": "text", "text": "no sampling"}]
     assert take(server)[0]["result"] == {"content": text, "isError": True}
 

@@ -6,7 +6,7 @@ is checked from the application's ``MCPServer`` to the client's events.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import pytest
@@ -25,9 +25,17 @@ from mcp_sansio.server import Ask, ClientInitialized, Context, MCPServer, Resour
 from mcp_sansio.types import (
     CallToolResult,
     ClientCapabilities,
+    CompleteResult,
     CreateMessageResult,
     ElicitResult,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListRootsResult,
+    ListToolsResult,
+    LoggingMessageNotificationParams,
+    ReadResourceResult,
     RootsCapability,
     TextContent,
 )
@@ -159,6 +167,15 @@ def _tool(pair: Pair, name: str, arguments: dict[str, object] | None = None) -> 
     return result
 
 
+R = TypeVar("R")
+
+
+def _as(kind: type[R], value: object) -> R:
+    """``value``, which must be a ``kind`` (and is typed as one)."""
+    assert isinstance(value, kind), value
+    return value
+
+
 def _text(result: CallToolResult) -> str:
     block = result.content[0]
     assert isinstance(block, TextContent)
@@ -229,10 +246,11 @@ def test_every_list_arrives(protocol: str) -> None:
            pair.client.list_resource_templates(now=0.0), pair.client.list_prompts(now=0.0)]
     pair.settle()
     results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
-    assert len(results[ids[0]].tools) == 12  # type: ignore[attr-defined]
-    assert [r.uri for r in results[ids[1]].resources] == ["test://static"]  # type: ignore[attr-defined]
-    assert [t.uri_template for t in results[ids[2]].resource_templates] == ["test://item/{n}"]  # type: ignore[attr-defined]
-    assert [p.name for p in results[ids[3]].prompts] == ["review"]  # type: ignore[attr-defined]
+    assert len(_as(ListToolsResult, results[ids[0]]).tools) == 12
+    assert [r.uri for r in _as(ListResourcesResult, results[ids[1]]).resources] == ["test://static"]
+    templates = _as(ListResourceTemplatesResult, results[ids[2]]).resource_templates
+    assert [t.uri_template for t in templates] == ["test://item/{n}"]
+    assert [p.name for p in _as(ListPromptsResult, results[ids[3]]).prompts] == ["review"]
 
 
 @pytest.mark.parametrize("protocol", ERAS)
@@ -257,7 +275,7 @@ def test_progress_and_logs_reach_the_client(protocol: str) -> None:
     events = pair.take_client_events()
     progress = [(e.progress, e.message) for e in events if isinstance(e, ProgressReceived)]
     assert progress == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
-    logs = [e.params.data for e in events  # type: ignore[attr-defined]
+    logs = [_as(LoggingMessageNotificationParams, e.params).data for e in events
             if isinstance(e, NotificationReceived) and e.method == "notifications/message"]
     assert logs == ["working", "careful", "oops"]
     assert any(isinstance(e, ResponseReceived) and e.request_id == rid for e in events)
@@ -329,10 +347,10 @@ def test_resources_prompts_and_completions(protocol: str) -> None:
     complete = pair.client.complete({"type": "ref/prompt", "name": "review"}, "code", "py", now=0.0)
     pair.settle()
     results = {e.request_id: e.result for e in pair.take_client_events() if isinstance(e, ResponseReceived)}
-    assert results[read].contents[0].text == "item 7"  # type: ignore[attr-defined]
-    assert results[static].contents[0].text == "static text"  # type: ignore[attr-defined]
-    assert results[prompt].messages[0].content.text == "review x"  # type: ignore[attr-defined]
-    assert results[complete].completion.values == ["python"]  # type: ignore[attr-defined]
+    assert _as(ReadResourceResult, results[read]).contents[0].text == "item 7"
+    assert _as(ReadResourceResult, results[static]).contents[0].text == "static text"
+    assert _as(TextContent, _as(GetPromptResult, results[prompt]).messages[0].content).text == "review x"
+    assert _as(CompleteResult, results[complete]).completion.values == ["python"]
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25"])

@@ -17,7 +17,7 @@ from server_helpers import (
 )
 
 from mcp_sansio import LocalProtocolError
-from mcp_sansio.server import CompletionReceived, MCPServer
+from mcp_sansio.server import CompletionReceived, HandlerCallReceived, MCPServer
 from mcp_sansio.types import (
     CompleteResult,
     Completion,
@@ -121,9 +121,9 @@ def test_a_prompt_value_that_is_no_message_cannot_be_sent(value: object) -> None
     app.add_prompt(lambda: value, name="p")
     server = _ready(app)
     send(server, request(1, "prompts/get", {"name": "p"}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError):
-        server.respond(event.call, value, now=0.0)  # type: ignore[attr-defined]
+        server.respond(event.call, value, now=0.0)
 
 
 def test_a_failing_prompt_is_an_internal_error() -> None:
@@ -189,8 +189,8 @@ def test_what_a_completion_returns_becomes_at_most_100_values(value: object, com
     server = _ready(app)
     send(server, request(1, "completion/complete", {"ref": {"type": "ref/prompt", "name": "p"},
                                                     "argument": {"name": "a", "value": ""}}))
-    [event] = take_events(server)
-    server.respond(event.call, value, now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond(event.call, value, now=0.0)
     assert take(server)[0]["result"]["completion"] == completion
 
 
@@ -201,9 +201,9 @@ def test_a_completion_value_that_is_no_strings_cannot_be_sent(value: object) -> 
     server = _ready(app)
     send(server, request(1, "completion/complete", {"ref": {"type": "ref/prompt", "name": "p"},
                                                     "argument": {"name": "a", "value": ""}}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError, match="strings"):
-        server.respond(event.call, value, now=0.0)  # type: ignore[attr-defined]
+        server.respond(event.call, value, now=0.0)
 
 
 def test_set_level_filters_the_logs_of_the_session() -> None:
@@ -213,9 +213,9 @@ def test_set_level_filters_the_logs_of_the_session() -> None:
     send(server, request(1, "logging/setLevel", {"level": "warning"}),
          request(2, "tools/call", {"name": "t"}))
     assert take(server) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
-    [event] = take_events(server)
-    server.send_log(event.call, "info", "quiet")  # type: ignore[attr-defined]
-    server.send_log(event.call, "error", {"bad": True}, "db")  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.send_log(event.call, "info", "quiet")
+    server.send_log(event.call, "error", {"bad": True}, "db")
     server.send_log(None, "critical", "global")
     server.send_log(None, "debug", "global")
     assert take(server) == [
@@ -231,8 +231,8 @@ def test_without_set_level_every_log_goes_out() -> None:
     app.add_tool(lambda: "", name="t")
     server = _ready(app)
     send(server, request(1, "tools/call", {"name": "t"}))
-    [event] = take_events(server)
-    server.send_log(event.call, "debug", "all")  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.send_log(event.call, "debug", "all")
     assert take(server)[0]["params"] == {"level": "debug", "data": "all"}
 
 
@@ -248,10 +248,10 @@ def test_a_stateless_request_logs_only_at_the_level_it_set() -> None:
     server = server_for(app)
     send(server, modern_request(1, "tools/call", {"name": "t"}),
          modern_request(2, "tools/call", {"name": "t"}, **{"io.modelcontextprotocol/logLevel": "notice"}))
-    quiet, loud = take_events(server)
-    server.send_log(quiet.call, "emergency", "never")  # type: ignore[attr-defined]
-    server.send_log(loud.call, "info", "filtered")  # type: ignore[attr-defined]
-    server.send_log(loud.call, "notice", "sent")  # type: ignore[attr-defined]
+    quiet, loud = take_events(server, HandlerCallReceived)
+    server.send_log(quiet.call, "emergency", "never")
+    server.send_log(loud.call, "info", "filtered")
+    server.send_log(loud.call, "notice", "sent")
     assert [m["params"]["data"] for m in take(server)] == ["sent"]
 
 
@@ -261,10 +261,10 @@ def test_progress_goes_out_only_with_a_token() -> None:
     server = _ready(app)
     send(server, request(1, "tools/call", {"name": "t"}),
          request(2, "tools/call", {"name": "t", "_meta": {"progressToken": "tok"}}))
-    silent, tracked = take_events(server)
-    server.send_progress(silent.call, 1)  # type: ignore[attr-defined]
-    server.send_progress(tracked.call, 1, 10, "one")  # type: ignore[attr-defined]
-    server.send_progress(tracked.call, 2)  # type: ignore[attr-defined]
+    silent, tracked = take_events(server, HandlerCallReceived)
+    server.send_progress(silent.call, 1)
+    server.send_progress(tracked.call, 1, 10, "one")
+    server.send_progress(tracked.call, 2)
     assert [m["params"] for m in take(server)] == [
         {"progressToken": "tok", "progress": 1, "total": 10, "message": "one"},
         {"progressToken": "tok", "progress": 2},

@@ -13,12 +13,13 @@ from mcp_sansio import LocalProtocolError, RequestError
 from mcp_sansio.server import (
     TASKS_EXTENSION,
     Answered,
+    AnswerPending,
     AnswerReceived,
     Ask,
     CallCancelled,
     Context,
+    HandlerCallReceived,
     MCPServer,
-    Pending,
     StdioServer,
     ToolCallReceived,
 )
@@ -116,9 +117,9 @@ def test_a_handshake_era_call_cannot_become_a_task() -> None:
     server = server_for(_app())
     handshake(server, capabilities=EXT)
     send(server, request(1, "tools/call", {"name": "slow"}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError, match="task-capable"):
-        server.start_task(event.call, now=1.0)  # type: ignore[attr-defined]
+        server.start_task(event.call, now=1.0)
 
 
 def test_starting_an_unknown_call_is_a_local_error() -> None:
@@ -205,7 +206,7 @@ def test_questions_of_a_task_wait_for_tasks_update() -> None:
     event, task_id = _started(server)
     asks = [Ask.elicit("Sure?", key="confirm"), Ask.elicit("Really?", key="again")]
     outcomes = server.ask(event.call, asks, now=2.0)
-    assert all(isinstance(o, Pending) for o in outcomes)
+    assert all(isinstance(o, AnswerPending) for o in outcomes)
     assert take(server) == []
     waiting = _get(server, task_id)["result"]
     assert waiting["status"] == "input_required"

@@ -13,11 +13,11 @@ from server_helpers import modern_request, server_for, take, take_events
 
 from mcp_sansio.server import (
     TASKS_EXTENSION,
+    AnswerPending,
     AnswerReceived,
     Ask,
     CallCancelled,
     MCPServer,
-    Pending,
     Principal,
     StdioServer,
     ToolCallReceived,
@@ -113,7 +113,7 @@ def _workers(shared: Shared, count: int = 2) -> list[StdioServer]:
     workers = []
     for number in range(count):
         server = server_for(_app())
-        server.session.task_store = Tasks(shared, f"w{number}")
+        server.session.share_tasks(Tasks(shared, f"w{number}"))
         workers.append(server)
     return workers
 
@@ -185,7 +185,7 @@ def test_answers_given_at_another_worker_reach_the_waiting_handler() -> None:
     a, b = _workers(Shared())
     call, task_id = _start(a)
     [outcome] = a.ask(call, [Ask.elicit("Name?", key="who")], now=1.5)
-    assert isinstance(outcome, Pending)
+    assert isinstance(outcome, AnswerPending)
     asked = _get(b, task_id)["result"]
     assert asked["status"] == "input_required"
     assert asked["inputRequests"]["who"]["method"] == "elicitation/create"

@@ -20,7 +20,7 @@ from server_helpers import (
 )
 
 from mcp_sansio import LocalProtocolError, RequestError
-from mcp_sansio.server import MCPServer, ToolCallReceived, ToolError
+from mcp_sansio.server import CallCancelled, HandlerCallReceived, MCPServer, ToolCallReceived, ToolError
 from mcp_sansio.types import CallToolResult, ImageContent, TextContent
 
 
@@ -158,8 +158,8 @@ def test_a_structured_result_has_structured_content_and_its_text() -> None:
 def test_a_structured_tool_returning_a_string_answers_text() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "where"}))
-    [event] = take_events(server)
-    server.respond(event.call, "plain", now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond(event.call, "plain", now=0.0)
     assert take(server)[0]["result"] == {"content": [{"type": "text", "text": "plain"}]}
 
 
@@ -185,10 +185,10 @@ def test_a_value_json_cannot_hold_cannot_be_sent() -> None:
     app.add_tool(lambda: {"ok": False}, name="v", structured=True)
     server = _ready(app)
     send(server, request(1, "tools/call", {"name": "v"}))
-    [event] = take_events(server)
+    [event] = take_events(server, HandlerCallReceived)
     with pytest.raises(LocalProtocolError, match="cannot be sent as JSON"):
-        server.respond(event.call, object(), now=0.0)  # type: ignore[attr-defined]
-    server.respond(event.call, {"ok": True}, now=0.0)  # type: ignore[attr-defined]  # still awaiting its answer
+        server.respond(event.call, object(), now=0.0)
+    server.respond(event.call, {"ok": True}, now=0.0)  # still awaiting its answer
     assert take(server)[0]["result"]["structuredContent"] == {"ok": True}
 
 
@@ -200,24 +200,24 @@ def test_an_exception_in_a_tool_is_a_tool_error() -> None:
 def test_an_exception_without_a_message_names_its_type() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "boom"}))
-    [event] = take_events(server)
-    server.fail(event.call, KeyError(), now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.fail(event.call, KeyError(), now=0.0)
     assert take(server)[0]["result"]["content"][0]["text"] == "KeyError"
 
 
 def test_a_request_error_is_sent_as_that_json_rpc_error() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "boom"}))
-    [event] = take_events(server)
-    server.fail(event.call, RequestError(-32000, "quota", {"left": 0}), now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.fail(event.call, RequestError(-32000, "quota", {"left": 0}), now=0.0)
     assert take(server)[0]["error"] == {"code": -32000, "message": "quota", "data": {"left": 0}}
 
 
 def test_respond_error_answers_with_any_code() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "boom"}))
-    [event] = take_events(server)
-    server.respond_error(event.call, -32099, "custom", now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond_error(event.call, -32099, "custom", now=0.0)
     assert take(server)[0]["error"] == {"code": -32099, "message": "custom"}
 
 
@@ -236,10 +236,10 @@ def test_answering_an_unknown_call_is_a_local_error() -> None:
 def test_answering_twice_is_a_local_error() -> None:
     server = _ready()
     send(server, request(1, "tools/call", {"name": "add", "arguments": {"a": 1}}))
-    [event] = take_events(server)
-    server.respond(event.call, "2", now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond(event.call, "2", now=0.0)
     with pytest.raises(LocalProtocolError):
-        server.respond(event.call, "2", now=0.0)  # type: ignore[attr-defined]
+        server.respond(event.call, "2", now=0.0)
 
 
 def test_a_cancelled_call_is_silently_not_answered() -> None:
@@ -248,12 +248,13 @@ def test_a_cancelled_call_is_silently_not_answered() -> None:
          {"jsonrpc": "2.0", "method": "notifications/cancelled",
           "params": {"requestId": 1, "reason": "bored"}})
     call_event, cancelled = take_events(server)
-    assert cancelled.call == call_event.call and cancelled.reason == "bored"  # type: ignore[attr-defined]
-    assert server.is_cancelled(call_event.call)  # type: ignore[attr-defined]
-    server.respond(call_event.call, "2", now=0.0)  # type: ignore[attr-defined]
-    server.fail(call_event.call, ValueError(), now=0.0)  # type: ignore[attr-defined]
-    server.respond_error(call_event.call, 1, "m", now=0.0)  # type: ignore[attr-defined]
-    server.input_required(call_event.call, {}, now=0.0)  # type: ignore[attr-defined]
+    assert isinstance(call_event, ToolCallReceived) and isinstance(cancelled, CallCancelled)
+    assert cancelled.call == call_event.call and cancelled.reason == "bored"
+    assert server.is_cancelled(call_event.call)
+    server.respond(call_event.call, "2", now=0.0)
+    server.fail(call_event.call, ValueError(), now=0.0)
+    server.respond_error(call_event.call, 1, "m", now=0.0)
+    server.input_required(call_event.call, {}, now=0.0)
     assert take(server) == []
 
 
@@ -261,11 +262,11 @@ def test_progress_and_logs_of_a_finished_call_go_nowhere() -> None:
     server = _ready()
     params = {"name": "add", "arguments": {"a": 1}, "_meta": {"progressToken": 1}}
     send(server, request(1, "tools/call", params))
-    [event] = take_events(server)
-    server.respond(event.call, "2", now=0.0)  # type: ignore[attr-defined]
+    [event] = take_events(server, HandlerCallReceived)
+    server.respond(event.call, "2", now=0.0)
     take(server)
-    server.send_progress(event.call, 1.0)  # type: ignore[attr-defined]
-    server.send_log(event.call, "info", "late")  # type: ignore[attr-defined]
+    server.send_progress(event.call, 1.0)
+    server.send_log(event.call, "info", "late")
     assert take(server) == []
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 
 from mcp_sansio import Context, MCPServer
+from mcp_sansio_asgi import AsgiApp
 
 app = MCPServer("deployed", version="1.0.0")
 
@@ -76,7 +77,7 @@ async def confirm(ctx: Context) -> str:
 
 def _asgi() -> object:
     store = os.environ.get("MCP_SANSIO_STORE")
-    return app.asgi(store=store) if store else app.asgi()
+    return AsgiApp(app, store=store) if store else AsgiApp(app)
 
 
 asgi = _asgi()

@@ -1,4 +1,4 @@
-"""``app.asgi()`` under uvicorn (one worker and two), with every driver as the client."""
+"""``AsgiApp(app)`` under uvicorn (one worker and two), with every driver as the client."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def sleeper() -> tuple[MCPServer, anyio.Event]:
 
 async def test_a_stateless_call_is_answered_on_asyncio_and_trio() -> None:
     app, _ = sleeper()
-    host = Host(app.asgi())
+    host = Host(AsgiApp(app))
     async with anyio.create_task_group() as group:
         await host.start(group)
         call = modern(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
@@ -128,7 +128,7 @@ async def test_a_stateless_call_is_answered_on_asyncio_and_trio() -> None:
 
 async def test_a_client_that_leaves_cancels_its_stateless_call() -> None:
     app, seen = sleeper()
-    host = Host(app.asgi())
+    host = Host(AsgiApp(app))
     async with anyio.create_task_group() as group:
         await host.start(group)
         sent = await host.request(modern(1, "tools/call", {"name": "nap", "arguments": {}}),
@@ -153,7 +153,7 @@ async def test_an_oversized_body_is_refused_with_413() -> None:
 
 async def test_without_the_lifespan_a_request_gets_500_saying_so() -> None:
     app, _ = sleeper()
-    start, body = await Host(app.asgi()).request(modern(1, "ping"), headers=HEADERS)
+    start, body = await Host(AsgiApp(app)).request(modern(1, "ping"), headers=HEADERS)
     assert start["status"] == 500 and b"lifespan" in body["body"]
 
 
@@ -166,7 +166,7 @@ async def test_a_websocket_scope_is_refused() -> None:
     async def send(message: Message) -> None:
         sent.append(message)
 
-    await sleeper()[0].asgi()({"type": "websocket", "path": "/mcp"}, receive, send)
+    await AsgiApp(sleeper()[0])({"type": "websocket", "path": "/mcp"}, receive, send)
     assert sent == [{"type": "websocket.close", "code": 1003}]
 
 
@@ -184,7 +184,7 @@ async def test_a_blocking_def_tool_does_not_stall_another_request() -> None:
     def add(a: int, b: int) -> int:
         return a + b
 
-    host = Host(app.asgi())
+    host = Host(AsgiApp(app))
     answers: dict[str, float] = {}
     blocked = anyio.Event()
 

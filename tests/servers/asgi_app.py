@@ -15,6 +15,7 @@ import uvicorn
 
 from mcp_sansio import Context, MCPServer
 from mcp_sansio.server.http import HttpConfig
+from mcp_sansio_asgi import AsgiApp
 
 app = MCPServer("asgi-test-server", version="1.0.0")
 
@@ -47,8 +48,8 @@ async def sleep(seconds: float) -> str:
 
 # ASGI_APP_PUBLIC=1: as deployed behind a public name (no Host allow-list, no allowed origins).
 PUBLIC = os.environ.get("ASGI_APP_PUBLIC") == "1"
-asgi = app.asgi(secret=b"shared by every worker 0123456789",
-                **({"config": HttpConfig()} if PUBLIC else {}))
+SECRET = b"shared by every worker 0123456789"
+asgi = AsgiApp(app, secret=SECRET, config=HttpConfig()) if PUBLIC else AsgiApp(app, secret=SECRET)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from mcp_sansio import Context, MCPServer
+from mcp_sansio_asgi import AsgiApp
 
 app = MCPServer("authz-test-server", version="1.0.0")
 
@@ -40,4 +41,4 @@ if __name__ == "__main__":
     verifier = JwtVerifier(jwks_url=args.jwks, issuer=args.issuer, audience=args.audience)
     app.auth = AuthSettings(resource=args.audience, authorization_servers=(args.issuer,), verifier=verifier,
                             required_scopes=("mcp",))
-    uvicorn.run(app.asgi(), host="127.0.0.1", port=int(args.port), log_level="warning")
+    uvicorn.run(AsgiApp(app), host="127.0.0.1", port=int(args.port), log_level="warning")

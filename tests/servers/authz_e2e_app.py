@@ -16,6 +16,7 @@ import argparse
 
 from mcp_sansio import Context, MCPServer
 from mcp_sansio.server import AuthSettings
+from mcp_sansio_asgi import AsgiApp
 
 REQUIRED_SCOPES = ("mcp:tools",)
 
@@ -54,7 +55,7 @@ def main() -> None:
     parser.add_argument("--issuer", required=True)
     args = parser.parse_args()
     app.auth = protect(args.issuer, f"http://127.0.0.1:{args.port}/mcp")
-    uvicorn.run(app.asgi(), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(AsgiApp(app), host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

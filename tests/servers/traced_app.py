@@ -1,5 +1,5 @@
 """The served app with OpenTelemetry configured from the environment, for the telemetry
-tests across a stdio pipe and under uvicorn (``traced_app.py --port P`` serves ``app.asgi()``):
+tests across a stdio pipe and under uvicorn (``traced_app.py --port P`` serves ``AsgiApp(app)``):
 its spans go to the JSON-lines file ``MCP_TEST_TELEMETRY_FILE`` as they end, its metrics when
 the process exits (the SDK flushes at exit)."""
 
@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from mcp_sansio import MCPServer
+from mcp_sansio_asgi import AsgiApp
 
 
 class FileSpanExporter(SpanExporter):
@@ -73,7 +74,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-asgi = app.asgi()
+asgi = AsgiApp(app)
 
 
 def main() -> None:

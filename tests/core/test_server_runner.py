@@ -1,0 +1,41 @@
+"""The shared server runner's dispatch of the closed ``ServerEvent`` union: it runs the
+handler calls, keeps the core's own answers to itself, and passes every other event on."""
+
+from __future__ import annotations
+
+from pair import StepLoop
+from server_helpers import request, send, server_for, take
+
+from mcp_sansio.events import ConnectionTerminated, MessageDiscarded, NotificationReceived
+from mcp_sansio.server import ClientInitialized, MCPServer, ResourceSubscribed, ServerEvent
+from mcp_sansio_base.server import ServerRunner
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+
+
+def _app() -> MCPServer:
+    app = MCPServer("s")
+    app.add_tool(lambda a: str(a + 1), name="inc")  # an untyped parameter: any JSON
+    app.add_resource("test://r", text="r")
+    app.report_answers = True  # the core's own answers become RequestAnswered events
+    return app
+
+
+def test_the_runner_runs_calls_and_passes_on_the_events_it_does_not_act_on() -> None:
+    server = server_for(_app())
+    seen: list[ServerEvent] = []
+    runner = ServerRunner(server, StepLoop(lambda: 0.0), seen.append)
+    send(server, request(0, "initialize", INIT), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+         request(1, "resources/subscribe", {"uri": "test://r"}),
+         request(2, "tools/call", {"name": "inc", "arguments": {"a": 1}}))
+    server.receive_data(b"not json\n", 0.0)
+    runner.pump()
+    answers = {message["id"]: message for message in take(server) if "id" in message}
+    assert answers[2]["result"]["content"] == [{"type": "text", "text": "2"}]
+    assert [type(event) for event in seen] == [ClientInitialized, NotificationReceived, ResourceSubscribed,
+                                               MessageDiscarded]
+    assert not runner.terminated
+    server.receive_data(b"", 1.0)
+    runner.pump()
+    assert runner.terminated and isinstance(seen[-1], ConnectionTerminated)
