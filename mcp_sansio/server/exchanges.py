@@ -87,7 +87,6 @@ class HttpExchanges:
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
-        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
@@ -100,7 +99,6 @@ class HttpExchanges:
         """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
         known) at ``now``; its exchange id. Header names are lower-cased and values decoded
         as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``."""
-        self._now = now
         self._next_exchange += 1
         exchange = self._next_exchange
         head = RequestReceived(
@@ -207,11 +205,15 @@ class HttpExchanges:
         """Pop the next event."""
         return self._events.popleft() if self._events else None
 
+    def has_events(self) -> bool:
+        """Whether :meth:`next_event` has something; changes nothing."""
+        return bool(self._events)
+
     def next_deadline(self) -> float | None:
         """The earliest body or stall deadline; changes nothing."""
         deadlines = [ex.deadline for ex in self._exchanges.values() if ex.deadline is not None]
         deadlines += [d for e in self._congested
-                      if (d := self._exchanges[e].backlog.deadline(self._flow, self._now)) is not None]
+                      if (d := self._exchanges[e].backlog.deadline(self._flow)) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -221,7 +223,6 @@ class HttpExchanges:
 
         Events: ``ExchangeClosed`` for a dropped stream.
         """
-        self._now = now
         for ex in [e for e in self._exchanges.values() if e.deadline is not None and e.deadline <= now]:
             ex.deadline = None
             ex.body.clear()

@@ -25,7 +25,6 @@ from msgspec import UNSET, Raw, UnsetType
 
 from .. import jsonrpc
 from ..errors import LocalProtocolError
-from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
 from .authz import (
@@ -39,6 +38,7 @@ from .authz import (
 )
 from .endpoint import Endpoint
 from .exchanges import HttpExchanges
+from .flow import AT_ONCE
 from .http11 import CloseConnection, ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from .http_headers import (
     LOOPBACK_HOSTS,
@@ -49,6 +49,8 @@ from .http_headers import (
     param_mismatch,
     standard_mismatch,
 )
+from .http_streams import JSON_HEAD as _JSON_HEAD
+from .http_streams import SSE_HEAD as _SSE
 from .http_streams import Exchange, Legacy, LegacyHost, Mode, sse_event
 from .phases import Phase
 from .session import ServerSession, invalid_utf8
@@ -71,9 +73,8 @@ __all__ = ["HttpConfig", "HttpServer"]
 
 Header = tuple[str, str]
 _JSON: Final[Header] = ("content-type", "application/json")
-_SSE: Final[list[Header]] = [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
-                             ("x-accel-buffering", "no")]
 _SESSION_NOT_FOUND: Final = -32001
+_ADMISSIONS: Final = 1024  # (Host, Origin) verdicts remembered
 _FINISHED_STREAMS: Final = 1024
 
 
@@ -203,7 +204,12 @@ class HttpServer(Endpoint):
         self._exchanges: dict[int, Exchange] = {}
         self._peers: dict[int, str | None] = {}  # open connection -> its peer
         self._peer_connections: Counter[str | None] = Counter()
-        self._now = 0.0  # the latest time the server was told: for requests that wait their turn
+        self._pumping = False  # in _pump: a response sent meanwhile leaves the next request to it
+        self._hosts = None if self.config.allowed_hosts is None else frozenset(
+            name.lower() for name in self.config.allowed_hosts)
+        self._admission: dict[tuple[str | None, str | None], int] = {}  # (Host, Origin) -> 0 or a status
+        self._accepted: dict[str | None, tuple[bool, bool]] = {}  # Accept -> (JSON, SSE)
+        self._retry = f"\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode()
         auth = app.auth
         self.gate: AuthGate[RequestReceived] | None = None
         """The bearer check (``None``: the app has no ``auth``)."""
@@ -276,15 +282,21 @@ class HttpServer(Endpoint):
     def next_deadline(self) -> float | None:
         """The earliest deadline: connections, sessions, questions, tasks, token verdicts;
         changes nothing."""
-        gate = None if self.gate is None else self.gate.next_deadline()
-        deadlines = [d for d in (super().next_deadline(), self.http.next_deadline(), gate) if d is not None]
+        http = self.http
+        if http.has_events():  # a stream dropped while written to: acted on at the driver's time
+            return AT_ONCE
+        earliest = super().next_deadline()
         if self._legacy:  # least recently active first: the first expires first
-            deadlines.append(next(iter(self._legacy.values())).expires_at)
-        return min(deadlines) if deadlines else None
+            expires = next(iter(self._legacy.values())).expires_at
+            earliest = expires if earliest is None or expires < earliest else earliest
+        for deadline in (http.next_deadline(), None if self.gate is None else self.gate.next_deadline()):
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def handle_timeout(self, now: float) -> None:
         """Fire what is due: slow requests (408), idle sessions, unanswered questions,
-        overdue token verdicts (503)."""
+        overdue token verdicts (503), and streams dropped since the last input."""
         self.http.handle_timeout(now)
         if self.gate is not None:
             for req, refusal in self.gate.handle_timeout(now):
@@ -338,10 +350,11 @@ class HttpServer(Endpoint):
             self._emit(ex, data, None, 200, None)
 
     def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
-        """A stateless-era response."""
+        """A stateless-era response (a request that waited behind it is taken in at once)."""
         ex = None if channel is None else self._exchanges.get(channel)
         if ex is not None:
             self._emit(ex, data, None, status, now)
+            self._pump(now)
 
     def close_sse_stream(self, call: int, *, now: float) -> bool:
         """End the SSE stream of a handshake-era ``call`` now (SSE polling, SEP-1699): the
@@ -452,6 +465,8 @@ class HttpServer(Endpoint):
         ex = None if exchange is None else self._exchanges.get(exchange)
         if ex is not None:
             self._emit(ex, data, legacy, status, now if final else None)
+            if now is not None and final:
+                self._pump(now)  # a request that waited behind this response
         elif stream is not None:  # its stream broke: keep the event for a resumption
             self._append(legacy, stream, data, final)
             if final:
@@ -459,39 +474,73 @@ class HttpServer(Endpoint):
 
     # ------------------------------------------------------------ requests
 
-    def next_event(self) -> Event | None:
-        """The oldest queued event, or ``None`` (a request that waited behind a response
-        just sent, or a stream dropped while being written, is taken in first)."""
-        self._pump(self._now)
-        return super().next_event()
-
     def _pump(self, now: float) -> None:
-        self._now = now
-        while (event := self.http.next_event()) is not None:
-            if isinstance(event, RequestReceived):
-                self._request(event, now)
-            else:
-                self._closed(event, now)
+        """Act on what the HTTP layer has (after every input that carries the time: a
+        stream dropped by a write that does not waits for the next, see ``next_deadline``)."""
+        if self._pumping:  # a response sent while acting: the loop below takes what it let in
+            return
+        self._pumping = True
+        try:
+            http = self.http
+            while (event := http.next_event()) is not None:
+                if isinstance(event, RequestReceived):
+                    self._request(event, now)
+                else:
+                    self._closed(event, now)
+        finally:
+            self._pumping = False
 
     def _request(self, req: RequestReceived, now: float) -> None:
         config = self.config
         path = req.target.partition("?")[0]
+        headers = dict(req.headers)  # the last of a repeated header, as RequestReceived.header
         if path != config.path and path not in self._metadata_paths:
             self._plain(req, 404, "Not Found", now)
-        elif not host_allowed(host := req.header("host"), config.allowed_hosts):
+            return
+        host = headers.get("host")
+        verdict = self._admit_origin(host, None if path != config.path else headers.get("origin"))
+        if verdict == 421:
             self._plain(req, 421, "Misdirected Request: the Host header names another server", now)
         elif path != config.path:
             self._metadata(req, now)
-        elif not origin_allowed(req.header("origin"), config.allowed_origins, host=host,
-                                host_checked=config.allowed_hosts is not None):
+        elif verdict == 403:
             self._error(req, 403, None, jsonrpc.INVALID_REQUEST, "Forbidden: the Origin is not allowed", now)
         elif self.gate is None:
-            self._guarded(req, None, now)
+            self._guarded(req, None, now, headers)
         else:
             credentials = [value for name, value in req.headers if name == "authorization"]
             outcome = self.gate.check(credentials, req, now)
             if outcome is not None:  # else held until its token's verdict
                 self._admit(req, outcome, now)
+
+    def _admit_origin(self, host: str | None, origin: str | None) -> int:
+        """0 when ``Host`` and ``Origin`` pass, else the status refusing them (421: the
+        host, 403: the origin); remembered per pair (boundedly): a client sends the same
+        ones on every request."""
+        key = (host, origin)
+        verdict = self._admission.get(key)
+        if verdict is None:
+            config = self.config
+            if not host_allowed(host, self._hosts):
+                verdict = 421
+            elif not origin_allowed(origin, config.allowed_origins, host=host,
+                                    host_checked=config.allowed_hosts is not None):
+                verdict = 403
+            else:
+                verdict = 0
+            if len(self._admission) >= _ADMISSIONS:
+                self._admission.clear()
+            self._admission[key] = verdict
+        return verdict
+
+    def _accepts(self, accept: str | None) -> tuple[bool, bool]:
+        """``accepts(accept)``, remembered per value (boundedly)."""
+        found = self._accepted.get(accept)
+        if found is None:
+            if len(self._accepted) >= _ADMISSIONS:
+                self._accepted.clear()
+            found = self._accepted[accept] = accepts(accept)
+        return found
 
     def _metadata(self, req: RequestReceived, now: float) -> None:
         """The protected resource metadata (RFC 9728), public: no token, any origin."""
@@ -513,29 +562,33 @@ class HttpServer(Endpoint):
     def _refuse(self, req: RequestReceived, refusal: Refusal, now: float) -> None:
         self.http.respond(req.exchange, refusal.status, list(refusal.headers), refusal.body, now=now)
 
-    def _guarded(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
+    def _guarded(self, req: RequestReceived, principal: Principal | None, now: float,
+                 headers: dict[str, str] | None = None) -> None:
         try:
-            self._dispatch(req, principal, now)
+            self._dispatch(req, dict(req.headers) if headers is None else headers, principal, now)
         except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
             self._plain(req, 503, f"Service Unavailable: {exc}", now)
 
-    def _dispatch(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
+    def _dispatch(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
+                  now: float) -> None:
         if req.method == "POST":
-            self._post(req, principal, now)
+            self._post(req, headers, principal, now)
         elif req.method == "GET":
-            self._get(req, principal, now)
+            self._get(req, headers, principal, now)
         elif req.method == "DELETE":
-            self._delete(req, principal, now)
+            self._delete(req, headers, principal, now)
         else:
             self.http.respond(req.exchange, 405, [("allow", "GET, POST, DELETE")], now=now)
 
-    def _post(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
-        wants_json, wants_sse = accepts(req.header("accept"))
+    def _post(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
+              now: float) -> None:
+        wants_json, wants_sse = self._accepts(headers.get("accept"))
         if not wants_json and not wants_sse:
             self._plain(req, 406, "Not Acceptable: accept application/json or text/event-stream", now)
             return
-        content_type = (req.header("content-type") or "").partition(";")[0].strip().lower()
-        if content_type != "application/json":
+        content_type = headers.get("content-type")
+        if content_type != "application/json" and (
+                (content_type or "").partition(";")[0].strip().lower() != "application/json"):
             self._plain(req, 415, "Unsupported Media Type: send application/json", now)
             return
         problem = invalid_utf8(req.body)
@@ -554,15 +607,15 @@ class HttpServer(Endpoint):
             return
         meta = None if peek.params is None else peek.params.meta
         version = None if meta is None else meta.protocol_version
-        session_id = req.header("mcp-session-id")
+        session_id = headers.get("mcp-session-id")
         if version is not None and isinstance(peek.method, str):
-            self._post_modern(req, peek, rid, version, wants_json, wants_sse, principal, now)
+            self._post_modern(req, headers, peek, rid, version, wants_json, wants_sse, principal, now)
         elif session_id is not None:
             legacy = self._find(session_id, now, principal)
             if legacy is None:
                 self._error(req, 404, rid, _SESSION_NOT_FOUND, "Session not found", now)
                 return
-            header = req.header("mcp-protocol-version")
+            header = headers.get("mcp-protocol-version")
             if header is not None and header.strip() not in self.app.config.protocol_versions:
                 # Any revision the server speaks passes (as the SDKs check it); an unknown one is refused.
                 self._error(req, 400, rid, jsonrpc.INVALID_REQUEST,
@@ -577,16 +630,17 @@ class HttpServer(Endpoint):
                 return
             self._route(req, self._new_session(peer, now, principal), peek, wants_json, wants_sse,
                         principal, now)
-        elif (req.header("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
+        elif (headers.get("mcp-protocol-version") or "").strip() in self.app.config.modern_versions:
             message = "Invalid params: a request of this revision needs _meta with its protocol version"
             self._error(req, 400, rid, jsonrpc.INVALID_PARAMS, message, now)
         else:
             message = "Bad Request: no valid Mcp-Session-Id (send initialize first)"
             self._error(req, 400, rid, -32000, message, now)
 
-    def _post_modern(self, req: RequestReceived, peek: _Peek, rid: int | str | None, version: str,
-                     wants_json: bool, wants_sse: bool, principal: Principal | None, now: float) -> None:
-        problem = self._header_problem(req, peek, version)
+    def _post_modern(self, req: RequestReceived, headers: dict[str, str], peek: _Peek, rid: int | str | None,
+                     version: str, wants_json: bool, wants_sse: bool, principal: Principal | None,
+                     now: float) -> None:
+        problem = self._header_problem(headers, peek, version)
         if problem is not None:
             self._error(req, 400, rid, HEADER_MISMATCH, f"Header mismatch: {problem}", now)
             return
@@ -602,9 +656,9 @@ class HttpServer(Endpoint):
             self._refuse(req, refusal, now)
         return refusal is not None
 
-    def _header_problem(self, req: RequestReceived, peek: _Peek, version: str) -> str | None:
+    def _header_problem(self, headers: dict[str, str], peek: _Peek, version: str) -> str | None:
         """Why the headers of a stateless-era message do not match its body, or ``None``."""
-        header = req.header("mcp-protocol-version")
+        header = headers.get("mcp-protocol-version")
         if header is None:
             return "the MCP-Protocol-Version header is missing"
         if header.strip() != version:
@@ -612,7 +666,6 @@ class HttpServer(Endpoint):
         rules = VERSIONS.get(version)
         if rules is None or not rules.standard_headers or peek.id is UNSET:
             return None  # an unsupported version is the session's to refuse; notifications carry none
-        headers = dict(req.headers)
         params = peek.params or _PeekParams()
         method = peek.method
         assert isinstance(method, str)  # checked by the caller
@@ -647,11 +700,12 @@ class HttpServer(Endpoint):
             del self._exchanges[req.exchange]  # a notification or a response: accepted, no body
             self.http.respond(req.exchange, 202, self._headers(legacy), now=now)
 
-    def _get(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
-        if not accepts(req.header("accept"))[1]:
+    def _get(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
+             now: float) -> None:
+        if not self._accepts(headers.get("accept"))[1]:
             self._plain(req, 406, "Not Acceptable: the GET stream is text/event-stream", now)
             return
-        session_id = req.header("mcp-session-id")
+        session_id = headers.get("mcp-session-id")
         if session_id is None:
             self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)  # no GET stream statelessly
             return
@@ -661,7 +715,7 @@ class HttpServer(Endpoint):
             return
         self._touch(legacy, now)
         legacy.used = True
-        last = req.header("last-event-id")
+        last = headers.get("last-event-id")
         if last is not None:
             self._resume(req, legacy, last.strip(), now)
             return
@@ -684,7 +738,7 @@ class HttpServer(Endpoint):
                             for c in legacy.session.calls.values())
         ex = Exchange(req.exchange, legacy, False, True)
         self._exchanges[req.exchange] = ex
-        self.http.start_stream(req.exchange, 200, [*_SSE, *self._headers(legacy)])
+        self.http.start_stream(req.exchange, 200, legacy.sse_head)
         ex.mode = Mode.SSE
         for event_id, data in events:
             if data:
@@ -707,8 +761,9 @@ class HttpServer(Endpoint):
             self._following[legacy.id, stream] = events[-1][0] if events else last
             self._follow_request[legacy.id, stream] = replay.request_id
 
-    def _delete(self, req: RequestReceived, principal: Principal | None, now: float) -> None:
-        session_id = req.header("mcp-session-id")
+    def _delete(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
+                now: float) -> None:
+        session_id = headers.get("mcp-session-id")
         if session_id is None:
             self.http.respond(req.exchange, 405, [("allow", "POST")], now=now)
             return
@@ -743,18 +798,20 @@ class HttpServer(Endpoint):
         """Write one message on ``ex`` (the response that ends it when ``now`` is given):
         as its JSON body, or as an SSE event."""
         mode = self.config.response_mode
-        if now is not None:
-            self._now = now
         if ex.mode is Mode.PENDING:
             if now is not None and ex.wants_json and (mode != "sse" or not ex.wants_sse):
                 del self._exchanges[ex.id]
                 ex.mode = Mode.DONE
-                self.http.respond(ex.id, status, [_JSON, *self._headers(legacy)], data, now=now)
+                self.http.respond(ex.id, status, _JSON_HEAD if legacy is None else legacy.json_head, data,
+                                  now=now)
                 return
             if now is None and (not ex.wants_sse or mode == "json"):
                 if legacy is not None:
                     self.legacy_send(legacy, None, data, False, status, None)  # the GET stream takes it
                 return  # no stream to carry a stateless notification: dropped
+            if now is not None:
+                self._answer_sse(ex, data, legacy, now)
+                return
             self._start_sse(ex, legacy)
         event_id = None
         if legacy is not None:
@@ -766,6 +823,22 @@ class HttpServer(Endpoint):
             self.http.end(ex.id, now=now)
             if legacy is not None:
                 self._stream_done(legacy, legacy.stream_of[ex.id])
+
+    def _answer_sse(self, ex: Exchange, data: bytes, legacy: Legacy | None, now: float) -> None:
+        """An SSE response whose answer is all there is: the stream (a resumable one's
+        priming event, then the answer) written whole, as one response of known length."""
+        del self._exchanges[ex.id]
+        ex.mode = Mode.DONE
+        if legacy is None:
+            self.http.respond(ex.id, 200, _SSE, sse_event(data, None), now=now)
+            return
+        stream = self._open_stream(ex, legacy)
+        priming = self._append(legacy, stream, b"", False, ex.request_id)
+        body = sse_event(data, self._append(legacy, stream, data, True))
+        if priming is not None:
+            body = self._priming(priming) + body
+        self.http.respond(ex.id, 200, legacy.sse_head, body, now=now)
+        self._stream_done(legacy, stream)
 
     def _stream_done(self, legacy: Legacy, stream: int) -> None:
         """``stream`` carried its final response: forget its routing, remember (boundedly)
@@ -780,18 +853,28 @@ class HttpServer(Endpoint):
     def _start_sse(self, ex: Exchange, legacy: Legacy | None) -> None:
         """Open ``ex`` as an SSE stream; a handshake-era stream is resumable: it gets a
         stream number and begins with a priming event (an id, the retry hint, no data)."""
-        self.http.start_stream(ex.id, 200, [*_SSE, *self._headers(legacy)])
+        self.http.start_stream(ex.id, 200, _SSE if legacy is None else legacy.sse_head)
         ex.mode = Mode.SSE
         if legacy is None:
             return
+        stream = self._open_stream(ex, legacy)
+        priming = self._append(legacy, stream, b"", False, ex.request_id)
+        if priming is not None:
+            self.http.send(ex.id, self._priming(priming))
+
+    def _open_stream(self, ex: Exchange, legacy: Legacy) -> int:
+        """The stream number of ``ex``'s response (a new one unless it is the GET stream's),
+        now carried by ``ex``."""
         stream = legacy.stream_of.get(ex.id)
         if stream is None:
             legacy.next_stream += 1
             stream = legacy.stream_of[ex.id] = legacy.next_stream
         legacy.live[stream] = ex.id
-        priming = self._append(legacy, stream, b"", False, ex.request_id)
-        if priming is not None:
-            self.http.send(ex.id, f"id: {priming}\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode())
+        return stream
+
+    def _priming(self, event_id: str) -> bytes:
+        """The priming event of a resumable stream: its id and the retry hint, no data."""
+        return b"id: " + event_id.encode() + self._retry
 
     def _append(self, legacy: Legacy, stream: int, data: bytes, final: bool,
                 request_id: int | str | None = None) -> str | None:
@@ -807,7 +890,7 @@ class HttpServer(Endpoint):
         return event_id
 
     def _headers(self, legacy: Legacy | None) -> list[Header]:
-        return [] if legacy is None else [("mcp-session-id", legacy.id)]
+        return [] if legacy is None else legacy.head
 
     def _plain(self, req: RequestReceived, status: int, text: str, now: float) -> None:
         self.http.respond(req.exchange, status, [("content-type", "text/plain; charset=utf-8")],
@@ -902,6 +985,14 @@ class HttpServer(Endpoint):
         session = legacy.session
         if session.protocol_version is None or session.client_info is None:
             return
+        saved = legacy.saved
+        if (saved is not None and saved.client_info is session.client_info
+                and saved.client_capabilities is session.client_capabilities
+                and saved.protocol_version == session.protocol_version
+                and saved.log_level == session.log_level
+                and saved.owner == legacy.owner and len(saved.subscriptions) == len(session.subscriptions)
+                and all(uri in session.subscriptions for uri in saved.subscriptions)):
+            return  # (what each request would otherwise build and compare)
         record = SessionRecord(
             session_id=legacy.id, protocol_version=session.protocol_version, client_info=session.client_info,
             client_capabilities=session.client_capabilities, log_level=session.log_level,

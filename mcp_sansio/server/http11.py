@@ -123,8 +123,8 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "id", "out", "peer",
-                 "request", "state")
+    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "headers", "id", "out",
+                 "peer", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
         self.id = connection
@@ -133,6 +133,7 @@ class _Connection:
         self.state = _State.READING
         self.exchange = 0
         self.request: h11.Request | None = None
+        self.headers: tuple[Header, ...] = ()  # the request's, decoded (once, as it arrived)
         self.body = bytearray()
         self.out: list[bytes] = []
         self.backlog = Backlog()
@@ -153,7 +154,6 @@ class HttpConnections:
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
-        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self._connections: dict[int, _Connection] = {}
         self._exchanges: dict[int, _Connection] = {}
@@ -167,7 +167,6 @@ class HttpConnections:
 
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected (from ``peer``, its address, if the driver knows it); its id."""
-        self._now = now
         self._next_connection += 1
         self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
@@ -196,7 +195,6 @@ class HttpConnections:
 
         Events: ``RequestReceived``, ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
-        self._now = now
         conn = self._connection(connection)
         if conn is None:
             return
@@ -225,7 +223,6 @@ class HttpConnections:
 
         Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
-        self._now = now
         for conn in [c for c in map(self._connections.__getitem__, list(self._congested))
                      if c.backlog.stamp(now, self._flow)]:
             conn.out.clear()  # it would not be read
@@ -248,7 +245,6 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
-        self._now = now
         conn = self._awaiting(exchange)
         if conn is None:
             return
@@ -292,7 +288,6 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
-        self._now = now
         conn = self._exchanges.get(exchange)
         if conn is not None and conn.state is _State.STREAMING:
             self._end(conn, now)
@@ -325,6 +320,10 @@ class HttpConnections:
         """Pop the next event."""
         return self._events.popleft() if self._events else None
 
+    def has_events(self) -> bool:
+        """Whether :meth:`next_event` has something; changes nothing."""
+        return bool(self._events)
+
     def next_action(self) -> CloseConnection | None:
         """Pop the next action."""
         return self._actions.popleft() if self._actions else None
@@ -333,7 +332,7 @@ class HttpConnections:
         """The earliest read or stall deadline of any connection; changes nothing."""
         deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
         deadlines += [d for c in self._congested
-                      if (d := self._connections[c].backlog.deadline(self._flow, self._now)) is not None]
+                      if (d := self._connections[c].backlog.deadline(self._flow)) is not None]
         return min(deadlines) if deadlines else None
 
     def congested(self, exchange: int) -> bool:
@@ -374,23 +373,24 @@ class HttpConnections:
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
-            if isinstance(event, h11.Request):
+            if type(event) is h11.Data:
+                conn.body += event.data
+                if len(conn.body) > limits.max_body_bytes:
+                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
+                    return
+            elif type(event) is h11.Request:
                 conn.request = event
                 conn.deadline = now + limits.body_timeout
-                if _head_size(event) > limits.max_header_bytes:  # h11 bounds only a head still arriving
+                headers, size, length = _head(event)
+                conn.headers = headers
+                if size > limits.max_header_bytes:  # h11 bounds only a head still arriving
                     self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
                     return
-                length = _content_length(event)
                 if length is not None and length > limits.max_body_bytes:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
                     return
                 if conn.h11.they_are_waiting_for_100_continue:
                     conn.out.append(conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
-            elif isinstance(event, h11.Data):
-                conn.body += event.data
-                if len(conn.body) > limits.max_body_bytes:
-                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
-                    return
             else:
                 assert isinstance(event, h11.EndOfMessage)  # EOF never reaches h11: no ConnectionClosed
                 self._deliver(conn)
@@ -404,12 +404,12 @@ class HttpConnections:
         conn.state = _State.HANDLING
         conn.deadline = None
         conn.head_started = False
-        headers = tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
-                        for name, value in request.headers.raw_items())
         self._events.append(RequestReceived(
             exchange=conn.exchange, connection=conn.id, method=request.method.decode("latin-1"),
-            target=request.target.decode("latin-1"), headers=headers, body=bytes(conn.body), peer=conn.peer,
+            target=request.target.decode("latin-1"), headers=conn.headers, body=bytes(conn.body),
+            peer=conn.peer,
         ))
+        conn.headers = ()
         conn.body.clear()
 
     def _send(self, conn: _Connection, event: h11.Response | h11.Data | h11.EndOfMessage) -> None:
@@ -434,8 +434,11 @@ class HttpConnections:
         h.start_next_cycle()
         conn.state = _State.READING
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
-        conn.deadline = now + (self.limits.header_timeout if conn.head_started else self.limits.idle_timeout)
-        self._read(conn, now)
+        if conn.head_started:  # (else h11 has nothing to parse: no second drain)
+            conn.deadline = now + self.limits.header_timeout
+            self._read(conn, now)
+        else:
+            conn.deadline = now + self.limits.idle_timeout
 
     def _refuse(self, conn: _Connection, status: int, message: str) -> None:
         """Answer a request that cannot be served with ``status``, then close (a connection
@@ -472,13 +475,16 @@ def _response(status: int, headers: list[Header]) -> h11.Response:
         raise LocalProtocolError(f"invalid response: {exc}") from exc
 
 
-def _head_size(request: h11.Request) -> int:
-    return len(request.method) + len(request.target) + 12 + sum(
-        len(name) + len(value) + 4 for name, value in request.headers.raw_items())
-
-
-def _content_length(request: h11.Request) -> int | None:
-    for name, value in request.headers:
-        if name == b"content-length":
-            return int(value)  # h11 validated it
-    return None
+def _head(request: h11.Request) -> tuple[tuple[Header, ...], int, int | None]:
+    """A request head in one pass: its headers (names lower-case, Latin-1), its size in
+    bytes, and its ``Content-Length``."""
+    size = len(request.method) + len(request.target) + 12
+    length = None
+    headers = []
+    for raw, value in request.headers.raw_items():
+        size += len(raw) + len(value) + 4
+        name = raw.decode("latin-1").lower()
+        if name == "content-length":
+            length = int(value)  # h11 validated it
+        headers.append((name, value.decode("latin-1")))
+    return tuple(headers), size, length

@@ -783,13 +783,19 @@ def test_the_get_stream_is_resumed_and_a_stale_one_replaced() -> None:
 
 def test_a_stream_dropped_for_not_reading_ends_quietly() -> None:
     app = MCPServer("s")
-    app.add_tool(lambda: "x" * 5000, name="big")
+
+    @app.tool()
+    def big(ctx: Context) -> str:
+        ctx.report_progress(1)  # the stream begins: the answer is not all there is
+        return "x" * 5000
+
     server = http_server(app, response_mode="sse", limits=HttpLimits(max_buffer_bytes=1000))
     conn, session_id = _session(server)
     while server.next_event() is not None:
         pass
     runner = ServerRunner(server, StepLoop(lambda: 0.0))
-    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big"}},
+    params = {"name": "big", "_meta": {"progressToken": 1}}
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params},
                  headers=_sid(session_id))
     runner.pump()
     conn.read()
