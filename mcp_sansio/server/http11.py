@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 Header = tuple[str, str]
+_HEADS: Final = 1024  # checked response heads kept
 _REASONS: Final = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Content Too Large",
                    431: b"Request Header Fields Too Large", 505: b"HTTP Version Not Supported"}
 
@@ -162,6 +163,7 @@ class HttpConnections:
         self._closing: dict[int, list[bytes]] = {}  # closed connections' last bytes, until drained
         self._next_connection = 0
         self._next_exchange = 0
+        self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
 
     # ------------------------------------------------------------ input
 
@@ -251,7 +253,7 @@ class HttpConnections:
         if not conn.backlog.fits(len(body), self._flow):  # earlier responses were never read
             self._lost(conn, "the client does not read its responses")
             return
-        self._send(conn, _response(status, [*headers, ("content-length", str(len(body)))]))
+        self._send(conn, self._response(status, headers, len(body)))
         if body:
             self._send(conn, h11.Data(data=body))
         self._end(conn, now)
@@ -265,7 +267,7 @@ class HttpConnections:
         conn = self._awaiting(exchange)
         if conn is None:
             return
-        self._send(conn, _response(status, headers))
+        self._send(conn, self._response(status, headers, None))
         conn.state = _State.STREAMING
 
     def send(self, exchange: int, data: bytes) -> bool:
@@ -468,11 +470,24 @@ class HttpConnections:
         self._actions.append(CloseConnection(connection=conn.id))
 
 
-def _response(status: int, headers: list[Header]) -> h11.Response:
-    try:
-        return h11.Response(status_code=status, headers=headers)
-    except h11.LocalProtocolError as exc:
-        raise LocalProtocolError(f"invalid response: {exc}") from exc
+    def _response(self, status: int, headers: list[Header], length: int | None) -> h11.Response:
+        """The response head ``status`` ``headers`` (and ``Content-Length: length``). h11
+        checks a head once: a server sends the same few (per content type and session)
+        on every response, so the checked head is kept (boundedly) and reused as h11
+        takes a head it parsed itself (``_parsed``: the regex checks are not run again)."""
+        key = (status, tuple(headers))
+        checked = self._heads.get(key)
+        if checked is None:
+            try:
+                head = h11.Response(status_code=status, headers=headers)
+            except h11.LocalProtocolError as exc:
+                raise LocalProtocolError(f"invalid response: {exc}") from exc
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            checked = self._heads[key] = list(head.headers.raw_items())
+        if length is not None:
+            checked = [*checked, (b"content-length", b"%d" % length)]
+        return h11.Response(status_code=status, headers=checked, reason=b"", _parsed=True)
 
 
 def _head(request: h11.Request) -> tuple[tuple[Header, ...], int, int | None]:
