@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 from .endpoint import SubHost
 
 if TYPE_CHECKING:
-    from .http import HttpServer
+    from .http_respond import ResponseWriter
     from .session import ServerSession
     from .stores import SessionRecord
 
@@ -114,7 +114,7 @@ class LegacyHost(SubHost):
 
     __slots__ = ("_http", "_legacy")
 
-    def __init__(self, server: HttpServer, legacy: Legacy) -> None:
+    def __init__(self, server: ResponseWriter, legacy: Legacy) -> None:
         super().__init__(server)
         self._http = server
         self._legacy = legacy
