@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable
+from typing import Final
 
 import msgspec
 
@@ -29,6 +30,7 @@ from .http11 import ExchangeClosed, HttpLimits, RequestReceived
 __all__ = ["HttpExchanges", "ResponseAborted", "ResponseBody", "ResponseStart"]
 
 Header = tuple[str, str]
+_HEADS: Final = 1024  # encoded response heads kept
 
 
 class ResponseStart(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +93,7 @@ class HttpExchanges:
         self._exchanges: dict[int, _Exchange] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
+        self._heads: dict[tuple[Header, ...], list[tuple[bytes, bytes]]] = {}  # encoded once (bounded)
 
     # ------------------------------------------------------------ input
 
@@ -165,7 +168,7 @@ class HttpExchanges:
         """
         ex = self._awaiting(exchange)
         if ex is not None:
-            ex.out.append(ResponseStart(status=status, headers=_encode(headers)))
+            ex.out.append(ResponseStart(status=status, headers=self._encode(headers)))
             ex.state = _State.STREAMING
 
     def send(self, exchange: int, data: bytes) -> bool:
@@ -295,15 +298,25 @@ class HttpExchanges:
         ex.state = _State.DONE
 
     def _whole(self, ex: _Exchange, status: int, headers: list[Header], body: bytes) -> None:
-        head = _encode([*headers, ("content-length", str(len(body)))])
+        head = self._encode(headers)
+        head.append((b"content-length", b"%d" % len(body)))
         ex.out.append(ResponseStart(status=status, headers=head))
         ex.out.append(ResponseBody(data=body, more=False))
         ex.state = _State.DONE
         ex.deadline = None
 
 
-def _encode(headers: list[Header]) -> list[tuple[bytes, bytes]]:
-    try:
-        return [(name.lower().encode("ascii"), value.encode("latin-1")) for name, value in headers]
-    except UnicodeEncodeError as exc:
-        raise LocalProtocolError(f"invalid response header: {exc}") from exc
+    def _encode(self, headers: list[Header]) -> list[tuple[bytes, bytes]]:
+        """``headers`` as ASGI carries them (a new list); a server sends the same few heads
+        on every response, so each is encoded once (boundedly)."""
+        key = tuple(headers)
+        encoded = self._heads.get(key)
+        if encoded is None:
+            try:
+                encoded = [(name.lower().encode("ascii"), value.encode("latin-1")) for name, value in headers]
+            except UnicodeEncodeError as exc:
+                raise LocalProtocolError(f"invalid response header: {exc}") from exc
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            self._heads[key] = encoded
+        return list(encoded)
