@@ -994,3 +994,13 @@ def test_a_stream_dropped_by_a_write_asks_for_a_timeout_at_once_and_cancels_its_
     server.handle_timeout(5.0)
     assert server.next_event() == CallCancelled(call=event.call, reason="the client does not read its stream")
     assert server.next_deadline() != AT_ONCE
+
+
+def test_host_and_origin_verdicts_hold_for_every_pair_however_many_a_client_sends() -> None:
+    conn = RawHttp(http_server(_app()))
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}  # no session: 400 once Host and Origin pass
+    for i in range(1500):  # more pairs than the server remembers verdicts for
+        headers, status = [({"host": f"localhost:{i + 1}"}, 400),
+                           ({"host": f"evil{i}.example"}, 421),
+                           ({"host": "localhost:8000", "origin": f"http://evil{i}.example"}, 403)][i % 3]
+        assert _status(conn.request(body=ping, headers=headers)) == status
