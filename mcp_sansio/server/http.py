@@ -11,6 +11,13 @@ either). Requests are checked before any MCP processing: ``Host``/``Origin`` aga
 allow-lists, ``Accept``, ``Content-Type``, and in 2026-07-28 the headers mirroring the
 body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``). See MCP
 "Streamable HTTP" (2025-11-25 and 2026-07-28).
+
+Layers, each holding its own state: ``http_respond.ResponseWriter`` (the exchange table
+and what is written into it), ``http_sessions.SessionRouter`` (the handshake-era session
+table, resumption, relays), and here the driver's side and the requests. No clock is
+kept: every input carries ``now``, a response that lets in a request sent early acts on
+it at that response's ``now``, and a stream a write had to drop (a write carries no
+time) asks for a timeout at once (``flow.AT_ONCE``).
 """
 
 from __future__ import annotations
