@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http_transport, manager, session, stdio, websocket
+from mcp_sansio.auth import state as auth_state
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -37,6 +38,22 @@ MACHINES: list[tuple[str, str, list[Row]]] = [
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
     ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
      rows(http_transport.EXCHANGE_TRANSITIONS)),
+    ("The stdio subprocess's shutdown ladder", "mcp_sansio/stdio.py", rows(stdio.LADDER_TRANSITIONS)),
+]
+
+
+def legality(allowed: Mapping[T, frozenset[S]], states: type[S]) -> list[list[str]]:
+    """``allowed`` as a grid: a header row of calls, then one row per state."""
+    calls = list(allowed)
+    return [["phase", *(f"`{call.value}`" for call in calls)],
+            *([str(state.value), *("yes" if state in allowed[call] else "" for call in calls)]
+              for state in states)]
+
+
+# Machines whose next state depends on what arrived, so the table says where each call is legal.
+LEGALITY: list[tuple[str, str, list[list[str]]]] = [
+    ("Where each call of the client's OAuth flow is legal", "mcp_sansio/auth/state.py",
+     legality(auth_state.ALLOWED, auth_state.Phase)),
 ]
 
 
@@ -59,6 +76,10 @@ def render() -> str:
         for (source_state, target_state), triggers in grouped.items():
             lines.append(f"    {source_state} --> {target_state}: {', '.join(triggers)}")
         lines.append("```")
+        parts.append("\n".join(lines) + "\n")
+    for title, source, (header, *grid) in LEGALITY:
+        lines = [f"\n## {title} (`{source}`)\n", "| " + " | ".join(header) + " |",
+                 "|" + "---|" * len(header), *("| " + " | ".join(row) + " |" for row in grid)]
         parts.append("\n".join(lines) + "\n")
     return "".join(parts)
 

@@ -33,6 +33,7 @@ from .. import jsonrpc
 from ..errors import LocalProtocolError
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
+from . import tasks as run_tasks
 from .authz import (
     Allowed,
     AuthGate,
@@ -62,6 +63,8 @@ from .stores import (
     EventStore,
     SessionStore,
     StoreUnavailable,
+    TaskMessage,
+    TaskStore,
 )
 
 if TYPE_CHECKING:
@@ -116,16 +119,20 @@ class HttpServer(SessionRouter):
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
+        tasks: where tasks are shared with other workers (default: none, each task lives
+            in the process running it).
         exchanges: take HTTP messages from a host server (ASGI) instead of bytes: the
             driver then feeds and drains these, and the byte-level methods refuse.
     """
 
     def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
-                 events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
+                 events: EventStore | None = None, exchanges: HttpExchanges | None = None,
+                 tasks: TaskStore | None = None) -> None:
         super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset, config=config,
                          sessions=sessions, events=events, exchanges=exchanges)
         self.modern = ServerSession(app, self, channel_ids=True)
+        self.modern.task_store = tasks
         self._peers: dict[int, str | None] = {}  # open connection -> its peer
         self._peer_connections: Counter[str | None] = Counter()
         self._pumping = False  # in _pump: a response sent meanwhile leaves the next request to it
@@ -287,6 +294,17 @@ class HttpServer(SessionRouter):
         legacy.live.pop(legacy.stream_of[ex.id], None)
         self._pump(now)
         return True
+
+    def receive_task_messages(self, messages: list[TaskMessage], now: float) -> None:
+        """Answers and cancellations other workers passed (through the shared task store)
+        to the tasks running here: the driver takes them with ``TaskStore.task_messages``
+        off its loop while :meth:`runs_tasks` says so."""
+        run_tasks.receive_messages(self.modern, messages, now)
+        self._pump(now)
+
+    def runs_tasks(self) -> bool:
+        """Whether a task runs here whose messages a shared task store may carry."""
+        return self.modern.task_store is not None and run_tasks.running(self.modern)
 
     # ------------------------------------------------------------ requests
 
