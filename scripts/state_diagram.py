@@ -1,7 +1,8 @@
 """Render the state machines' transition tables as Mermaid diagrams (docs/state-machines.md).
 
 The tables are the code's own (``TRANSITIONS`` in the client session, the server session,
-the host's connection manager, the client's WebSocket connection and its HTTP exchanges),
+the host's connection manager, the client's WebSocket connection, its HTTP exchanges and
+the connections of its HTTP/1.1 pool),
 so the diagrams cannot drift from what runs, as h11 renders its own.
 ``python scripts/state_diagram.py`` writes the file; ``--check`` fails when it is stale
 (``scripts/dev test`` runs it).
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, stdio, websocket
+from mcp_sansio import http11_connection, http_exchange, lifecycle, manager_lifecycle, stdio, websocket
 from mcp_sansio.auth import state as auth_state
 from mcp_sansio.server import phases
 
@@ -32,12 +33,15 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 
 
 MACHINES: list[tuple[str, str, list[Row]]] = [
-    ("The client session", "mcp_sansio/session.py", rows(session.TRANSITIONS)),
+    ("The client session", "mcp_sansio/lifecycle.py", rows(lifecycle.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
-    ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
+    ("A configured server in the host's manager", "mcp_sansio/manager_lifecycle.py",
+     rows(manager_lifecycle.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
-    ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
-     rows(http_transport.EXCHANGE_TRANSITIONS)),
+    ("One HTTP exchange of the client's", "mcp_sansio/http_exchange.py",
+     rows(http_exchange.EXCHANGE_TRANSITIONS)),
+    ("A connection of the client's HTTP/1.1 pool", "mcp_sansio/http11_connection.py",
+     rows(http11_connection.CONNECTION_TRANSITIONS)),
     ("The stdio subprocess's shutdown ladder", "mcp_sansio/stdio.py", rows(stdio.LADDER_TRANSITIONS)),
 ]
 

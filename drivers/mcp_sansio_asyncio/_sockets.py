@@ -13,10 +13,9 @@ from typing import Protocol, cast
 
 import msgspec
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
 from mcp_sansio.events import Action, Event, InitializeCompleted
 from mcp_sansio.front import SessionFront
-from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
 
