@@ -1,6 +1,6 @@
 """Server CPU per ``tools/call``: mcp-sansio's server against the official SDK's ``MCPServer``.
 
-Usage: ``python bench/bench_server.py [--calls N] [--json FILE]``.
+Usage: ``python bench/bench_server.py [--calls N] [--json FILE] [--only TRANSPORT] [--baseline DIR]``.
 
 Every server answers the same tool (``add(a, b)``, the sum as text: ``add_server.py`` for
 ours, ``sdk_add_server.py`` for the SDK's) to the same client, one request at a time, after
@@ -16,8 +16,13 @@ divided by the number of calls; the client's CPU is not counted. Rows:
 - Streamable HTTP, SSE answers: the SDK under uvicorn (its default); ours and our ASGI app
   with ``response_mode="sse"``.
 
+``--baseline DIR`` adds a "(before)" row beside each of ours, run from the source tree in
+``DIR`` (e.g. ``git worktree add /tmp/before main``; its ``mcp_sansio`` and ``drivers``
+come first on ``PYTHONPATH``), in the same alternated rounds: a change's before/after.
+
 Targets (issue #12): at least 10x less CPU per call than the SDK on every transport, and
-within 3x of the floor over stdio.
+within 3x of the floor over stdio. Issue #20: over HTTP, JSON within 1.2x of the bare h11
+floor, SSE within 1.5x, the ASGI app within 1.5x of the bare ASGI app.
 """
 
 from __future__ import annotations
@@ -174,6 +179,28 @@ def measure_http(command: list[str], port: int, calls: int, warmup: int) -> floa
     return used / calls / 1000
 
 
+def with_baseline(table: list[tuple[str, str, Callable[[], float]]],
+                  baseline: str) -> list[tuple[str, str, Callable[[], float]]]:
+    """``table`` with a "(before)" twin of each mcp-sansio row, run from the tree ``baseline``."""
+    path = os.pathsep.join([baseline, os.path.join(baseline, "drivers")])
+    out = []
+    for transport, server, run in table:
+        out.append((transport, server, run))
+        if server.startswith("mcp-sansio"):
+            def before(run: Callable[[], float] = run) -> float:
+                saved = os.environ.get("PYTHONPATH")
+                os.environ["PYTHONPATH"] = path
+                try:
+                    return run()
+                finally:
+                    if saved is None:
+                        del os.environ["PYTHONPATH"]
+                    else:
+                        os.environ["PYTHONPATH"] = saved
+            out.append((transport, f"{server} (before)", before))
+    return out
+
+
 def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
     warm = max(50, calls // 10)
     serve = [PY, "-m", "mcp_sansio_cli", "serve", ADD]
@@ -214,8 +241,11 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--rounds", type=int, default=2, help="rounds over every row, best kept")
     parser.add_argument("--only", help="run only the rows whose transport starts with this")
+    parser.add_argument("--baseline", help="a source tree to run a (before) twin of each of our rows from")
     options = parser.parse_args()
     table = [r for r in rows(options.calls) if options.only is None or r[0].startswith(options.only)]
+    if options.baseline:
+        table = with_baseline(table, options.baseline)
     best: dict[tuple[str, str], float] = {}
     for _ in range(options.rounds):  # alternate: every contender once per round
         for transport, server, run in table:

@@ -16,6 +16,7 @@ route a session's requests to one worker (sticky by ``Mcp-Session-Id``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -45,6 +46,34 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+class _LoopPrimitives(AnyioPrimitives):
+    """On asyncio: the loop's own clock and timers (``loop.time()`` is anyio's clock there).
+    anyio arms a timer as a task in a cancel scope, and cancelling one formats the current
+    task's repr; the runner re-arms its one timer on most requests (a body's deadline comes
+    and goes), so this is a cost every request would pay."""
+
+    def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None], threads: int | None,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(group, write, threads)
+        self._loop = loop
+
+    def clock(self) -> float:
+        return self._loop.time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        return self._loop.call_at(when, callback)
+
+
+def _primitives(group: anyio.abc.TaskGroup, write: Callable[[], None],
+                threads: int | None) -> AnyioPrimitives:
+    """The runner's primitives: the loop's own timers on asyncio, anyio's elsewhere (trio)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio
+        return AnyioPrimitives(group, write, threads)
+    return _LoopPrimitives(group, write, threads, loop)
 
 
 class AsgiApp:
@@ -86,6 +115,7 @@ class AsgiApp:
         self._waiters: dict[int, anyio.Event] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._reading: dict[int, anyio.CancelScope] = {}  # exchanges whose body is being read
+        self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -100,18 +130,19 @@ class AsgiApp:
         await receive()  # lifespan.startup
         async with anyio.create_task_group() as group:
             sessions, events = self._stores
-            offset = time.time() - anyio.current_time()
+            primitives = _primitives(group, self._wake, self._threads)
+            self._clock = primitives.clock
+            offset = time.time() - self._clock()
             server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
                                 config=self.config,
                                 sessions=sessions, events=events, exchanges=self._exchanges,
                                 tasks=self._tasks)
             self._server = server
-            self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake, self._threads),
-                                        self._on_event)
+            self._runner = ServerRunner(server, primitives, self._on_event)
             group.start_soon(relay_anyio, server, self._runner)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
-            server.close(anyio.current_time())
+            server.close(self._clock())
             self._runner.pump()
             self._runner.cancel_all()
             group.cancel_scope.cancel()
@@ -145,7 +176,7 @@ class AsgiApp:
         query = scope.get("query_string", b"")
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
         exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
-                                   now=anyio.current_time())
+                                   now=self._clock())
         self._waiters[exchange] = anyio.Event()
         try:
             runner.pump()  # arms the body's deadline
@@ -157,7 +188,7 @@ class AsgiApp:
                 else:  # http.disconnect before the body was in
                     return
             del self._reading[exchange]
-            server.exchanges_changed(anyio.current_time())
+            server.exchanges_changed(self._clock())
             runner.pump()
             with anyio.CancelScope() as cancel:
                 self._scopes[exchange] = cancel
@@ -170,8 +201,9 @@ class AsgiApp:
             self._waiters.pop(exchange, None)
             self._scopes.pop(exchange, None)
             exchanges.disconnect(exchange)  # a no-op once the response ended
-            server.exchanges_changed(anyio.current_time())
-            runner.pump()
+            if exchanges.has_events():  # (else nothing changed since the runner last pumped)
+                server.exchanges_changed(self._clock())
+                runner.pump()
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""

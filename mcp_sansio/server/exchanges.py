@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable
+from typing import Final
 
 import msgspec
 
@@ -29,6 +30,7 @@ from .http11 import ExchangeClosed, HttpLimits, RequestReceived
 __all__ = ["HttpExchanges", "ResponseAborted", "ResponseBody", "ResponseStart"]
 
 Header = tuple[str, str]
+_HEADS: Final = 1024  # encoded response heads kept
 
 
 class ResponseStart(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,11 +89,11 @@ class HttpExchanges:
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
-        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
+        self._heads: dict[tuple[Header, ...], list[tuple[bytes, bytes]]] = {}  # encoded once (bounded)
 
     # ------------------------------------------------------------ input
 
@@ -100,7 +102,6 @@ class HttpExchanges:
         """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
         known) at ``now``; its exchange id. Header names are lower-cased and values decoded
         as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``."""
-        self._now = now
         self._next_exchange += 1
         exchange = self._next_exchange
         head = RequestReceived(
@@ -167,7 +168,7 @@ class HttpExchanges:
         """
         ex = self._awaiting(exchange)
         if ex is not None:
-            ex.out.append(ResponseStart(status=status, headers=_encode(headers)))
+            ex.out.append(ResponseStart(status=status, headers=self._encode(headers)))
             ex.state = _State.STREAMING
 
     def send(self, exchange: int, data: bytes) -> bool:
@@ -207,11 +208,15 @@ class HttpExchanges:
         """Pop the next event."""
         return self._events.popleft() if self._events else None
 
+    def has_events(self) -> bool:
+        """Whether :meth:`next_event` has something; changes nothing."""
+        return bool(self._events)
+
     def next_deadline(self) -> float | None:
         """The earliest body or stall deadline; changes nothing."""
         deadlines = [ex.deadline for ex in self._exchanges.values() if ex.deadline is not None]
         deadlines += [d for e in self._congested
-                      if (d := self._exchanges[e].backlog.deadline(self._flow, self._now)) is not None]
+                      if (d := self._exchanges[e].backlog.deadline(self._flow)) is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -221,7 +226,6 @@ class HttpExchanges:
 
         Events: ``ExchangeClosed`` for a dropped stream.
         """
-        self._now = now
         for ex in [e for e in self._exchanges.values() if e.deadline is not None and e.deadline <= now]:
             ex.deadline = None
             ex.body.clear()
@@ -294,15 +298,25 @@ class HttpExchanges:
         ex.state = _State.DONE
 
     def _whole(self, ex: _Exchange, status: int, headers: list[Header], body: bytes) -> None:
-        head = _encode([*headers, ("content-length", str(len(body)))])
+        head = self._encode(headers)
+        head.append((b"content-length", b"%d" % len(body)))
         ex.out.append(ResponseStart(status=status, headers=head))
         ex.out.append(ResponseBody(data=body, more=False))
         ex.state = _State.DONE
         ex.deadline = None
 
 
-def _encode(headers: list[Header]) -> list[tuple[bytes, bytes]]:
-    try:
-        return [(name.lower().encode("ascii"), value.encode("latin-1")) for name, value in headers]
-    except UnicodeEncodeError as exc:
-        raise LocalProtocolError(f"invalid response header: {exc}") from exc
+    def _encode(self, headers: list[Header]) -> list[tuple[bytes, bytes]]:
+        """``headers`` as ASGI carries them (a new list); a server sends the same few heads
+        on every response, so each is encoded once (boundedly)."""
+        key = tuple(headers)
+        encoded = self._heads.get(key)
+        if encoded is None:
+            try:
+                encoded = [(name.lower().encode("ascii"), value.encode("latin-1")) for name, value in headers]
+            except UnicodeEncodeError as exc:
+                raise LocalProtocolError(f"invalid response header: {exc}") from exc
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            self._heads[key] = encoded
+        return list(encoded)

@@ -14,15 +14,24 @@ backlog is what a client that does not read costs. Three bounds apply (:class:`F
   stdio ends the session).
 
 The stall clock starts when the driver first hears of the congestion: a congested
-backlog not yet stamped asks for a timeout at once (:meth:`Backlog.deadline` returns the
-latest time the core knows), and :meth:`Backlog.stamp` records the driver's ``now``.
+backlog not yet stamped asks for a timeout at once (:meth:`Backlog.deadline` returns
+:data:`AT_ONCE`, a time every driver's clock is past), and :meth:`Backlog.stamp` records
+the driver's ``now``. No clock is kept here.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 
-__all__ = ["Backlog", "FlowLimits"]
+__all__ = ["AT_ONCE", "Backlog", "FlowLimits"]
+
+AT_ONCE: Final = 0.0
+"""A deadline that is due whenever it is read: the drivers' clocks (``loop.time()``,
+``anyio.current_time()``, ``time.monotonic()``) are past it, and a driver hands
+``handle_timeout`` ``max(deadline, clock())``. What asks for it wants ``handle_timeout``
+called with the driver's time at once (the core keeps no clock of its own)."""
 
 
 class FlowLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,9 +78,10 @@ class Backlog:
         """Whether producers should wait; changes nothing."""
         return self.size > limits.high_water_bytes
 
-    def deadline(self, limits: FlowLimits, latest: float) -> float | None:
-        """When the stream is dropped as stalled (``latest``, the last time the core was
-        told, while congested but not yet stamped); changes nothing."""
+    def deadline(self, limits: FlowLimits, latest: float = AT_ONCE) -> float | None:
+        """When the stream is dropped as stalled (``latest``, by default :data:`AT_ONCE`,
+        while congested but not yet stamped: the stall clock waits for the driver's
+        time); changes nothing."""
         if not self.congested(limits):
             return None
         return latest if self.congested_at is None else self.congested_at + limits.stall_timeout

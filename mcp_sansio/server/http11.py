@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 Header = tuple[str, str]
+_HEADS: Final = 1024  # checked response heads kept
 _REASONS: Final = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Content Too Large",
                    431: b"Request Header Fields Too Large", 505: b"HTTP Version Not Supported"}
 
@@ -123,8 +124,8 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "id", "out", "peer",
-                 "request", "state")
+    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "headers", "id", "out",
+                 "peer", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
         self.id = connection
@@ -133,6 +134,7 @@ class _Connection:
         self.state = _State.READING
         self.exchange = 0
         self.request: h11.Request | None = None
+        self.headers: tuple[Header, ...] = ()  # the request's, decoded (once, as it arrived)
         self.body = bytearray()
         self.out: list[bytes] = []
         self.backlog = Backlog()
@@ -153,7 +155,6 @@ class HttpConnections:
     def __init__(self, limits: HttpLimits | None = None) -> None:
         self.limits = limits or HttpLimits()
         self._flow = self.limits.flow
-        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self._connections: dict[int, _Connection] = {}
         self._exchanges: dict[int, _Connection] = {}
@@ -162,12 +163,12 @@ class HttpConnections:
         self._closing: dict[int, list[bytes]] = {}  # closed connections' last bytes, until drained
         self._next_connection = 0
         self._next_exchange = 0
+        self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
 
     # ------------------------------------------------------------ input
 
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected (from ``peer``, its address, if the driver knows it); its id."""
-        self._now = now
         self._next_connection += 1
         self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
@@ -196,7 +197,6 @@ class HttpConnections:
 
         Events: ``RequestReceived``, ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
-        self._now = now
         conn = self._connection(connection)
         if conn is None:
             return
@@ -225,7 +225,6 @@ class HttpConnections:
 
         Events: ``ExchangeClosed``. Actions: ``CloseConnection``.
         """
-        self._now = now
         for conn in [c for c in map(self._connections.__getitem__, list(self._congested))
                      if c.backlog.stamp(now, self._flow)]:
             conn.out.clear()  # it would not be read
@@ -248,14 +247,13 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
-        self._now = now
         conn = self._awaiting(exchange)
         if conn is None:
             return
         if not conn.backlog.fits(len(body), self._flow):  # earlier responses were never read
             self._lost(conn, "the client does not read its responses")
             return
-        self._send(conn, _response(status, [*headers, ("content-length", str(len(body)))]))
+        self._send(conn, self._response(status, headers, len(body)))
         if body:
             self._send(conn, h11.Data(data=body))
         self._end(conn, now)
@@ -269,7 +267,7 @@ class HttpConnections:
         conn = self._awaiting(exchange)
         if conn is None:
             return
-        self._send(conn, _response(status, headers))
+        self._send(conn, self._response(status, headers, None))
         conn.state = _State.STREAMING
 
     def send(self, exchange: int, data: bytes) -> bool:
@@ -292,7 +290,6 @@ class HttpConnections:
 
         Events: ``RequestReceived`` for a request that was waiting.
         """
-        self._now = now
         conn = self._exchanges.get(exchange)
         if conn is not None and conn.state is _State.STREAMING:
             self._end(conn, now)
@@ -325,6 +322,10 @@ class HttpConnections:
         """Pop the next event."""
         return self._events.popleft() if self._events else None
 
+    def has_events(self) -> bool:
+        """Whether :meth:`next_event` has something; changes nothing."""
+        return bool(self._events)
+
     def next_action(self) -> CloseConnection | None:
         """Pop the next action."""
         return self._actions.popleft() if self._actions else None
@@ -333,7 +334,7 @@ class HttpConnections:
         """The earliest read or stall deadline of any connection; changes nothing."""
         deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
         deadlines += [d for c in self._congested
-                      if (d := self._connections[c].backlog.deadline(self._flow, self._now)) is not None]
+                      if (d := self._connections[c].backlog.deadline(self._flow)) is not None]
         return min(deadlines) if deadlines else None
 
     def congested(self, exchange: int) -> bool:
@@ -374,23 +375,24 @@ class HttpConnections:
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
-            if isinstance(event, h11.Request):
+            if type(event) is h11.Data:
+                conn.body += event.data
+                if len(conn.body) > limits.max_body_bytes:
+                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
+                    return
+            elif type(event) is h11.Request:
                 conn.request = event
                 conn.deadline = now + limits.body_timeout
-                if _head_size(event) > limits.max_header_bytes:  # h11 bounds only a head still arriving
+                headers, size, length = _head(event)
+                conn.headers = headers
+                if size > limits.max_header_bytes:  # h11 bounds only a head still arriving
                     self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
                     return
-                length = _content_length(event)
                 if length is not None and length > limits.max_body_bytes:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
                     return
                 if conn.h11.they_are_waiting_for_100_continue:
                     conn.out.append(conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
-            elif isinstance(event, h11.Data):
-                conn.body += event.data
-                if len(conn.body) > limits.max_body_bytes:
-                    self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
-                    return
             else:
                 assert isinstance(event, h11.EndOfMessage)  # EOF never reaches h11: no ConnectionClosed
                 self._deliver(conn)
@@ -404,12 +406,12 @@ class HttpConnections:
         conn.state = _State.HANDLING
         conn.deadline = None
         conn.head_started = False
-        headers = tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
-                        for name, value in request.headers.raw_items())
         self._events.append(RequestReceived(
             exchange=conn.exchange, connection=conn.id, method=request.method.decode("latin-1"),
-            target=request.target.decode("latin-1"), headers=headers, body=bytes(conn.body), peer=conn.peer,
+            target=request.target.decode("latin-1"), headers=conn.headers, body=bytes(conn.body),
+            peer=conn.peer,
         ))
+        conn.headers = ()
         conn.body.clear()
 
     def _send(self, conn: _Connection, event: h11.Response | h11.Data | h11.EndOfMessage) -> None:
@@ -434,8 +436,11 @@ class HttpConnections:
         h.start_next_cycle()
         conn.state = _State.READING
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
-        conn.deadline = now + (self.limits.header_timeout if conn.head_started else self.limits.idle_timeout)
-        self._read(conn, now)
+        if conn.head_started:  # (else h11 has nothing to parse: no second drain)
+            conn.deadline = now + self.limits.header_timeout
+            self._read(conn, now)
+        else:
+            conn.deadline = now + self.limits.idle_timeout
 
     def _refuse(self, conn: _Connection, status: int, message: str) -> None:
         """Answer a request that cannot be served with ``status``, then close (a connection
@@ -465,20 +470,56 @@ class HttpConnections:
         self._actions.append(CloseConnection(connection=conn.id))
 
 
-def _response(status: int, headers: list[Header]) -> h11.Response:
+    def _response(self, status: int, headers: list[Header], length: int | None) -> h11.Response:
+        """The response head ``status`` ``headers`` (and ``Content-Length: length``). h11
+        checks a head once: a server sends the same few (per content type and session)
+        on every response, so the checked head is kept (boundedly) and reused as h11
+        takes a head it parsed itself (``_parsed``: the regex checks are not run again)."""
+        key = (status, tuple(headers))
+        checked = self._heads.get(key)
+        if checked is None:
+            try:
+                head = h11.Response(status_code=status, headers=headers)
+            except h11.LocalProtocolError as exc:
+                raise LocalProtocolError(f"invalid response: {exc}") from exc
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            checked = self._heads[key] = list(head.headers.raw_items())
+        if length is not None:
+            checked = [*checked, (b"content-length", b"%d" % length)]
+        if _PARSED:
+            return h11.Response(status_code=status, headers=checked, reason=b"", _parsed=True)
+        return h11.Response(status_code=status, headers=checked, reason=b"")
+
+
+def _takes_parsed_heads() -> bool:
+    """Whether this h11 takes ``_parsed=True`` (private, in every release since 0.8): an h11
+    that drops it costs the head checks again, never a failed response."""
     try:
-        return h11.Response(status_code=status, headers=headers)
-    except h11.LocalProtocolError as exc:
-        raise LocalProtocolError(f"invalid response: {exc}") from exc
+        h11.Response(status_code=200, headers=[], reason=b"", _parsed=True)
+    except TypeError:
+        return False
+    return True
 
 
-def _head_size(request: h11.Request) -> int:
-    return len(request.method) + len(request.target) + 12 + sum(
-        len(name) + len(value) + 4 for name, value in request.headers.raw_items())
+_PARSED: Final = _takes_parsed_heads()
 
 
-def _content_length(request: h11.Request) -> int | None:
-    for name, value in request.headers:
-        if name == b"content-length":
-            return int(value)  # h11 validated it
-    return None
+def _head(request: h11.Request) -> tuple[tuple[Header, ...], int, int | None]:
+    """A request head in one pass: its headers (names lower-case, Latin-1), its size in
+    bytes, and its ``Content-Length``. Names and values are decoded all at once, joined
+    by a line feed (which h11 lets into neither)."""
+    raw = request.headers.raw_items()
+    size = len(request.method) + len(request.target) + 12
+    if not raw:
+        return (), size, None
+    names = b"\n".join([name for name, _ in raw])
+    values = b"\n".join([value for _, value in raw])
+    size += len(names) + len(values) + 2 * len(raw) + 2  # ": " and CRLF per line (not the 2 joins)
+    keys = names.decode("latin-1").lower().split("\n")
+    headers = tuple(zip(keys, values.decode("latin-1").split("\n"), strict=True))
+    try:
+        length: int | None = int(raw[keys.index("content-length")][1])  # h11 validated it
+    except ValueError:
+        length = None
+    return headers, size, length

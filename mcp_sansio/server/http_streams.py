@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .endpoint import SubHost
 
 if TYPE_CHECKING:
-    from .http import HttpServer
+    from .http_respond import ResponseWriter
     from .session import ServerSession
     from .stores import SessionRecord
 
-__all__ = ["Exchange", "Legacy", "LegacyHost", "Mode", "sse_event"]
+__all__ = ["JSON_HEAD", "SSE_HEAD", "Exchange", "Legacy", "LegacyHost", "Mode", "sse_event"]
+
+Header = tuple[str, str]
+JSON_HEAD: Final[list[Header]] = [("content-type", "application/json")]
+"""The headers of a JSON response (built once; never mutated)."""
+SSE_HEAD: Final[list[Header]] = [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+                                 ("x-accel-buffering", "no")]
+"""The headers of an SSE response (built once; never mutated)."""
 
 
 class Mode(enum.Enum):
@@ -74,13 +81,19 @@ class Legacy:
             the first to go when the server needs room.
         owner: the ``Principal.identity`` that opened it (auth on), else ``None``.
         inbox_after: where this worker reads the session's inbox from (a shared store).
+        head: the headers of its responses (``Mcp-Session-Id``); ``json_head`` and
+            ``sse_head`` with the content type: built once, never mutated.
     """
 
-    __slots__ = ("expires_at", "finished_streams", "get_exchange", "host", "id", "inbox_after", "live",
-                 "next_stream", "owner", "peer", "saved", "session", "stream_of", "used")
+    __slots__ = ("expires_at", "finished_streams", "get_exchange", "head", "host", "id", "inbox_after",
+                 "json_head", "live", "next_stream", "owner", "peer", "saved", "session", "sse_head",
+                 "stream_of", "used")
 
     def __init__(self, session_id: str, expires_at: float, peer: str | None) -> None:
         self.id = session_id
+        self.head: list[Header] = [("mcp-session-id", session_id)]
+        self.json_head = [*JSON_HEAD, *self.head]
+        self.sse_head = [*SSE_HEAD, *self.head]
         self.expires_at = expires_at
         self.peer = peer
         self.used = False
@@ -101,7 +114,7 @@ class LegacyHost(SubHost):
 
     __slots__ = ("_http", "_legacy")
 
-    def __init__(self, server: HttpServer, legacy: Legacy) -> None:
+    def __init__(self, server: ResponseWriter, legacy: Legacy) -> None:
         super().__init__(server)
         self._http = server
         self._legacy = legacy

@@ -11,6 +11,7 @@ from server_http_helpers import MODERN_HEADERS, RawHttp, Response, http_server, 
 
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.server import CallCancelled, Context, MCPServer, ToolCallReceived
+from mcp_sansio.server.flow import AT_ONCE
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.http11 import HttpLimits
 from mcp_sansio.server.stores import MemoryEventStore, MemorySessionStore
@@ -783,13 +784,19 @@ def test_the_get_stream_is_resumed_and_a_stale_one_replaced() -> None:
 
 def test_a_stream_dropped_for_not_reading_ends_quietly() -> None:
     app = MCPServer("s")
-    app.add_tool(lambda: "x" * 5000, name="big")
+
+    @app.tool()
+    def big(ctx: Context) -> str:
+        ctx.report_progress(1)  # the stream begins: the answer is not all there is
+        return "x" * 5000
+
     server = http_server(app, response_mode="sse", limits=HttpLimits(max_buffer_bytes=1000))
     conn, session_id = _session(server)
     while server.next_event() is not None:
         pass
     runner = ServerRunner(server, StepLoop(lambda: 0.0))
-    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big"}},
+    params = {"name": "big", "_meta": {"progressToken": 1}}
+    conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params},
                  headers=_sid(session_id))
     runner.pump()
     conn.read()
@@ -935,3 +942,65 @@ def test_a_handshake_call_is_cancelled_by_notification() -> None:
     runner.pump()
     loop.run_ready()
     assert runner.running == 0
+
+
+def test_an_sse_answer_that_is_all_there_is_is_one_response_of_known_length() -> None:
+    answer = RawHttp(http_server(_app(), response_mode="sse")).request(body=INIT)
+    assert answer is not None and answer.complete and answer.headers["content-type"] == "text/event-stream"
+    assert answer.headers["content-length"] == str(len(answer.body))
+    assert "transfer-encoding" not in answer.headers
+    assert answer.events[0] is None and answer.events[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert answer.ids[1] and answer.ids[0] != answer.ids[1]  # the priming event's id, then the answer's
+
+
+def test_a_request_sent_early_is_taken_in_when_the_response_before_it_is_written() -> None:
+    server = http_server(_app())
+    conn, session_id = _session(server)
+    while server.next_event() is not None:
+        pass
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "work"}}
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    wire = b""
+    for body in (call, ping):  # two requests in one write: the second waits its turn
+        data = json.dumps(body).encode()
+        head = (f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                f"accept: application/json\r\nmcp-session-id: {session_id}\r\n"
+                f"content-length: {len(data)}\r\n\r\n")
+        wire += head.encode() + data
+    conn.send_raw(wire, 1.0)
+    event = server.next_event()
+    assert isinstance(event, ToolCallReceived) and server.next_event() is None
+    server.respond(event.call, "done", now=2.0)
+    data = server.data_to_send(conn.id)  # the ping was answered as the call's response went out:
+    assert 0 < data.find(b'"id":2') < data.find(b'"id":3')  # no next_event() was needed
+
+
+def test_a_stream_dropped_by_a_write_asks_for_a_timeout_at_once_and_cancels_its_request() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    def chatty(ctx: Context) -> str:
+        return "done"
+
+    server = http_server(app, limits=HttpLimits(max_buffer_bytes=300))
+    conn = RawHttp(server)
+    conn.request(body=modern_body(1, "tools/call", {"name": "chatty", "_meta": {"progressToken": "t"}}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "chatty"}), accept="text/event-stream")
+    event = server.next_event()
+    assert isinstance(event, ToolCallReceived)
+    server.send_progress(event.call, 1, message="x" * 100)  # the stream begins; the client reads nothing
+    server.send_progress(event.call, 2, message="x" * 400)  # past max_buffer_bytes: dropped
+    assert server.next_event() is None and server.next_deadline() == AT_ONCE
+    server.handle_timeout(5.0)
+    assert server.next_event() == CallCancelled(call=event.call, reason="the client does not read its stream")
+    assert server.next_deadline() != AT_ONCE
+
+
+def test_host_and_origin_verdicts_hold_for_every_pair_however_many_a_client_sends() -> None:
+    conn = RawHttp(http_server(_app()))
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}  # no session: 400 once Host and Origin pass
+    for i in range(1500):  # more pairs than the server remembers verdicts for
+        headers, status = [({"host": f"localhost:{i + 1}"}, 400),
+                           ({"host": f"evil{i}.example"}, 421),
+                           ({"host": "localhost:8000", "origin": f"http://evil{i}.example"}, 403)][i % 3]
+        assert _status(conn.request(body=ping, headers=headers)) == status

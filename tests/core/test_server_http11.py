@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import mcp_sansio.server.http11 as http11_module
 from mcp_sansio import LocalProtocolError
 from mcp_sansio.server.http11 import (
     CloseConnection,
@@ -271,3 +272,18 @@ def test_a_stream_beyond_its_declared_length_is_a_local_error() -> None:
     http.start_stream(event.exchange, 200, [("content-length", "1")])
     with pytest.raises(LocalProtocolError, match="invalid response"):
         http.send(event.exchange, b"abc")
+
+
+@pytest.mark.parametrize("parsed", [True, False])
+def test_a_response_head_is_the_same_with_or_without_h11s_private_fast_path(
+        parsed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http11_module, "_PARSED", parsed)
+    http, conn = _connections()
+    for _ in range(2):  # the second response reuses the checked head
+        http.receive_data(conn, GET, 0.0)
+        event = http.next_event()
+        assert isinstance(event, RequestReceived)
+        http.respond(event.exchange, 200, [("x", "y")], b"ok", now=1.0)
+        out = http.data_to_send(conn)
+        assert out.startswith(b"HTTP/1.1 200 ") and b"x: y\r\n" in out and b"content-length: 2" in out
+        assert out.endswith(b"\r\n\r\nok")
