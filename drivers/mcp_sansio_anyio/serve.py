@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable
 from typing import Final
 
@@ -19,42 +18,22 @@ import anyio
 import anyio.abc
 
 from mcp_sansio.events import Event
-from mcp_sansio.server import MCPServer
-from mcp_sansio.server.flow import FlowLimits
-from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio.server import StdioServer
+from mcp_sansio.server.http import HttpServer
+from mcp_sansio.server.websocket import WebSocketServer
+from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import (
-    LINGER_SECONDS,
-    SharedStore,
-    http_endpoint,
-    peer_host,
-    protocol_stdout,
-    stdio_endpoint,
-    websocket_endpoint,
-)
+from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ: Final = 65536
 
 
-async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
-    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
-    :mod:`mcp_sansio_base.serving`)."""
-    with protocol_stdout(stdout) as fd_out:
-        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
-
-
-async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
-                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
-                       handler_threads: int | None) -> None:
-    fd_in = sys.stdin.fileno() if stdin is None else stdin
-    endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
+async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
+                       on_event: Callable[[Event], None] | None, handler_threads: int | None) -> None:
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
@@ -140,28 +119,6 @@ class _FdWriter:
     async def flush(self) -> None:
         self.write()
         await self._idle.wait()
-
-
-async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                     secret: bytes | None = None, config: HttpConfig | None = None,
-                     on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
-                     store: str | SharedStore | None = None) -> None:
-    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
-    arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, anyio.current_time(), store)
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
-
-
-async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                          secret: bytes | None = None, config: WebSocketConfig | None = None,
-                          on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None,
-                          handler_threads: int | None = None) -> None:
-    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
-    cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = websocket_endpoint(app, host, secret, config, anyio.current_time())
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 class _Conn:
@@ -267,3 +224,9 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
             group.cancel_scope.cancel()
+
+
+SERVING = Serving(anyio.current_time, _serve_stdio, _serve_connections)
+serve_stdio = SERVING.serve_stdio
+serve_http = SERVING.serve_http
+serve_websocket = SERVING.serve_websocket
