@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from mcp_sansio.errors import McpSansioError
-from mcp_sansio.events import RequestId
+from mcp_sansio.events import InitializeCompleted, RequestId
 from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.connect import Connect
@@ -56,6 +56,20 @@ class LoopDriver(AsyncClient):
                 self._pump()
             raise
 
+    async def _handshake(self, begin: Callable[[float], None]) -> None:
+        """Start the core's handshake with ``begin(now)`` and wait until it completes;
+        close the connection if it fails (or the caller is cancelled)."""
+        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
+        self._init_waiter = waiter
+        begin(self._loop.time())
+        self._pump()
+        try:
+            event = await waiter
+        except BaseException:
+            await self.aclose()
+            raise
+        assert isinstance(event, InitializeCompleted)
+
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         task = self._loop.create_task(_run(fn))
         self._tasks.add(task)
@@ -77,6 +91,9 @@ class LoopDriver(AsyncClient):
         self._pump()
 
     def _pump(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
         raise NotImplementedError
 
     def _arm(self, deadline: float | None) -> None:

@@ -11,10 +11,8 @@ import asyncio
 import ssl
 from typing import Protocol, cast
 
-import msgspec
-
 from mcp_sansio.connections import SocketFailure, SocketStage
-from mcp_sansio.events import Action, Event, InitializeCompleted
+from mcp_sansio.events import Action, Event
 from mcp_sansio.front import SessionFront
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
@@ -79,16 +77,7 @@ class SocketDriver(LoopDriver):
         self._ssl = ssl_context  # the system trust store unless given, made when first needed
 
     async def _start(self) -> None:
-        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
-        self._init_waiter = waiter
-        self._net.connect(now=self._loop.time())
-        self._pump()
-        try:
-            event = await waiter
-        except BaseException:
-            await self.aclose()
-            raise
-        assert isinstance(event, InitializeCompleted)
+        await self._handshake(lambda now: self._net.connect(now=now))
 
     async def aclose(self) -> None:
         """End the session, close every socket, cancel every task."""

@@ -22,7 +22,7 @@ from typing import Final, Unpack
 from mcp_sansio import Action, CloseInput
 from mcp_sansio_base._sync.connect import Connect
 from mcp_sansio_base._sync.handlers import StdioOptions, resolve
-from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
+from mcp_sansio_base.stdio import CONNECT_DOC, PipeStdin, StdioProcess, cannot_start, signal_group
 
 from ._loop import BlockingDriver
 
@@ -36,7 +36,7 @@ _DRAIN_READS: Final = 64
 _POLL: Final = 0.05
 
 
-class StdioConnection(StdioProcess, BlockingDriver):
+class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
     def __init__(self, command: str, args: Sequence[str], options: StdioOptions) -> None:
@@ -134,11 +134,7 @@ class StdioConnection(StdioProcess, BlockingDriver):
         self._flush()
 
     def _pump(self) -> None:
-        client = self._client
-        self._deliver_events()
-        while (action := client.next_action()) is not None:
-            self._perform(action)
-        data = client.data_to_send()
+        data = self._drain()
         if data:
             self._write(data)
 
@@ -155,16 +151,9 @@ class StdioConnection(StdioProcess, BlockingDriver):
         assert self._proc is not None
         signal_group(self._proc.pid, sig)
 
-    def _write(self, data: bytes) -> None:
-        if self._stdin is None:
-            return
-        if self._unsent:  # still waiting for the pipe: keep the order
-            self._unsent += data
-            return
-        sent = self._send(data)
-        if self._stdin is not None and sent < len(data):
-            self._unsent += memoryview(data)[sent:]
-            self._selector.register(self._stdin, selectors.EVENT_WRITE, self._write_more)
+    def _watch_stdin(self) -> None:
+        assert self._stdin is not None
+        self._selector.register(self._stdin, selectors.EVENT_WRITE, self._write_more)
 
     def _write_more(self) -> None:
         if self._stdin is None:
@@ -172,18 +161,6 @@ class StdioConnection(StdioProcess, BlockingDriver):
         del self._unsent[: self._send(self._unsent)]
         if self._stdin is not None and not self._unsent:
             self._selector.unregister(self._stdin)
-
-    def _send(self, data: bytes | bytearray) -> int:
-        """Write what the pipe takes now; a broken pipe closes stdin (the server's stdout
-        EOF or its exit tells the core)."""
-        assert self._stdin is not None
-        try:
-            return os.write(self._stdin, data)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            self._close_stdin()
-            return 0
 
     def _close_stdin(self) -> None:
         if self._stdin is None:
