@@ -18,6 +18,7 @@ from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.connect import Connect
 from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
+from mcp_sansio_base.flushing import Flusher
 
 __all__ = ["Connect", "LoopDriver"]
 
@@ -30,7 +31,7 @@ class LoopDriver(AsyncClient):
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
-        self._flush_pending = False
+        self._flusher = Flusher(self._pump, self._loop.call_soon)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _now(self) -> float:
@@ -76,19 +77,7 @@ class LoopDriver(AsyncClient):
         task.add_done_callback(self._tasks.discard)
 
     def _flush(self) -> None:
-        # A lone call goes out at once; calls started together go out in one write,
-        # once per loop turn.
-        if self._flush_pending:
-            return
-        if len(self._waiters) <= 1:
-            self._pump()
-        else:
-            self._flush_pending = True
-            self._loop.call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        self._flush_pending = False
-        self._pump()
+        self._flusher.flush(len(self._waiters))
 
     def _pump(self) -> None:
         raise NotImplementedError

@@ -82,6 +82,21 @@ class BlockingDriver(Client):
         """Deliver events, perform the core's actions, write what it queued."""
         raise NotImplementedError
 
+    def _timeout(self, deadline: float | None, wait: bool) -> float | None:
+        """How long one wait may block: until ``deadline`` (the core's next), not at all
+        without ``wait``."""
+        if not wait:
+            return 0.0
+        return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+    def _fire(self, deadline: float | None) -> None:
+        """After one wait: the core's timers fire once ``deadline`` has passed; then flush."""
+        if deadline is not None:
+            now = time.monotonic()
+            if now >= deadline:
+                self._core.handle_timeout(now)
+        self._flush()
+
     def _flush(self) -> None:
         # A handler run inline from the pump's delivery queues its answer; the pump under
         # way writes it.

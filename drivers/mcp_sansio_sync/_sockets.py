@@ -125,12 +125,8 @@ class SocketConnection(BlockingDriver):
     # -------------------------------------------------------- Client contract
 
     def _step(self, wait: bool = True) -> None:
-        net = self._net
-        deadline = net.next_deadline()
-        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        if not wait:
-            timeout = 0.0
-        for key, mask in self._selector.select(timeout):
+        deadline = self._net.next_deadline()
+        for key, mask in self._selector.select(self._timeout(deadline, wait)):
             watched: _Connection | Watched = key.data
             if isinstance(watched, _Connection):
                 if self._connections.get(watched.id) is watched:  # not closed by an earlier one
@@ -139,11 +135,7 @@ class SocketConnection(BlockingDriver):
             else:
                 watched.ready(mask)
                 self._flush()
-        if deadline is not None:
-            now = time.monotonic()
-            if now >= deadline:
-                net.handle_timeout(now)
-        self._flush()
+        self._fire(deadline)
 
     def _pump(self) -> None:
         net = self._net

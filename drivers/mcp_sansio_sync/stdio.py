@@ -47,7 +47,7 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
         self._selector = selectors.DefaultSelector()
         self._stdin: int | None = None  # fd, None once closed
         self._unsent = bytearray()  # what stdin has not taken yet
-        self._stdout_open = self._stderr_open = False
+        self._open_pipes: set[int] = set()  # 1 (stdout), 2 (stderr) until their end
         self._exit_fd: int | None = None  # pidfd, readable once the process exited
         self._exited = False
         self._closed = False
@@ -76,7 +76,7 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
         self._stdin = proc.stdin.fileno()
         self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ, self._read_stdout)
         self._selector.register(proc.stderr.fileno(), selectors.EVENT_READ, self._read_stderr)
-        self._stdout_open = self._stderr_open = True
+        self._open_pipes = {1, 2}
         if sys.platform == "linux":
             with contextlib.suppress(OSError):  # before Linux 5.3: poll for the exit instead
                 self._exit_fd = os.pidfd_open(proc.pid)
@@ -115,11 +115,8 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
     # -------------------------------------------------------- Client contract
 
     def _step(self, wait: bool = True) -> None:
-        client = self._client
-        deadline = client.next_deadline()
-        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        if not wait:
-            timeout = 0.0
+        deadline = self._client.next_deadline()
+        timeout = self._timeout(deadline, wait)
         polling = self._exit_fd is None and not self._exited
         if polling:
             timeout = _POLL if timeout is None else min(timeout, _POLL)
@@ -127,11 +124,7 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
             key.data()
         if polling and self._proc is not None and self._proc.poll() is not None:
             self._on_exit()
-        if deadline is not None:
-            now = time.monotonic()
-            if now >= deadline:
-                client.handle_timeout(now)
-        self._flush()
+        self._fire(deadline)
 
     def _pump(self) -> None:
         data = self._drain()
@@ -176,31 +169,33 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
 
     def _read_stdout(self) -> bool:
         """Feed one chunk of stdout (or its EOF) to the core; False if nothing was read."""
-        if not self._stdout_open:
-            return False
-        assert self._proc is not None and self._proc.stdout is not None
-        data = _read(self._proc.stdout.fileno())
+        data = self._read_pipe(1)
         if data is None:
             return False
-        if not data:
-            self._stdout_open = False
-            self._selector.unregister(self._proc.stdout.fileno())
         self._client.receive_data(data, time.monotonic())
         return bool(data)
 
     def _read_stderr(self) -> bool:
         """Record one chunk of stderr in the tail and log its lines; False if nothing was read."""
-        if not self._stderr_open:
-            return False
-        assert self._proc is not None and self._proc.stderr is not None
-        data = _read(self._proc.stderr.fileno())
+        data = self._read_pipe(2)
         if data is None:
             return False
-        if not data:
-            self._stderr_open = False
-            self._selector.unregister(self._proc.stderr.fileno())
         self._stderr(data)
         return bool(data)
+
+    def _read_pipe(self, which: int) -> bytes | None:
+        """One chunk of the server's stdout (1) or stderr (2): ``None`` if nothing is there
+        or it has ended; ``b""`` at its end, when it leaves the selector."""
+        if which not in self._open_pipes:
+            return None
+        assert self._proc is not None
+        pipe = self._proc.stdout if which == 1 else self._proc.stderr
+        assert pipe is not None
+        data = _read(pipe.fileno())
+        if data == b"":
+            self._open_pipes.discard(which)
+            self._selector.unregister(pipe.fileno())
+        return data
 
     def _on_exit(self) -> None:
         assert self._proc is not None
