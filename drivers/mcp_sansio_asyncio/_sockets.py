@@ -17,6 +17,7 @@ from mcp_sansio.front import SessionFront
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
+from mcp_sansio_base.socketpump import SocketPump
 
 from ._loop import LoopDriver
 
@@ -65,7 +66,7 @@ class _Socket(asyncio.Protocol):
         self._owner._lost(self._connection, exc)
 
 
-class SocketDriver(LoopDriver):
+class SocketDriver(SocketPump, LoopDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
     def __init__(self, core: SessionFront, handlers: Handlers, ssl_context: ssl.SSLContext | None) -> None:
@@ -95,19 +96,19 @@ class SocketDriver(LoopDriver):
 
     def _pump(self) -> None:
         net = self._net
-        self._deliver_events()
-        while (action := net.next_action()) is not None:
-            self._perform(action)
-        for connection in net.connections_with_data():
-            sock = self._sockets.get(connection)
-            if sock is not None and cast(_Socket, sock.get_protocol()).paused:
-                continue  # the core keeps it (bounded) until the socket takes more
-            data = net.data_to_send(connection)
-            if sock is not None and data:
-                sock.write(data)
+        self._hand_out(net)
         if net.finished and not self._finished.done():
             self._finished.set_result(None)
         self._arm(net.next_deadline())
+
+    def _busy(self, connection: int) -> bool:
+        sock = self._sockets.get(connection)
+        return sock is not None and cast(_Socket, sock.get_protocol()).paused
+
+    def _take(self, connection: int, data: bytes) -> None:
+        sock = self._sockets.get(connection)
+        if sock is not None:
+            sock.write(data)
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):

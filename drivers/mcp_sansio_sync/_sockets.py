@@ -26,6 +26,7 @@ from mcp_sansio.events import Action
 from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
+from mcp_sansio_base.socketpump import SocketPump
 
 from ._loop import BlockingDriver
 
@@ -79,7 +80,7 @@ class Watched(Protocol):
         ...
 
 
-class SocketConnection(BlockingDriver):
+class SocketConnection(SocketPump, BlockingDriver):
     """A blocking client that opens the TCP/TLS connections its core asks for."""
 
     def __init__(self, core: HttpClient | WebSocketClient, handlers: Handlers,
@@ -140,24 +141,24 @@ class SocketConnection(BlockingDriver):
     def _pump(self) -> None:
         net = self._net
         while True:
-            self._deliver_events()
-            while (action := net.next_action()) is not None:
-                self._perform(action)
-            for connection in net.connections_with_data():
-                conn = self._connections.get(connection)
-                if conn is not None and conn.unsent:
-                    continue  # the core keeps it (bounded) until the socket takes more
-                data = net.data_to_send(connection)
-                if conn is not None and data:
-                    conn.unsent += data
-                    if conn.state is _State.OPEN:
-                        self._send(conn)
+            self._hand_out(net)
             if not self._failures:
                 return
             connection, failure = self._failures.popleft()
             net.connection_failed(connection, failure, time.monotonic())
 
     # --------------------------------------------------------------- actions
+
+    def _busy(self, connection: int) -> bool:
+        conn = self._connections.get(connection)
+        return conn is not None and bool(conn.unsent)
+
+    def _take(self, connection: int, data: bytes) -> None:
+        conn = self._connections.get(connection)
+        if conn is not None:
+            conn.unsent += data
+            if conn.state is _State.OPEN:
+                self._send(conn)
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):
