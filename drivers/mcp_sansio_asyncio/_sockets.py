@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from typing import Protocol, cast
 
 from mcp_sansio.connections import SocketFailure, SocketStage
@@ -136,13 +137,9 @@ class SocketDriver(SocketPump, LoopDriver):
             )
         except (OSError, ssl.SSLError) as exc:
             self._connecting.pop(conn, None)
-            self._net.connection_failed(conn, socket_failure(exc, SocketStage.CONNECT), self._loop.time())
-            self._pump()
+            self._failed(conn, exc, SocketStage.CONNECT)
             return
-        self._connecting.pop(conn, None)
-        self._sockets[conn] = sock
-        self._net.connection_made(conn, self._loop.time())
-        self._pump()
+        self._ready(conn, sock, self._net.connection_made)
 
     async def _start_tls(self, action: StartTls) -> None:
         """TLS on the open connection (a tunnel): the same protocol then reads plaintext."""
@@ -157,12 +154,19 @@ class SocketDriver(SocketPump, LoopDriver):
             self._connecting.pop(conn, None)
             if self._sockets.pop(conn, None) is not None:  # else connection_lost reported it
                 raw.abort()
-                self._net.connection_failed(conn, socket_failure(exc, SocketStage.TLS), self._loop.time())
-                self._pump()
+                self._failed(conn, exc, SocketStage.TLS)
             return
+        self._ready(conn, tls, self._net.tls_started)
+
+    def _failed(self, conn: int, exc: BaseException, stage: SocketStage) -> None:
+        self._net.connection_failed(conn, socket_failure(exc, stage), self._loop.time())
+        self._pump()
+
+    def _ready(self, conn: int, sock: asyncio.Transport, report: Callable[[int, float], None]) -> None:
+        """``conn`` is open (or its TLS is up) on ``sock``: ``report`` it to the core."""
         self._connecting.pop(conn, None)
-        self._sockets[conn] = tls
-        self._net.tls_started(conn, self._loop.time())
+        self._sockets[conn] = sock
+        report(conn, self._loop.time())
         self._pump()
 
     def _context(self) -> ssl.SSLContext:

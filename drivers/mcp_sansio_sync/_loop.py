@@ -115,18 +115,26 @@ class BlockingDriver(Client):
             log.exception("a handler of the MCP client raised")
 
     def _handshake(self, begin: Callable[[], None]) -> None:
-        """Begin the handshake with ``begin`` and run the loop to its end.
+        """Begin the handshake with ``begin`` and run the loop to its end; on failure (or
+        an interrupt) close everything and raise.
 
         Raises:
             McpSansioError: the handshake failed (the type says why).
         """
-        slot = Slot()
-        self._init_waiter = slot
-        begin()
-        self._flush()
-        while not slot.done():
-            self._step()
-        assert isinstance(slot.value(), InitializeCompleted)
+        try:
+            slot = Slot()
+            self._init_waiter = slot
+            begin()
+            self._flush()
+            while not slot.done():
+                self._step()
+            assert isinstance(slot.value(), InitializeCompleted)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     def _wait(self, request_id: RequestId, on_progress: ProgressCallback | None = None) -> msgspec.Struct:
         slot = Slot()

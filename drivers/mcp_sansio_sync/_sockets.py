@@ -101,11 +101,7 @@ class SocketConnection(SocketPump, BlockingDriver):
         Raises:
             McpSansioError: the handshake failed (the type says why).
         """
-        try:
-            self._handshake(lambda: self._net.connect(now=time.monotonic()))
-        except BaseException:
-            self.close()
-            raise
+        self._handshake(lambda: self._net.connect(now=time.monotonic()))
 
     def close(self) -> None:
         """End the session (its ``DELETE`` or closing handshake, bounded by

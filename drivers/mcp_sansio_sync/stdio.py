@@ -81,11 +81,7 @@ class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
             with contextlib.suppress(OSError):  # before Linux 5.3: poll for the exit instead
                 self._exit_fd = os.pidfd_open(proc.pid)
                 self._selector.register(self._exit_fd, selectors.EVENT_READ, self._on_exit)
-        try:
-            self._handshake(lambda: self._client.start(now=time.monotonic()))
-        except BaseException:
-            self.close()
-            raise
+        self._handshake(lambda: self._client.start(now=time.monotonic()))
 
     def close(self) -> None:
         """Close: pending calls fail, then stdin closes and the shutdown ladder runs until
