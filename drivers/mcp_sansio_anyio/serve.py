@@ -23,6 +23,7 @@ from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
 from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
@@ -67,51 +68,24 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
                     os.set_blocking(fd, was)
 
 
-class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop, taking
-    it from the core only when the last piece is written (what waits stays counted there)."""
+class _FdWriter(FdOutput):
+    """Stdio output in the task group: a task waits for the descriptor."""
 
     def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
-        self._fd = fd
-        self._source = source
+        super().__init__(fd, source)
         self._group = group
-        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
-        self._pending = bytearray()
         self._idle = anyio.Event()
         self._idle.set()
-        self._closed = False
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, False)
 
-    def write(self) -> None:
-        if self._pending:
-            return  # the core keeps the rest until the descriptor can take it
-        data = self._source()
-        if not data or self._closed:
-            return
-        written = self._send(data)
-        if written < len(data) and not self._closed:
-            self._pending += data[written:]
-            self._idle = anyio.Event()
-            self._group.start_soon(self._drain)
-
-    def _send(self, data: bytes | bytearray) -> int:
-        try:
-            return os.write(self._fd, data)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            self._closed = True  # the client is gone; the read side will see EOF
-            return len(data)
+    def _wait_writable(self) -> None:
+        self._idle = anyio.Event()
+        self._group.start_soon(self._drain)
 
     async def _drain(self) -> None:
         try:
             while self._pending and not self._closed:
                 await anyio.wait_writable(self._fd)
-                del self._pending[:self._send(self._pending)]
-                if not self._pending and not self._closed:
-                    self._pending += self._source()
-                    self.taken()
+                self._writable()
         finally:
             self._pending.clear()
             self._idle.set()

@@ -21,6 +21,7 @@ from mcp_sansio.server import StdioServer
 from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
+from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
 from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
@@ -142,46 +143,21 @@ async def _read_file(fd: int, readable: Callable[[], None], done: asyncio.Future
         await asyncio.sleep(0)
 
 
-class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop, taking
-    it from the core only when the last piece is written (what waits stays counted there)."""
+class _FdWriter(FdOutput):
+    """Stdio output on the loop: ``add_writer`` waits for the descriptor."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, source: Callable[[], bytes]) -> None:
+        super().__init__(fd, source)
         self._loop = loop
-        self._fd = fd
-        self._source = source
-        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
-        self._pending = bytearray()
         self._watching = False
-        self._closed = False
-        self._blocking = os.get_blocking(fd)
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, False)
         self._idle: asyncio.Event = asyncio.Event()
         self._idle.set()
 
-    def write(self) -> None:
-        if self._pending:
-            return  # the core keeps the rest until the descriptor can take it
-        data = self._source()
-        if not data or self._closed:
-            return
-        try:
-            written = os.write(self._fd, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            self._closed = True  # the client is gone; the read side will see EOF
-            return
-        if written < len(data):
-            self._pending += data[written:]
-            self._watch()
-
-    def _watch(self) -> None:
+    def _wait_writable(self) -> None:
         self._idle.clear()
         if not self._watching:
             try:
-                self._loop.add_writer(self._fd, self._writable)
+                self._loop.add_writer(self._fd, self._on_writable)
                 self._watching = True
             except (OSError, ValueError, NotImplementedError):  # a regular file: just block
                 os.set_blocking(self._fd, True)
@@ -189,18 +165,8 @@ class _FdWriter:
                 self._pending.clear()
                 self._idle.set()
 
-    def _writable(self) -> None:
-        try:
-            written = os.write(self._fd, self._pending)
-        except BlockingIOError:
-            return
-        except OSError:
-            written = len(self._pending)
-            self._closed = True
-        del self._pending[:written]
-        if not self._pending and not self._closed:
-            self._pending += self._source()
-            self.taken()
+    def _on_writable(self) -> None:
+        self._writable()
         if not self._pending:
             self._loop.remove_writer(self._fd)
             self._watching = False
