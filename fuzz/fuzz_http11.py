@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import sys
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import OpenConnection, SocketFailure, SocketStage
 from mcp_sansio.http11 import (
     ExchangeFailed,
     HttpPool,
     HttpRequest,
-    OpenConnection,
     PoolEvent,
     ResponseData,
     ResponseEnded,

@@ -20,6 +20,7 @@ import sys
 import msgspec
 
 from mcp_sansio import ClientConfig
+from mcp_sansio.connections import CloseConnection, OpenConnection
 from mcp_sansio.events import (
     AuthorizationRequired,
     ConnectionTerminated,
@@ -31,7 +32,6 @@ from mcp_sansio.events import (
     PeerErrorReceived,
     ServerRequestReceived,
 )
-from mcp_sansio.http11 import CloseConnection, OpenConnection
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.types import ClientCapabilities, RootsCapability
 
@@ -40,7 +40,7 @@ _URL = "http://fuzz.example/mcp"
 # bound h11 checks only on incomplete lines, where whole and split reads could differ.
 _MAX_INPUT = 16 * 1024
 # What the answer to initialize alone may cause: no request is made, so no RequestFailed,
-# ProgressReceived or ResponseReceived; no session exists yet, so no SessionExpired.
+# ProgressReceived or ResponseReceived; no session exists yet, so no SessionForgotten.
 _DOCUMENTED = (AuthorizationRequired, ConnectionTerminated, InitializeCompleted, InitializeFailed,
                MessageDiscarded, NotificationReceived, PeerErrorReceived, ServerRequestReceived)
 

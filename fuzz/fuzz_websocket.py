@@ -19,8 +19,8 @@ from typing import Final
 from wsproto import ConnectionType, WSConnection
 from wsproto import events as wsevents
 
+from mcp_sansio.connections import CloseConnection
 from mcp_sansio.events import Action, Event
-from mcp_sansio.http11 import CloseConnection
 from mcp_sansio.websocket import WebSocketClient
 
 _CONN: Final = 1

@@ -1,4 +1,9 @@
-"""What a driver tells the core when a socket fails, and what the core makes of it.
+"""What the core asks a driver to do with sockets, what the driver tells the core when a
+socket fails, and what the core makes of that.
+
+The core asks with actions: :class:`OpenConnection`, :class:`StartTls` on an open one (a
+tunnel through a proxy), :class:`CloseConnection`; the HTTP pool and the WebSocket client
+both use them.
 
 The driver reports a failed socket as data (:class:`SocketFailure`: the stage and the
 OS's or TLS library's words), never as an exception or a free-form string, so the core
@@ -14,7 +19,9 @@ import enum
 
 import msgspec
 
-__all__ = ["ConnectFailure", "SocketFailure", "SocketStage"]
+from .events import Action
+
+__all__ = ["CloseConnection", "ConnectFailure", "OpenConnection", "SocketFailure", "SocketStage", "StartTls"]
 
 
 class SocketStage(enum.Enum):
@@ -69,3 +76,34 @@ class ConnectFailure(msgspec.Struct, frozen=True, kw_only=True):
         errno = self.failure.errno
         return {"host": self.host, "port": str(self.port), "cause": self.failure.cause,
                 "stage": self.failure.stage.value, "errno": "" if errno is None else str(errno)}
+
+
+class OpenConnection(Action, frozen=True, kw_only=True):
+    """Open a TCP connection (with TLS when ``tls``), then call ``connection_made``.
+
+    Through a proxy, ``host`` and ``port`` are the proxy's and ``tls`` is false: TLS with
+    the target, if any, comes later with :class:`StartTls`.
+    """
+
+    connection: int
+    host: str
+    port: int
+    tls: bool
+    server_hostname: str
+
+
+class StartTls(Action, frozen=True, kw_only=True):
+    """Start TLS with ``server_hostname`` on the open ``connection`` (a tunnel through a
+    proxy), verifying its certificate; then call ``tls_started``, or ``connection_failed``.
+
+    Until then, read nothing from the connection: the handshake's bytes are the TLS layer's.
+    """
+
+    connection: int
+    server_hostname: str
+
+
+class CloseConnection(Action, frozen=True, kw_only=True):
+    """Close the connection; the pool has forgotten it. Each opened one gets exactly one."""
+
+    connection: int

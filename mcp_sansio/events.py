@@ -26,10 +26,10 @@ from .errors import (
     RequestError,
     RequestTimeout,
     SendQueueFull,
+    SessionExpired,
     Unauthorized,
     UnsupportedProtocolVersion,
 )
-from .errors import SessionExpired as SessionExpiredError
 from .types import Implementation, InitializeResult, ServerCapabilities
 
 if TYPE_CHECKING:  # annotations only: a stdio program need not import the OAuth planner
@@ -62,7 +62,7 @@ __all__ = [
     "RequestId",
     "ResponseReceived",
     "ServerRequestReceived",
-    "SessionExpired",
+    "SessionForgotten",
     "SideRequestFailed",
     "SideResponseReceived",
     "TerminateProcess",
@@ -151,7 +151,9 @@ class InitializeFailed(Event, frozen=True, kw_only=True):
 
 
 class ResponseReceived(Event, frozen=True, kw_only=True):
-    """The peer answered request ``request_id``; ``result`` is decoded by method.
+    """The peer answered request ``request_id``; ``result`` is decoded by method, to the type
+    its :class:`~mcp_sansio.types.MethodResult` names (``CALL_TOOL.of(event.result)`` is it
+    typed; a method the types do not know gives ``EmptyResult``).
 
     For a "list everything" request the result holds every page merged, with no cursor.
     ``raw`` is the JSON of the (last) result, for fields the types do not model.
@@ -240,7 +242,7 @@ class ConnectionTerminated(Event, frozen=True, kw_only=True):
     session_id: str | None = None
 
 
-class SessionExpired(Event, frozen=True, kw_only=True):
+class SessionForgotten(Event, frozen=True, kw_only=True):
     """The HTTP server no longer knows our session (``Mcp-Session-Id``).
 
     ``reinitializing`` tells whether a new session is being opened (pending requests are
@@ -316,7 +318,7 @@ AuthorizationEvent: TypeAlias = AuthorizationRedirect | AuthorizationCompleted |
 ClientEvent: TypeAlias = (
     InitializeCompleted | InitializeFailed | ResponseReceived | RequestFailed | ProgressReceived
     | NotificationReceived | ServerRequestReceived | PeerErrorReceived | MessageDiscarded
-    | ConnectionTerminated | SessionExpired | AuthorizationRequired | SideResponseReceived
+    | ConnectionTerminated | SessionForgotten | AuthorizationRequired | SideResponseReceived
     | SideRequestFailed | AuthorizationRedirect | AuthorizationCompleted | AuthorizationFailed
     | GetStreamAbandoned
 )
@@ -374,7 +376,7 @@ def _exception_for(
 _SIMPLE: Final[Mapping[FailureReason, Callable[[str], McpSansioError]]] = {
     FailureReason.TIMEOUT: RequestTimeout,
     FailureReason.CANCELLED: RequestCancelled,
-    FailureReason.SESSION_EXPIRED: SessionExpiredError,
+    FailureReason.SESSION_EXPIRED: SessionExpired,
     FailureReason.MESSAGE_TOO_LARGE: MessageTooLarge,
     FailureReason.PAGINATION: PaginationError,
     FailureReason.SEND_QUEUE_FULL: SendQueueFull,

@@ -7,6 +7,11 @@ response bodies as they arrive, and never raises h11's exceptions: a misbehaving
 becomes an :class:`ExchangeFailed` event. It knows nothing of MCP. Through a proxy it
 opens a CONNECT tunnel (:class:`~mcp_sansio.proxy.Tunnel`) on each new connection and,
 for ``https``, asks the driver to start TLS on it (:class:`StartTls`).
+
+State held: the sets of connections (by id, and the idle ones in the order they became
+idle), the requests in progress and the FIFO of those waiting for a connection, and the
+queues of events and actions. Each connection's own life and its h11 state are in
+:mod:`~mcp_sansio.http11_connection`.
 """
 
 from __future__ import annotations
@@ -18,35 +23,33 @@ from typing import Final
 import h11
 import msgspec
 
-from mcp_sansio.connections import ConnectFailure, SocketFailure
-from mcp_sansio.errors import LocalProtocolError
-from mcp_sansio.events import Action
-from mcp_sansio.proxy import ProxySettings, Tunnel, TunnelFailed
-from mcp_sansio.urls import Url
+from .connections import CloseConnection, ConnectFailure, OpenConnection, SocketFailure, StartTls
+from .errors import LocalProtocolError
+from .http11_connection import (
+    ConnectionState,
+    ConnectionTrigger,
+    PooledConnection,
+    PooledExchange,
+    h11_request,
+)
+from .proxy import ProxySettings, Tunnel, TunnelFailed
+from .urls import Url
 
 __all__ = [
-    "CloseConnection",
     "ExchangeFailed",
     "Header",
     "HttpPool",
     "HttpRequest",
-    "OpenConnection",
     "PoolEvent",
     "Progress",
     "ResponseData",
     "ResponseEnded",
     "ResponseStarted",
-    "StartTls",
 ]
 
 Header = tuple[str, str]
 """A header field; names are lower-case both in requests and in responses."""
 
-# Headers the pool derives from the request itself.
-_POOL_HEADERS: Final = frozenset({"host", "content-length", "transfer-encoding"})
-# Methods whose request has content by definition, so they send Content-Length: 0 when
-# empty (RFC 9110 section 8.6); others send none without a body.
-_CONTENT_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
 _POOL_CLOSED: Final = "the connection pool was closed"
 
 
@@ -71,37 +74,6 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
     headers: tuple[Header, ...]
     body: bytes = b""
     short: bool = False
-
-
-class OpenConnection(Action, frozen=True, kw_only=True):
-    """Open a TCP connection (with TLS when ``tls``), then call ``connection_made``.
-
-    Through a proxy, ``host`` and ``port`` are the proxy's and ``tls`` is false: TLS with
-    the target, if any, comes later with :class:`StartTls`.
-    """
-
-    connection: int
-    host: str
-    port: int
-    tls: bool
-    server_hostname: str
-
-
-class StartTls(Action, frozen=True, kw_only=True):
-    """Start TLS with ``server_hostname`` on the open ``connection`` (a tunnel through a
-    proxy), verifying its certificate; then call ``tls_started``, or ``connection_failed``.
-
-    Until then, read nothing from the connection: the handshake's bytes are the TLS layer's.
-    """
-
-    connection: int
-    server_hostname: str
-
-
-class CloseConnection(Action, frozen=True, kw_only=True):
-    """Close the connection; the pool has forgotten it. Each opened one gets exactly one."""
-
-    connection: int
 
 
 class ResponseStarted(msgspec.Struct, frozen=True, kw_only=True):
@@ -162,21 +134,11 @@ class Progress(enum.Enum):
     RECEIVING = "the response started but did not finish"
 
 
-class _State(enum.Enum):
-    """Where a connection is in its life; a closed connection is dropped from the pool."""
-
-    CONNECTING = "connecting"  # OpenConnection issued, exchange bound
-    TUNNELING = "tunneling"  # connected to the proxy, CONNECT out, awaiting its answer
-    SECURING = "securing"  # tunnel open, StartTls issued
-    ACTIVE = "active"  # connected, exchange in flight
-    IDLE = "idle"  # connected, keep-alive, no exchange
-
-
 # How far an exchange has got while its connection is not yet active.
 _PROGRESS: Final = {
-    _State.CONNECTING: Progress.CONNECTING,
-    _State.TUNNELING: Progress.TUNNELING,
-    _State.SECURING: Progress.SECURING,
+    ConnectionState.CONNECTING: Progress.CONNECTING,
+    ConnectionState.TUNNELING: Progress.TUNNELING,
+    ConnectionState.SECURING: Progress.SECURING,
 }
 
 
@@ -186,62 +148,6 @@ class _Outcome(enum.Enum):
     MORE = "more"  # the response is incomplete
     ENDED = "ended"  # ResponseEnded queued
     FAILED = "failed"  # ExchangeFailed queued, connection closed
-
-
-class _Exchange:
-    """A submitted request: queued, or bound to a connection."""
-
-    __slots__ = ("body", "connection", "head", "id", "origin", "resent", "short", "url")
-
-    def __init__(self, request: HttpRequest, head: h11.Request) -> None:
-        self.id = request.exchange
-        self.short = request.short
-        self.url = request.url
-        self.origin = request.url.origin
-        self.head = head
-        self.body = request.body
-        self.connection: _Connection | None = None
-        self.resent = False  # sent again after a stale keep-alive connection: on a new one
-
-
-class _Connection:
-    """One connection and the state of the exchange on it."""
-
-    __slots__ = (
-        "budget",
-        "eof",
-        "exchange",
-        "h11",
-        "id",
-        "idle_at",
-        "opened",
-        "origin",
-        "outgoing",
-        "received",
-        "reused",
-        "sent",
-        "started",
-        "state",
-        "tunnel",
-    )
-
-    def __init__(self, connection: int, exchange: _Exchange, max_header_bytes: int) -> None:
-        self.id = connection
-        self.origin = exchange.origin
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_header_bytes)
-        self.state = _State.CONNECTING
-        self.exchange: _Exchange | None = exchange
-        self.outgoing: list[bytes] = []
-        self.idle_at = 0.0
-        self.reused = False  # an earlier exchange completed on this connection
-        self.tunnel: Tunnel | None = None  # the CONNECT under way, through a proxy
-        self.opened: OpenConnection | None = None  # what the driver was asked to open
-        # Per exchange, reset by HttpPool._start:
-        self.sent = False  # bytes of the request were handed to data_to_send
-        self.received = False  # a response byte (not EOF) arrived
-        self.eof = False
-        self.started = False  # the final response head arrived
-        self.budget = max_header_bytes  # response head bytes still allowed
 
 
 class HttpPool:
@@ -298,10 +204,10 @@ class HttpPool:
         self._max_header_bytes = max_header_bytes
         self._idle_timeout = idle_timeout
         self._proxies = proxies
-        self._connections: dict[int, _Connection] = {}
-        self._idle: dict[int, _Connection] = {}  # in the order they became idle
-        self._exchanges: dict[int, _Exchange] = {}  # queued or bound, in submission order
-        self._queue: deque[_Exchange] = deque()
+        self._connections: dict[int, PooledConnection] = {}
+        self._idle: dict[int, PooledConnection] = {}  # in the order they became idle
+        self._exchanges: dict[int, PooledExchange] = {}  # queued or bound, in submission order
+        self._queue: deque[PooledExchange] = deque()
         self._events: deque[PoolEvent] = deque()
         self._actions: deque[OpenConnection | StartTls | CloseConnection] = deque()
         self._next_connection = 1
@@ -326,7 +232,8 @@ class HttpPool:
             raise LocalProtocolError(_POOL_CLOSED)
         if request.exchange in self._exchanges:
             raise LocalProtocolError(f"exchange {request.exchange} is already in progress")
-        exchange = _Exchange(request, _h11_request(request))
+        head = h11_request(request.method, request.url, request.headers, request.body)
+        exchange = PooledExchange(request.exchange, request.url, head, request.body, short=request.short)
         self._exchanges[exchange.id] = exchange
         self._queue.append(exchange)
         self._dispatch()
@@ -370,12 +277,12 @@ class HttpPool:
         conn = self._lookup(connection)
         if conn is None:
             return
-        if conn.state is not _State.CONNECTING or conn.exchange is None:
+        if not conn.allows(ConnectionTrigger.CONNECTED) or conn.exchange is None:
             raise LocalProtocolError(f"connection {connection} is already connected")
         if conn.tunnel is None:
-            self._start(conn, conn.exchange)
+            conn.start(conn.exchange, ConnectionTrigger.CONNECTED, self._max_header_bytes)
         else:
-            conn.state = _State.TUNNELING
+            conn.move(ConnectionTrigger.CONNECTED_TO_PROXY)
             conn.outgoing.append(conn.tunnel.request)
 
     def tls_started(self, connection: int, now: float) -> None:
@@ -391,9 +298,9 @@ class HttpPool:
         conn = self._lookup(connection)
         if conn is None:
             return
-        if conn.state is not _State.SECURING or conn.exchange is None:
+        if not conn.allows(ConnectionTrigger.TLS_STARTED) or conn.exchange is None:
             raise LocalProtocolError(f"connection {connection} is not starting TLS")
-        self._start(conn, conn.exchange)
+        conn.start(conn.exchange, ConnectionTrigger.TLS_STARTED, self._max_header_bytes)
 
     def connection_failed(self, connection: int, failure: SocketFailure, now: float) -> None:
         """Connecting, reading or writing ``connection`` failed; the pool drops it.
@@ -415,7 +322,7 @@ class HttpPool:
             return
         if conn.exchange is None:
             self._close(conn)
-        elif conn.state is _State.CONNECTING or conn.state is _State.SECURING:
+        elif conn.state is ConnectionState.CONNECTING or conn.state is ConnectionState.SECURING:
             unreachable = self._unreachable(conn, failure)
             self._fail(conn, unreachable.message, connect_failure=unreachable)
         elif not self._resend_if_stale(conn):
@@ -443,12 +350,12 @@ class HttpPool:
         if conn is None:
             return
         state = conn.state
-        if state is not _State.ACTIVE:
-            if state is _State.IDLE:
+        if state is not ConnectionState.ACTIVE:
+            if state is ConnectionState.IDLE:
                 # Bytes or EOF with no request outstanding: a 408, junk, or a plain close.
                 self._close(conn)
                 self._dispatch()
-            elif state is _State.TUNNELING:
+            elif state is ConnectionState.TUNNELING:
                 self._tunnel_data(conn, data, now)
             else:
                 raise LocalProtocolError(f"connection {connection} is not connected yet")
@@ -491,7 +398,7 @@ class HttpPool:
             return b""
         data = b"".join(conn.outgoing)
         conn.outgoing.clear()
-        conn.sent = conn.state is not _State.TUNNELING  # the CONNECT is not the request
+        conn.sent = conn.state is not ConnectionState.TUNNELING  # the CONNECT is not the request
         return data
 
     def connections_with_data(self) -> list[int]:
@@ -514,7 +421,7 @@ class HttpPool:
         conn = record.connection
         if conn is None:
             return Progress.QUEUED
-        if conn.state is not _State.ACTIVE:
+        if conn.state is not ConnectionState.ACTIVE:
             return _PROGRESS[conn.state]
         return Progress.RECEIVING if conn.started else Progress.WAITING if conn.sent else Progress.SENDING
 
@@ -556,7 +463,7 @@ class HttpPool:
         self._connections.clear()
         self._idle.clear()
 
-    def _lookup(self, connection: int) -> _Connection | None:
+    def _lookup(self, connection: int) -> PooledConnection | None:
         """The live connection with this id; ``None`` if the pool closed it already."""
         conn = self._connections.get(connection)
         if conn is None and not 0 < connection < self._next_connection:
@@ -571,7 +478,7 @@ class HttpPool:
                 (c for c in reversed(self._idle.values()) if c.origin == exchange.origin), None)
             if conn is not None:
                 del self._idle[conn.id]
-                self._start(conn, exchange)
+                conn.start(exchange, ConnectionTrigger.REUSED, self._max_header_bytes)
             elif len(self._connections) < self._max_connections or self._idle:
                 if len(self._connections) >= self._max_connections:
                     self._close(next(iter(self._idle.values())))
@@ -580,7 +487,7 @@ class HttpPool:
                 return
             self._queue.remove(exchange)
 
-    def _next_to_start(self) -> _Exchange | None:
+    def _next_to_start(self) -> PooledExchange | None:
         """The first waiting short request, else the first waiting one if the others hold
         fewer than all but one connection."""
         first = None
@@ -593,9 +500,9 @@ class HttpPool:
         held = sum(1 for c in self._connections.values() if c.exchange is not None and not c.exchange.short)
         return first if held < max(1, self._max_connections - 1) else None
 
-    def _open(self, exchange: _Exchange) -> None:
+    def _open(self, exchange: PooledExchange) -> None:
         """Allocate a connection for ``exchange`` and ask the driver to open it."""
-        conn = _Connection(self._next_connection, exchange, self._max_header_bytes)
+        conn = PooledConnection(self._next_connection, exchange, self._max_header_bytes)
         self._next_connection += 1
         self._connections[conn.id] = conn
         exchange.connection = conn
@@ -612,9 +519,9 @@ class HttpPool:
         conn.opened = action
         self._actions.append(action)
 
-    def _unreachable(self, conn: _Connection, failure: SocketFailure) -> ConnectFailure:
+    def _unreachable(self, conn: PooledConnection, failure: SocketFailure) -> ConnectFailure:
         """Where ``conn`` was to go: the server, or the proxy before its tunnel opened."""
-        if conn.state is _State.SECURING:  # TLS with the server, in the tunnel
+        if conn.state is ConnectionState.SECURING:  # TLS with the server, in the tunnel
             _, host, port = conn.origin
             return ConnectFailure(host=host, port=port, failure=failure)
         opened = conn.opened
@@ -622,7 +529,7 @@ class HttpPool:
         return ConnectFailure(host=opened.host, port=opened.port, failure=failure,
                               proxy=conn.tunnel is not None)
 
-    def _tunnel_data(self, conn: _Connection, data: bytes, now: float) -> None:
+    def _tunnel_data(self, conn: PooledConnection, data: bytes, now: float) -> None:
         """Feed the proxy's answer to CONNECT; once the tunnel is open, use it."""
         assert conn.tunnel is not None and conn.exchange is not None  # TUNNELING has both
         outcome = conn.tunnel.receive_data(data)
@@ -635,29 +542,14 @@ class HttpPool:
         conn.tunnel = None
         url = conn.exchange.url
         if url.scheme == "https":
-            conn.state = _State.SECURING
+            conn.move(ConnectionTrigger.TUNNEL_OPENED_TLS)
             self._actions.append(StartTls(connection=conn.id, server_hostname=url.host))
             return
-        self._start(conn, conn.exchange)
+        conn.start(conn.exchange, ConnectionTrigger.TUNNEL_OPENED, self._max_header_bytes)
         if outcome.leftover:
             self.receive_data(conn.id, outcome.leftover, now)
 
-    def _start(self, conn: _Connection, exchange: _Exchange) -> None:
-        """Write ``exchange``'s request on the connected ``conn``."""
-        conn.state = _State.ACTIVE
-        conn.exchange = exchange
-        exchange.connection = conn
-        conn.sent = conn.received = conn.eof = conn.started = False
-        conn.budget = self._max_header_bytes
-        # The request was validated at submit and the connection is idle, so h11 accepts it.
-        conn.outgoing.append(conn.h11.send(exchange.head))
-        if exchange.body:
-            # With Content-Length h11 writes the body object itself (bytes.join of one item
-            # returns it): no copy until data_to_send.
-            conn.outgoing.append(conn.h11.send(h11.Data(data=exchange.body)))
-        conn.h11.send(h11.EndOfMessage())
-
-    def _pump(self, conn: _Connection, data: bytes | memoryview) -> _Outcome:
+    def _pump(self, conn: PooledConnection, data: bytes | memoryview) -> _Outcome:
         """Feed ``data`` to h11 and queue the events it yields, up to the response's end."""
         assert conn.exchange is not None  # only ACTIVE connections are pumped
         exchange = conn.exchange.id
@@ -693,7 +585,7 @@ class HttpPool:
         except h11.RemoteProtocolError as exc:
             return self._fail_remote(conn, exc)
 
-    def _fail_remote(self, conn: _Connection, exc: h11.RemoteProtocolError) -> _Outcome:
+    def _fail_remote(self, conn: PooledConnection, exc: h11.RemoteProtocolError) -> _Outcome:
         """Fail the exchange on ``conn`` for what h11 refused, with a message for people."""
         if conn.eof and not conn.received:
             if self._resend_if_stale(conn):
@@ -708,7 +600,7 @@ class HttpPool:
             message = f"invalid HTTP response: {exc}"
         return self._fail(conn, message)
 
-    def _resend_if_stale(self, conn: _Connection) -> bool:
+    def _resend_if_stale(self, conn: PooledConnection) -> bool:
         """If the exchange on ``conn`` failed on a reused connection before a byte of its
         response came, queue it first for a new connection (once) and close ``conn``."""
         exchange = conn.exchange
@@ -723,7 +615,7 @@ class HttpPool:
         return True
 
     def _fail(
-        self, conn: _Connection, message: str, *, proxy_status: int | None = None,
+        self, conn: PooledConnection, message: str, *, proxy_status: int | None = None,
         connect_failure: ConnectFailure | None = None,
     ) -> _Outcome:
         """Queue ``ExchangeFailed`` for the exchange on ``conn`` and close ``conn``."""
@@ -737,7 +629,7 @@ class HttpPool:
         self._close(conn)
         return _Outcome.FAILED
 
-    def _finish(self, conn: _Connection, now: float) -> None:
+    def _finish(self, conn: PooledConnection, now: float) -> None:
         """After a complete response: keep ``conn`` for reuse if it is clean, else close it."""
         assert conn.exchange is not None  # the exchange just ended on it
         del self._exchanges[conn.exchange.id]
@@ -751,7 +643,7 @@ class HttpPool:
         )
         if reusable:
             parser.start_next_cycle()
-            conn.state = _State.IDLE
+            conn.move(ConnectionTrigger.KEPT_ALIVE)
             conn.reused = True
             conn.idle_at = now + self._idle_timeout
             self._idle[conn.id] = conn
@@ -759,30 +651,11 @@ class HttpPool:
             self._close(conn)
         self._dispatch()
 
-    def _close(self, conn: _Connection) -> None:
+    def _close(self, conn: PooledConnection) -> None:
         """Forget ``conn`` and tell the driver to close it."""
         del self._connections[conn.id]
         self._idle.pop(conn.id, None)
         conn.outgoing.clear()
+        conn.move(ConnectionTrigger.CLOSE)
         self._actions.append(CloseConnection(connection=conn.id))
 
-
-def _h11_request(request: HttpRequest) -> h11.Request:
-    """Build and validate the h11 request head for ``request``."""
-    # h11 would switch protocols after CONNECT or Upgrade and stop parsing the exchange.
-    if request.method == "CONNECT":
-        raise LocalProtocolError("CONNECT is not supported")
-    headers = [("host", request.url.authority)]
-    for name, _ in request.headers:
-        lowered = name.lower()
-        if lowered in _POOL_HEADERS:
-            raise LocalProtocolError(f"the pool sets the {name} header itself")
-        if lowered == "upgrade":
-            raise LocalProtocolError("protocol upgrades are not supported")
-    headers += request.headers
-    if request.body or request.method in _CONTENT_METHODS:
-        headers.append(("content-length", str(len(request.body))))
-    try:
-        return h11.Request(method=request.method, target=request.url.target, headers=headers)
-    except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
-        raise LocalProtocolError(f"invalid request: {exc}") from exc

@@ -20,6 +20,7 @@ from typing import Final, Literal, assert_never
 
 from .auth import (
     AuthFailure,
+    AuthorizationPending,
     Authorized,
     AuthStep,
     Failed,
@@ -28,7 +29,6 @@ from .auth import (
     HttpStep,
     OAuthConfig,
     OAuthFlow,
-    Pending,
     Redirect,
     Token,
 )
@@ -41,7 +41,8 @@ from .events import (
     FailureReason,
 )
 from .http11 import Header
-from .http_transport import AuthPort, HttpClient, TransportMode
+from .http_exchanges import AuthPort
+from .http_transport import HttpClient, TransportMode
 from .proxy import ProxySettings
 from .types import ClientCapabilities
 from .urls import Url
@@ -61,9 +62,9 @@ _STORED: Final = -1  # the credential of requests sent with the host's stored to
 
 class OAuthAuthorizer:
     """The OAuth 2.1 component of an :class:`HttpClient` (its
-    :class:`~mcp_sansio.http_transport.Authorizer`): adds the planner's headers to every
+    :class:`~mcp_sansio.http_exchanges.Authorizer`): adds the planner's headers to every
     MCP request, turns refusals into planner steps and carries them out through the
-    client's :class:`~mcp_sansio.http_transport.AuthPort`."""
+    client's :class:`~mcp_sansio.http_exchanges.AuthPort`."""
 
     def __init__(self, oauth: OAuthConfig, *, entropy: bytes, clock_offset: float, headless: bool = False,
                  redirect_timeout: float = 300.0, stored_token: Token | None = None) -> None:
@@ -269,7 +270,7 @@ class OAuthAuthorizer:
             reason = (FailureReason.INSUFFICIENT_SCOPE if step.reason is AuthFailure.INSUFFICIENT_SCOPE
                       else FailureReason.AUTHORIZATION_REQUIRED)
             port.fail(reason, f"authorization failed ({step.reason.value}): {message}", now)
-        elif isinstance(step, Pending):
+        elif isinstance(step, AuthorizationPending):
             pass  # the request stays held until the flow under way ends
         else:  # pragma: no cover
             assert_never(step)

@@ -24,7 +24,7 @@ from .jsonrpc import Envelope
 from .types import Implementation, InitializeResult
 from .versions import SUPPORTED_VERSIONS, VersionRules, rules_for
 
-__all__ = ["Adopt", "Fail", "Negotiation", "SendDiscover", "SendInitialize", "Step"]
+__all__ = ["Adopt", "Decision", "Fail", "Negotiation", "SendDiscover", "SendInitialize"]
 
 _INIT_DECODER: Final = msgspec.json.Decoder(InitializeResult)
 _DISCOVER_DECODER: Final = msgspec.json.Decoder(modern.DiscoverResult)
@@ -63,7 +63,8 @@ class Fail(msgspec.Struct, frozen=True, kw_only=True):
     received: tuple[str, ...] = ()
 
 
-Step = SendDiscover | SendInitialize | Adopt | Fail
+Decision = SendDiscover | SendInitialize | Adopt | Fail
+"""What the negotiation decided the session does next."""
 
 
 class Negotiation:
@@ -113,13 +114,13 @@ class Negotiation:
         self._tried_versions = []
         return SendInitialize(version=self.config.protocol_versions[0])
 
-    def answered(self, env: Envelope) -> Step:
+    def answered(self, env: Envelope) -> Decision:
         """The answer to the handshake request that is out."""
         if self.probing is not None:
             return self._discover_answered(env)
         return self._initialize_answered(env)
 
-    def probe_failed(self, why: str) -> Step | None:
+    def probe_failed(self, why: str) -> Decision | None:
         """The transport saw the probe fail without a JSON-RPC answer (e.g. HTTP 404):
         ``auto`` falls back, a pinned revision fails; ``None`` when no probe is out."""
         version = self.probing
@@ -216,7 +217,7 @@ class Negotiation:
         protocol = self.config.protocol
         return self.config.modern_versions if protocol == "auto" else (protocol,)
 
-    def _discover_answered(self, env: Envelope) -> Step:
+    def _discover_answered(self, env: Envelope) -> Decision:
         """Adopt a mutual modern revision, ask at another, or give up.
 
         A ``DiscoverResult`` naming a mutual modern revision, or ``-32022``
@@ -251,7 +252,7 @@ class Negotiation:
         legacy = auto and not any(v in self._modern_choices() for v in listed)
         return self._retry_discover(listed, version, legacy=legacy)
 
-    def _retry_discover(self, listed: tuple[str, ...], version: str, *, legacy: bool) -> Step:
+    def _retry_discover(self, listed: tuple[str, ...], version: str, *, legacy: bool) -> Decision:
         """The server named the revisions it speaks, without ``version``: ask again at a
         mutual modern one not tried yet, else fall back to ``initialize`` when ``legacy``
         says so, else fail."""
@@ -268,7 +269,7 @@ class Negotiation:
                     message=f"the server supports only {', '.join(listed) or 'no revision at all'}",
                     offered=version, received=listed)
 
-    def _initialize_answered(self, env: Envelope) -> Step:
+    def _initialize_answered(self, env: Envelope) -> Decision:
         offered = self._tried_versions[-1]
         if env.error is not UNSET and self.late_modern is not None:
             return self.late_modern  # a modern-only server refused initialize: its late probe answer stands

@@ -1,6 +1,6 @@
 """The client's record of one request awaiting its answer, by kind.
 
-Every request is a :class:`Pending`; a "list everything" request also holds a
+Every request is an :class:`OutgoingRequest`; a "list everything" request also holds a
 :class:`Paging` (the pages gathered so far), and a stateless-era request answered with
 ``input_required`` an :class:`InputRounds` (the app's answers gathered so far). Each
 kind keeps its own state and decides its own next step; the session only routes.
@@ -15,16 +15,22 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, Raw
 
-from . import modern
+from . import modern, skills
 from .capabilities import INPUT_REQUESTS
 from .errors import LocalProtocolError
 from .events import ServerRequestReceived
-from .types import REQUEST_PARAMS, ClientCapabilities
+from .types import REQUEST_PARAMS, RESULTS, ClientCapabilities, MethodResult, WireStruct
 
-__all__ = ["LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "Paging", "Params", "Pending",
-           "input_event", "with_progress_token"]
+__all__ = ["CLIENT_RESULTS", "LIST_FIELDS", "SAFE_TO_REPEAT", "InputRounds", "OutgoingRequest", "Paging",
+           "Params", "input_event", "with_progress_token"]
 
 Params = msgspec.Struct | Mapping[str, object] | None
+
+CLIENT_RESULTS: Final[Mapping[str, MethodResult[WireStruct]]] = {
+    **RESULTS, skills.LIST_SKILLS.method: skills.LIST_SKILLS, skills.GET_SKILL.method: skills.GET_SKILL,
+}
+"""What the session decodes each answer with, by the method it answers: the MCP methods'
+:class:`~mcp_sansio.types.MethodResult` and the Skills extension's."""
 
 LIST_FIELDS: Final[Mapping[str, str]] = {
     "tools/list": "tools",
@@ -116,7 +122,7 @@ class InputRounds(msgspec.Struct):
         return params
 
 
-class Pending(msgspec.Struct):
+class OutgoingRequest(msgspec.Struct):
     """One request awaiting its answer (a Struct: built in C, once per request)."""
 
     id: int

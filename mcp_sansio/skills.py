@@ -35,12 +35,14 @@ from .errors import (
     SkillSizeMismatch,
     SkillVerificationError,
 )
-from .types import ReadResourceResult
+from .types import MethodResult, ReadResourceResult
 from .types._base import WireStruct, required_list
 
 __all__ = [
     "DYNAMIC",
     "EXTENSION",
+    "GET_SKILL",
+    "LIST_SKILLS",
     "GetSkillRequestParams",
     "GetSkillResult",
     "ListSkillsResult",
@@ -111,6 +113,10 @@ class GetSkillResult(WireStruct, kw_only=True, omit_defaults=True):
     ttl_ms: int | None = None
     cache_scope: str | None = None
     meta: dict[str, object] | None = msgspec.field(default=None, name="_meta")
+
+
+LIST_SKILLS: Final = MethodResult("skills/list", ListSkillsResult)
+GET_SKILL: Final = MethodResult("skills/get", GetSkillResult)
 
 
 def digest_of(data: bytes) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from collections.abc import Mapping
 from typing import Final
 
 from .config import ClientConfig
@@ -23,16 +24,19 @@ from .events import (
 )
 from .framing import LineBuffer
 from .front import SessionFront
+from .machines import step
 from .session import ClientSession, Link
 from .types import ClientCapabilities
 
-__all__ = ["StdioClient"]
+__all__ = ["LADDER_TRANSITIONS", "Ladder", "LadderTrigger", "StdioClient"]
 
 # How long after SIGKILL we stop waiting for the driver to report the exit.
 _KILL_WAIT: Final = 1.0
 
 
-class _Ladder(enum.Enum):
+class Ladder(enum.Enum):
+    """Where the subprocess's shutdown stands: each rung has sent its signal."""
+
     IDLE = "idle"
     CLOSED_INPUT = "closed-input"
     INTERRUPTED = "interrupted"
@@ -41,7 +45,24 @@ class _Ladder(enum.Enum):
     DONE = "done"
 
 
-_IDLE: Final = _Ladder.IDLE  # for the receive path: enum member lookups are slow in 3.11
+class LadderTrigger(enum.Enum):
+    """What moves the ladder: the client shuts down, a rung's deadline passes, the process exits."""
+
+    SHUT_DOWN = "shut-down"
+    DEADLINE = "deadline"
+    EXITED = "process-exited"
+
+
+_L, _T = Ladder, LadderTrigger
+LADDER_TRANSITIONS: Final[Mapping[tuple[Ladder, LadderTrigger], Ladder]] = {
+    (_L.IDLE, _T.SHUT_DOWN): _L.CLOSED_INPUT,
+    (_L.CLOSED_INPUT, _T.DEADLINE): _L.INTERRUPTED,
+    (_L.INTERRUPTED, _T.DEADLINE): _L.TERMINATED,
+    (_L.TERMINATED, _T.DEADLINE): _L.KILLED,
+    (_L.KILLED, _T.DEADLINE): _L.DONE,  # the exit was never reported: stop waiting for it
+    **{(state, _T.EXITED): _L.DONE for state in Ladder},
+}
+_IDLE: Final = Ladder.IDLE  # for the receive path: enum member lookups are slow in 3.11
 
 
 class StdioClient(SessionFront):
@@ -62,7 +83,7 @@ class StdioClient(SessionFront):
         self._lines = LineBuffer(cfg.max_line_bytes)
         self._out = bytearray()
         self._actions: deque[Action] = deque()
-        self._ladder = _Ladder.IDLE
+        self._ladder = Ladder.IDLE
         self._ladder_at: float | None = None  # when the shutdown ladder takes its next step
 
     # ------------------------------------------------------------ driver side
@@ -113,7 +134,7 @@ class StdioClient(SessionFront):
 
         Events: ``RequestFailed(reason=CONNECTION_LOST)`` for each, ``ConnectionTerminated``.
         """
-        self._ladder = _Ladder.DONE
+        self._ladder = step(LADDER_TRANSITIONS, self._ladder, LadderTrigger.EXITED)
         self._ladder_at = None
         self._session.connection_lost("the server process exited", now=now, returncode=returncode)
 
@@ -151,15 +172,14 @@ class StdioClient(SessionFront):
         if at is None or at > now:
             return
         cfg = self.config
-        step = self._ladder
-        if step is _Ladder.CLOSED_INPUT:
-            self._step(InterruptProcess(), _Ladder.INTERRUPTED, now + cfg.shutdown_interrupt_delay)
-        elif step is _Ladder.INTERRUPTED:
-            self._step(TerminateProcess(), _Ladder.TERMINATED, now + cfg.shutdown_terminate_delay)
-        elif step is _Ladder.TERMINATED:
-            self._step(KillProcess(), _Ladder.KILLED, now + _KILL_WAIT)
-        else:  # KILLED, and the exit was never reported: stop waiting for it.
-            self._ladder = _Ladder.DONE
+        rung = self._climb(LadderTrigger.DEADLINE)
+        if rung is Ladder.INTERRUPTED:
+            self._act(InterruptProcess(), now + cfg.shutdown_interrupt_delay)
+        elif rung is Ladder.TERMINATED:
+            self._act(TerminateProcess(), now + cfg.shutdown_terminate_delay)
+        elif rung is Ladder.KILLED:
+            self._act(KillProcess(), now + _KILL_WAIT)
+        else:
             self._ladder_at = None
             self._session.connection_lost("the server closed its stdout and did not exit after SIGKILL",
                                           now=now)
@@ -183,10 +203,14 @@ class StdioClient(SessionFront):
     # ---------------------------------------------------------------- internals
 
     def _begin_shutdown(self, now: float) -> None:
-        if self._ladder is _Ladder.IDLE:
-            self._step(CloseInput(), _Ladder.CLOSED_INPUT, now + self.config.shutdown_close_delay)
+        if self._ladder is _IDLE:
+            self._climb(LadderTrigger.SHUT_DOWN)
+            self._act(CloseInput(), now + self.config.shutdown_close_delay)
 
-    def _step(self, action: Action, state: _Ladder, next_at: float) -> None:
+    def _climb(self, trigger: LadderTrigger) -> Ladder:
+        self._ladder = step(LADDER_TRANSITIONS, self._ladder, trigger, subject="the shutdown ladder is ")
+        return self._ladder
+
+    def _act(self, action: Action, next_at: float) -> None:
         self._actions.append(action)
-        self._ladder = state
         self._ladder_at = next_at

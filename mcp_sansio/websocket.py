@@ -27,11 +27,10 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import ProtocolError
 
 from .config import ClientConfig
-from .connections import ConnectFailure, SocketFailure
+from .connections import CloseConnection, ConnectFailure, OpenConnection, SocketFailure, StartTls
 from .errors import LocalProtocolError
 from .events import Action, AuthorizationRequired, DiscardReason, FailureReason
 from .front import SessionFront
-from .http11 import CloseConnection, OpenConnection, StartTls
 from .machines import step
 from .proxy import ProxySettings, Tunnel, TunnelFailed
 from .session import ClientSession, Link

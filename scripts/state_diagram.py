@@ -1,7 +1,8 @@
 """Render the state machines' transition tables as Mermaid diagrams (docs/state-machines.md).
 
 The tables are the code's own (``TRANSITIONS`` in the client session, the server session,
-the host's connection manager, the client's WebSocket connection and its HTTP exchanges),
+the host's connection manager, the client's WebSocket connection, its HTTP exchanges and
+the connections of its HTTP/1.1 pool),
 so the diagrams cannot drift from what runs, as h11 renders its own.
 ``python scripts/state_diagram.py`` writes the file; ``--check`` fails when it is stale
 (``scripts/dev test`` runs it).
@@ -16,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http11_connection, http_exchange, lifecycle, manager_lifecycle, stdio, websocket
+from mcp_sansio.auth import state as auth_state
 from mcp_sansio.server import phases
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "state-machines.md"
@@ -31,12 +33,31 @@ def rows(table: Mapping[tuple[S, T], S]) -> list[Row]:
 
 
 MACHINES: list[tuple[str, str, list[Row]]] = [
-    ("The client session", "mcp_sansio/session.py", rows(session.TRANSITIONS)),
+    ("The client session", "mcp_sansio/lifecycle.py", rows(lifecycle.TRANSITIONS)),
     ("The server session", "mcp_sansio/server/phases.py", rows(phases.TRANSITIONS)),
-    ("A configured server in the host's manager", "mcp_sansio/manager.py", rows(manager.TRANSITIONS)),
+    ("A configured server in the host's manager", "mcp_sansio/manager_lifecycle.py",
+     rows(manager_lifecycle.TRANSITIONS)),
     ("The client's WebSocket connection", "mcp_sansio/websocket.py", rows(websocket.TRANSITIONS)),
-    ("One HTTP exchange of the client's", "mcp_sansio/http_transport.py",
-     rows(http_transport.EXCHANGE_TRANSITIONS)),
+    ("One HTTP exchange of the client's", "mcp_sansio/http_exchange.py",
+     rows(http_exchange.EXCHANGE_TRANSITIONS)),
+    ("A connection of the client's HTTP/1.1 pool", "mcp_sansio/http11_connection.py",
+     rows(http11_connection.CONNECTION_TRANSITIONS)),
+    ("The stdio subprocess's shutdown ladder", "mcp_sansio/stdio.py", rows(stdio.LADDER_TRANSITIONS)),
+]
+
+
+def legality(allowed: Mapping[T, frozenset[S]], states: type[S]) -> list[list[str]]:
+    """``allowed`` as a grid: a header row of calls, then one row per state."""
+    calls = list(allowed)
+    return [["phase", *(f"`{call.value}`" for call in calls)],
+            *([str(state.value), *("yes" if state in allowed[call] else "" for call in calls)]
+              for state in states)]
+
+
+# Machines whose next state depends on what arrived, so the table says where each call is legal.
+LEGALITY: list[tuple[str, str, list[list[str]]]] = [
+    ("Where each call of the client's OAuth flow is legal", "mcp_sansio/auth/state.py",
+     legality(auth_state.ALLOWED, auth_state.Phase)),
 ]
 
 
@@ -59,6 +80,10 @@ def render() -> str:
         for (source_state, target_state), triggers in grouped.items():
             lines.append(f"    {source_state} --> {target_state}: {', '.join(triggers)}")
         lines.append("```")
+        parts.append("\n".join(lines) + "\n")
+    for title, source, (header, *grid) in LEGALITY:
+        lines = [f"\n## {title} (`{source}`)\n", "| " + " | ".join(header) + " |",
+                 "|" + "---|" * len(header), *("| " + " | ".join(row) + " |" for row in grid)]
         parts.append("\n".join(lines) + "\n")
     return "".join(parts)
 

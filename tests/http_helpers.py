@@ -18,8 +18,8 @@ import msgspec
 from helpers import REFUSED, SERVER_CAPABILITIES, Json, drain_events
 
 from mcp_sansio import LATEST_VERSION, ClientConfig
+from mcp_sansio.connections import CloseConnection, OpenConnection
 from mcp_sansio.events import Event, InitializeCompleted
-from mcp_sansio.http11 import CloseConnection, OpenConnection
 from mcp_sansio.http_transport import HttpClient
 
 __all__ = [

@@ -19,7 +19,7 @@ import msgspec
 from helpers import broken
 
 from mcp_sansio import ClientConfig, Event, ServerRequestReceived, StdioClient
-from mcp_sansio.http11 import CloseConnection, OpenConnection
+from mcp_sansio.connections import CloseConnection, OpenConnection
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.http import HttpConfig, HttpServer

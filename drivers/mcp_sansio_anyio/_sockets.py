@@ -17,9 +17,8 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.tls import TLSStream
 
-from mcp_sansio.connections import SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketStage, StartTls
 from mcp_sansio.events import Action, InitializeCompleted
-from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
 from mcp_sansio_base.socketpump import SocketPump

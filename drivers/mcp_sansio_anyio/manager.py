@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp_sansio import ClientConfig
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.hostconfig import ServerConfig, StdioServerConfig, Transport
-from mcp_sansio.manager import ConnectPlan
+from mcp_sansio.manager_lifecycle import ConnectPlan
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base._async.manager import AsyncManager, Opened

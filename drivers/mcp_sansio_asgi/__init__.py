@@ -30,7 +30,14 @@ from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import SharedStore, open_shared, peer_host, server_entropy, server_secret
+from mcp_sansio_base.serving import (
+    SharedStore,
+    open_shared,
+    peer_host,
+    server_entropy,
+    server_secret,
+    shared_tasks,
+)
 
 __all__ = ["AsgiApp"]
 
@@ -71,6 +78,7 @@ class AsgiApp:
         self._secret = server_secret(secret)
         shared = open_shared(store)
         self._stores = (sessions or shared, events or shared)
+        self._tasks = shared_tasks(shared)
         self._on_event = on_event
         self._threads = handler_threads
         self._server: HttpServer | None = None
@@ -95,7 +103,8 @@ class AsgiApp:
             offset = time.time() - anyio.current_time()
             server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
                                 config=self.config,
-                                sessions=sessions, events=events, exchanges=self._exchanges)
+                                sessions=sessions, events=events, exchanges=self._exchanges,
+                                tasks=self._tasks)
             self._server = server
             self._runner = ServerRunner(server, AnyioPrimitives(group, self._wake, self._threads),
                                         self._on_event)

@@ -12,10 +12,9 @@ import ssl
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
 from mcp_sansio.events import Action, Event
 from mcp_sansio.front import SessionFront
-from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
 from mcp_sansio_base.socketpump import SocketPump

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import StdioServerConfig, Transport
-from mcp_sansio.manager import ConnectPlan
+from mcp_sansio.manager_lifecycle import ConnectPlan
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base._async.manager import AsyncManager, Opened, ServerNotificationHandler
 from mcp_sansio_base.changes import Changes

@@ -28,6 +28,15 @@ Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
   request's stream; ``<prefix>w:<worker>``: that worker's heartbeat (a key with a 5 s TTL its
   relay renews every second). A worker following a stream whose producer's heartbeat is gone
   reports it abandoned, and the core answers the request with an error for the dead worker.
+- ``<prefix>t:<task id>``: a task (the ``TaskStore``): a hash of its status ``st``, times ``c``
+  and ``u``, owner ``o``, message ``m``, inlined result ``r`` or error ``e``, and the worker
+  ``w`` running it; ``<prefix>tp:<task id>``: its open questions (key -> request). Both
+  expire with the task's TTL. ``<prefix>tq:<worker>``: a stream of the answers and
+  cancellations other workers passed to that worker's tasks (fields ``t``: the task, ``k``:
+  the question's key, absent for a cancellation, ``a``: the answer). Every change is one Lua
+  script (one round trip, atomic: a task that ended never changes again); a task whose
+  worker's heartbeat is gone is reported not ``alive`` and the core fails it. The scripts
+  name the worker's key from the task's hash: one Redis (or a primary), not Redis Cluster.
 """
 
 from __future__ import annotations
@@ -42,7 +51,16 @@ import msgspec
 import redis
 from redis.exceptions import RedisError
 
-from mcp_sansio.server.stores import INBOX_STREAM, Follow, Relayed, Replay, SessionRecord, StoreUnavailable
+from mcp_sansio.server.stores import (
+    INBOX_STREAM,
+    Follow,
+    Relayed,
+    Replay,
+    SessionRecord,
+    StoreUnavailable,
+    TaskMessage,
+    TaskSnapshot,
+)
 
 __all__ = ["RedisStore", "open_store"]
 
@@ -57,10 +75,64 @@ _decode_producer: Final = msgspec.json.Decoder(tuple[str, int | str]).decode
 HEARTBEAT_TTL: Final = 5
 """Seconds a worker's heartbeat lives: how long a killed worker's streams wait for it."""
 HEARTBEAT_EVERY: Final = 1.0
+MAX_TASK_MESSAGES: Final = 1000
+"""Messages kept in a worker's task queue (``XADD MAXLEN ~``)."""
+
+_TERMINAL_LUA: Final = ("local function ended(st) return st == 'completed' or st == 'failed' "
+                        "or st == 'cancelled' end\n")
+_LOAD_TASK: Final = """
+local task = redis.call('HGETALL', KEYS[1])
+if #task == 0 then return false end
+local worker = redis.call('HGET', KEYS[1], 'w') or '?'
+return {task, redis.call('HGETALL', KEYS[2]), redis.call('EXISTS', ARGV[1] .. worker)}
+"""
+_ASK_TASK: Final = _TERMINAL_LUA + """
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st or ended(st) then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], math.max(1, redis.call('PTTL', KEYS[1])))
+if st ~= 'input_required' then redis.call('HSET', KEYS[1], 'st', 'input_required', 'u', ARGV[3]) end
+return 1
+"""
+_END_TASK: Final = _TERMINAL_LUA + """
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st or ended(st) then return 0 end
+redis.call('HSET', KEYS[1], 'st', ARGV[1], 'u', ARGV[2], ARGV[3], ARGV[4])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+_ANSWER_TASK: Final = _TERMINAL_LUA + """
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st or ended(st) then return {} end
+local queue = ARGV[2] .. (redis.call('HGET', KEYS[1], 'w') or '?')
+local passed = {}
+for i = 5, #ARGV, 2 do
+  if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
+    redis.call('XADD', queue, 'MAXLEN', '~', ARGV[3], '*', 't', ARGV[4], 'k', ARGV[i], 'a', ARGV[i + 1])
+    passed[#passed + 1] = ARGV[i]
+  end
+end
+if #passed > 0 then redis.call('PEXPIRE', queue, math.max(1, redis.call('PTTL', KEYS[1]))) end
+if st == 'input_required' and redis.call('HLEN', KEYS[2]) == 0 then
+  redis.call('HSET', KEYS[1], 'st', 'working', 'u', ARGV[1])
+end
+return passed
+"""
+_CANCEL_TASK: Final = _TERMINAL_LUA + """
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st or ended(st) then return 0 end
+redis.call('HSET', KEYS[1], 'st', 'cancelled', 'u', ARGV[1])
+redis.call('DEL', KEYS[2])
+local queue = ARGV[2] .. (redis.call('HGET', KEYS[1], 'w') or '?')
+redis.call('XADD', queue, 'MAXLEN', '~', ARGV[3], '*', 't', ARGV[4])
+redis.call('PEXPIRE', queue, math.max(1, redis.call('PTTL', KEYS[1])))
+return 1
+"""
 
 
 class RedisStore:
-    """The ``SessionStore`` and ``EventStore`` of every worker, in one Redis (or Valkey).
+    """The ``SessionStore``, ``EventStore`` and ``TaskStore`` of every worker, in one Redis
+    (or Valkey).
 
     Args:
         url: ``redis://[[user]:password@]host[:port][/db]`` (also ``rediss://``,
@@ -95,6 +167,12 @@ class RedisStore:
             real, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
         self._follower: redis.Redis = redis.Redis.from_url(
             real, socket_timeout=follow_timeout + timeout, socket_connect_timeout=timeout)
+        self._task_after = "0-0"  # the position in this worker's task queue
+        self._load_task = self._client.register_script(_LOAD_TASK)
+        self._ask_task = self._client.register_script(_ASK_TASK)
+        self._end_task = self._client.register_script(_END_TASK)
+        self._answer_task = self._client.register_script(_ANSWER_TASK)
+        self._cancel_task = self._client.register_script(_CANCEL_TASK)
 
     def close(self) -> None:
         """Close the connections."""
@@ -256,6 +334,91 @@ class RedisStore:
         quiet = [w for w in wants if w.stream != INBOX_STREAM and (w.session_id, w.stream) not in moved]
         return out + self._abandoned(quiet)
 
+    # ------------------------------------------------------------ TaskStore
+
+    def _task_keys(self, task_id: str) -> list[str]:
+        return [self.prefix + "t:" + task_id, self.prefix + "tp:" + task_id]
+
+    def create_task(self, task: TaskSnapshot, ttl: float) -> None:
+        """Keep ``task``, run by this worker, for ``ttl`` seconds (one round trip; this
+        worker's heartbeat starts now if its relay has not started it yet)."""
+        key = self._task_keys(task.task_id)[0]
+        fields: dict[Any, Any] = {"st": task.status, "c": repr(task.created_at), "u": repr(task.updated_at),
+                                  "o": _encode(task.owner), "w": self.worker}
+        if task.status_message is not None:
+            fields["m"] = task.status_message
+
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hset(key, mapping=fields)
+            pipe.pexpire(key, max(1, round(ttl * 1000)))
+            pipe.set(self.prefix + "w:" + self.worker, b"1", ex=HEARTBEAT_TTL, nx=True)
+            return pipe.execute()
+
+        self._call(run)
+
+    def load_task(self, task_id: str) -> TaskSnapshot | None:
+        """The task ``task_id`` (``alive``: its worker still beats), or ``None`` (one round trip)."""
+        answer = self._call(lambda: self._load_task(keys=self._task_keys(task_id), args=[self.prefix + "w:"]))
+        if not answer:
+            return None
+        task, pending, alive = _pairs(answer[0]), _pairs(answer[1]), bool(answer[2])
+        try:
+            owner = msgspec.json.decode(task.get(b"o", b"null"), type=str | None)
+            return TaskSnapshot(
+                task_id=task_id, status=_text(task[b"st"]), created_at=float(task[b"c"]),
+                updated_at=float(task[b"u"]), owner=owner,
+                status_message=None if b"m" not in task else _text(task[b"m"]),
+                result=task.get(b"r"), error=task.get(b"e"), alive=alive,
+                input_requests={_text(k): v for k, v in pending.items()})
+        except (KeyError, ValueError, msgspec.DecodeError):
+            return None  # written by an incompatible version: as good as unknown
+
+    def ask_task(self, task_id: str, key: str, request: bytes, wall: float) -> None:
+        """The task waits for an answer to ``request`` under ``key`` (one round trip)."""
+        self._call(lambda: self._ask_task(keys=self._task_keys(task_id), args=[key, request, repr(wall)]))
+
+    def end_task(self, task_id: str, status: str, wall: float, result: bytes | None = None,
+                 error: bytes | None = None) -> bool:
+        """Move the task to a terminal ``status`` unless it ended already (one round trip)."""
+        field, payload = ("e", error) if error is not None else ("r", result or b"null")
+        args: list[Any] = [status, repr(wall), field, payload]
+        return bool(self._call(lambda: self._end_task(keys=self._task_keys(task_id), args=args)))
+
+    def answer_task(self, task_id: str, answers: dict[str, bytes], wall: float) -> list[str]:
+        """Pass the answers to questions still open to the task's worker (one round trip)."""
+        args: list[Any] = [repr(wall), self.prefix + "tq:", MAX_TASK_MESSAGES, task_id]
+        for key, answer in answers.items():
+            args += [key, answer]
+        passed = self._call(lambda: self._answer_task(keys=self._task_keys(task_id), args=args))
+        return [_text(key) for key in cast("list[bytes]", passed or [])]
+
+    def cancel_task(self, task_id: str, wall: float) -> bool:
+        """Mark the task cancelled and tell its worker, unless it ended (one round trip)."""
+        args: list[Any] = [repr(wall), self.prefix + "tq:", MAX_TASK_MESSAGES, task_id]
+        return bool(self._call(lambda: self._cancel_task(keys=self._task_keys(task_id), args=args)))
+
+    def task_messages(self, timeout: float) -> list[TaskMessage]:
+        """What other workers passed to this worker's tasks, waiting up to ``timeout`` (at
+        most ``follow_timeout``; none: no wait) for the first. Blocking: a driver calls it
+        off its loop."""
+        block = None if timeout <= 0 else max(1, round(min(timeout, self.follow_timeout) * 1000))
+        key = self.prefix + "tq:" + self.worker
+        try:
+            answer = cast("list[tuple[bytes, Entries]] | None",
+                          self._follower.xread({key: self._task_after}, count=100, block=block))
+        except RedisError:
+            return []  # the driver asks again; nothing was consumed
+        out: list[TaskMessage] = []
+        for _, entries in answer or []:
+            for entry_id, fields in entries:
+                self._task_after = _text(entry_id)
+                if b"t" in fields:
+                    out.append(TaskMessage(task_id=_text(fields[b"t"]),
+                                           key=None if b"k" not in fields else _text(fields[b"k"]),
+                                           answer=fields.get(b"a", b"")))
+        return out
+
     def _heartbeat(self) -> None:
         now = time.monotonic()
         if now - self._beat_at < HEARTBEAT_EVERY:
@@ -331,6 +494,11 @@ def _producer(raw: bytes) -> tuple[str, int | str | None]:
         return _decode_producer(raw)
     except msgspec.DecodeError:
         return "?", None
+
+
+def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    """A Lua script's ``HGETALL`` answer (a flat list) as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _text(value: bytes | str) -> str:

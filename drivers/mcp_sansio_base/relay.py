@@ -6,6 +6,11 @@ driver keeps one relay task that passes those to the store's blocking ``follow``
 loop (a worker thread) and hands what it returns to ``HttpServer.receive_relayed`` on
 the loop: :func:`relay_anyio` for anyio (asyncio and trio, and the ASGI app),
 :func:`relay_asyncio` for asyncio, :class:`RelayThread` for the blocking driver.
+
+The same loop carries the answers and cancellations other workers pass (through a shared
+task store) to the tasks running here: while ``HttpServer.runs_tasks()`` it also takes
+``TaskStore.task_messages`` (waiting for them instead of idling when no stream is
+followed) and hands them to ``HttpServer.receive_task_messages``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import anyio
 import anyio.to_thread
 
 from mcp_sansio.server.http import HttpServer
-from mcp_sansio.server.stores import Follow, Relayed
+from mcp_sansio.server.stores import Follow, Relayed, TaskMessage
 
 from .server import ServerRunner
 
@@ -37,8 +42,20 @@ def _deliver(server: HttpServer, runner: ServerRunner, relayed: list[Relayed], n
         runner.pump()
 
 
+def _deliver_tasks(server: HttpServer, runner: ServerRunner, messages: list[TaskMessage], now: float) -> None:
+    if messages:
+        server.receive_task_messages(messages, now)
+        runner.pump()
+
+
+def _task_messages(server: HttpServer, wait: float) -> list[TaskMessage]:
+    """The task messages for this worker (blocking, off the loop; none without a task store)."""
+    store = server.modern.task_store
+    return [] if store is None else store.task_messages(wait)
+
+
 async def relay_anyio(server: HttpServer, runner: ServerRunner) -> None:
-    """Relay followed streams until cancelled (anyio: asyncio or trio)."""
+    """Relay followed streams and task messages until cancelled (anyio: asyncio or trio)."""
     store = server.event_store
     if not store.shared:
         return
@@ -46,12 +63,16 @@ async def relay_anyio(server: HttpServer, runner: ServerRunner) -> None:
         wants = server.follows()  # none: the call only renews this worker's heartbeat
         relayed = await anyio.to_thread.run_sync(store.follow, wants, FOLLOW_WAIT, abandon_on_cancel=True)
         _deliver(server, runner, relayed, anyio.current_time())
-        if not wants:
+        if server.runs_tasks():
+            wait = 0.0 if wants else FOLLOW_WAIT
+            messages = await anyio.to_thread.run_sync(_task_messages, server, wait, abandon_on_cancel=True)
+            _deliver_tasks(server, runner, messages, anyio.current_time())
+        elif not wants:
             await anyio.sleep(IDLE_POLL)
 
 
 async def relay_asyncio(server: HttpServer, runner: ServerRunner) -> None:
-    """Relay followed streams until cancelled (asyncio)."""
+    """Relay followed streams and task messages until cancelled (asyncio)."""
     store = server.event_store
     if not store.shared:
         return
@@ -60,7 +81,11 @@ async def relay_asyncio(server: HttpServer, runner: ServerRunner) -> None:
         wants = server.follows()  # none: the call only renews this worker's heartbeat
         relayed = await loop.run_in_executor(None, store.follow, wants, FOLLOW_WAIT)
         _deliver(server, runner, relayed, loop.time())
-        if not wants:
+        if server.runs_tasks():
+            wait = 0.0 if wants else FOLLOW_WAIT
+            messages = await loop.run_in_executor(None, _task_messages, server, wait)
+            _deliver_tasks(server, runner, messages, loop.time())
+        elif not wants:
             await asyncio.sleep(IDLE_POLL)
 
 
@@ -74,7 +99,9 @@ class RelayThread:
         self._runner = runner
         self._wake = wake
         self._wants: list[Follow] = []
+        self._tasks = False
         self._results: list[list[Relayed]] = []
+        self._messages: list[TaskMessage] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -86,13 +113,16 @@ class RelayThread:
         """Take the server's current ``follows()`` (the loop's thread)."""
         if self._thread is not None:
             self._wants = self._server.follows()
+            self._tasks = self._server.runs_tasks()
 
     def deliver(self, now: float) -> None:
         """Hand what the thread relayed to the server (the loop's thread)."""
         with self._lock:
             results, self._results = self._results, []
+            messages, self._messages = self._messages, []
         for relayed in results:
             _deliver(self._server, self._runner, relayed, now)
+        _deliver_tasks(self._server, self._runner, messages, now)
 
     def close(self) -> None:
         """Stop the thread (it ends within ``FOLLOW_WAIT``)."""
@@ -107,5 +137,11 @@ class RelayThread:
                 with self._lock:
                     self._results.append(relayed)
                 self._wake()
-            if not wants:
+            if self._tasks:
+                messages = _task_messages(self._server, 0.0 if wants else FOLLOW_WAIT)
+                if messages:
+                    with self._lock:
+                        self._messages += messages
+                    self._wake()
+            elif not wants:
                 self._stop.wait(IDLE_POLL)

@@ -47,12 +47,12 @@ from typing import Final, Protocol
 from mcp_sansio.server import MCPServer, StdioServer
 from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.stores import EventStore, SessionStore
+from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 
 __all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
-           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "stdio_endpoint",
-           "websocket_endpoint"]
+           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
+           "stdio_endpoint", "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
 
@@ -140,7 +140,13 @@ def http_endpoint(app: MCPServer, host: str, secret: bytes | None, config: HttpC
     _warn_public_bind(host, config.allowed_origins)
     shared = open_shared(store)
     return HttpServer(app, secret=server_secret(secret), entropy=server_entropy(),
-                      wall_offset=time.time() - now, config=config, sessions=shared, events=shared)
+                      wall_offset=time.time() - now, config=config, sessions=shared, events=shared,
+                      tasks=shared_tasks(shared))
+
+
+def shared_tasks(store: object) -> TaskStore | None:
+    """``store`` as the task store too, when it is one (``RedisStore`` is)."""
+    return store if isinstance(store, TaskStore) else None
 
 
 def websocket_endpoint(app: MCPServer, host: str, secret: bytes | None, config: WebSocketConfig | None,

@@ -25,7 +25,8 @@ import msgspec
 
 from mcp_sansio.fuzz.case import Replies
 from mcp_sansio.fuzz.hostile import SCENARIOS
-from mcp_sansio.fuzz.oracles import Context, judge
+from mcp_sansio.fuzz.oracles import judge
+from mcp_sansio.fuzz.records import Context
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace

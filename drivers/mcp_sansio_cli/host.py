@@ -25,15 +25,8 @@ from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import NotificationReceived
 from mcp_sansio.hostconfig import ConfigError, ServerEntry, load_config_files, merge_scopes, read_config_file
 from mcp_sansio.hostconfig.model import ScopeDocument
-from mcp_sansio.manager import (
-    ConnectionState,
-    NamedPrompt,
-    NamedTool,
-    ServerResource,
-    ServerResourceTemplate,
-    ServerStatus,
-    ServerUnavailable,
-)
+from mcp_sansio.manager import NamedPrompt, NamedTool, ServerResource, ServerResourceTemplate
+from mcp_sansio.manager_lifecycle import ConnectionState, ServerStatus, ServerUnavailable
 from mcp_sansio.naming import UnknownName, servers_for
 from mcp_sansio.types import CallToolResult, GetPromptResult
 from mcp_sansio_asyncio import AsyncClient

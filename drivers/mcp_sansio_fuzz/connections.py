@@ -24,22 +24,19 @@ from typing import Final, Protocol
 
 import msgspec
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.framing import LineBuffer
-from mcp_sansio.fuzz.case import Expect, Replies, Step
-from mcp_sansio.fuzz.oracles import HttpAnswer, Received, Record
+from mcp_sansio.fuzz.case import CaseStep, Expect, Replies
 from mcp_sansio.fuzz.peer import reply_for
+from mcp_sansio.fuzz.records import HttpAnswer, Received, Record
 from mcp_sansio.http11 import (
-    CloseConnection,
     ExchangeFailed,
     HttpPool,
     HttpRequest,
-    OpenConnection,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
-    StartTls,
 )
 from mcp_sansio.sse import SseParser
 from mcp_sansio.urls import Url, parse_url
@@ -69,7 +66,7 @@ class Connection(Protocol):
 
     replies: Replies
 
-    def send(self, index: int, step: Step, now: float) -> None:
+    def send(self, index: int, step: CaseStep, now: float) -> None:
         """Send ``step`` (number ``index`` of the current case)."""
 
     def poll(self, timeout: float) -> list[Record]:
@@ -174,7 +171,7 @@ class StdioConnection(_Replies):
         self._census: dict[int, str] = {}
         self.grace = 2.0
 
-    def send(self, index: int, step: Step, now: float) -> None:
+    def send(self, index: int, step: CaseStep, now: float) -> None:
         """Queue ``step``'s bytes and a newline; written as the server reads."""
         self._pending += step.data + b"\n"
         self._flush()
@@ -305,7 +302,7 @@ class StdioConnection(_Replies):
 class _Exchange:
     """One HTTP exchange in flight: which step it carries and how to read its body."""
 
-    def __init__(self, index: int, step: Step) -> None:
+    def __init__(self, index: int, step: CaseStep) -> None:
         self.index = index
         self.step = step
         self.status = 0
@@ -341,7 +338,7 @@ class HttpConnection(_Replies):
         self.last_error = ""
         self._ready: list[Record] = []  # what arrived while sending, for the next poll
 
-    def send(self, index: int, step: Step, now: float) -> None:
+    def send(self, index: int, step: CaseStep, now: float) -> None:
         """Start an exchange for ``step``."""
         headers = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
         if step.http_method == "GET":
@@ -484,7 +481,7 @@ class HttpConnection(_Replies):
 
     def _release(self, now: float) -> None:
         for reply in self._due(now):
-            self.send(-1, Step(data=reply, label="reply to a server request", expect=Expect.NOTHING), now)
+            self.send(-1, CaseStep(data=reply, label="reply to a server request", expect=Expect.NOTHING), now)
 
     def poll(self, timeout: float) -> list[Record]:
         """Read responses for up to ``timeout`` seconds."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from mcp_sansio.fuzz.case import Expect, Step
-from mcp_sansio.fuzz.oracles import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
+from mcp_sansio.fuzz.case import CaseStep, Expect
 from mcp_sansio.fuzz.peer import answer_id
+from mcp_sansio.fuzz.records import Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 
 from .connections import Connection
 
@@ -17,11 +17,11 @@ __all__ = ["execute"]
 
 def execute(
     conn: Connection,
-    steps: Sequence[Step],
+    steps: Sequence[CaseStep],
     sampler: Callable[[], None] | None = None,
     settle: float = 5.0,
-    follow: Callable[[Step, bytes], list[Step]] | None = None,
-    wait: Callable[[Step], float] | None = None,
+    follow: Callable[[CaseStep, bytes], list[CaseStep]] | None = None,
+    wait: Callable[[CaseStep], float] | None = None,
     until: float | None = None,
 ) -> list[Record]:
     """Send ``steps`` on ``conn``, waiting for answers as each step says, and record it all.

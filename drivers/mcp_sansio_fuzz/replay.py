@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from mcp_sansio.fuzz.case import Replies, Step
-from mcp_sansio.fuzz.oracles import judge_memory
+from mcp_sansio.fuzz.case import CaseStep, Replies
 from mcp_sansio.fuzz.rules import Finding
+from mcp_sansio.fuzz.run_oracles import judge_memory
 from mcp_sansio.fuzz.wire import renumbered
 
 from .execute import execute
@@ -29,7 +29,7 @@ _SAMPLE_EVERY = 0.1
 
 def replay_memory(
     target: Target,
-    steps: Sequence[Step],
+    steps: Sequence[CaseStep],
     limit: int,
     *,
     replies: Replies = Replies.REFUSE,

@@ -17,25 +17,16 @@ from typing import Final
 
 import msgspec
 
-from mcp_sansio.fuzz.case import Case, Check, Replies, Step
+from mcp_sansio.fuzz.case import Case, CaseStep, Check, Replies
 from mcp_sansio.fuzz.latency import Latency
-from mcp_sansio.fuzz.oracles import (
-    Context,
-    HttpAnswer,
-    Received,
-    Record,
-    Sent,
-    TimedOut,
-    id_key,
-    judge,
-    judge_children,
-    judge_memory,
-    loose_id,
-)
+from mcp_sansio.fuzz.oracles import judge
 from mcp_sansio.fuzz.peer import answer_id
 from mcp_sansio.fuzz.plan import Planner
+from mcp_sansio.fuzz.plan_http import http_cases, http_fresh_cases
+from mcp_sansio.fuzz.records import Context, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 from mcp_sansio.fuzz.rng import Rng
 from mcp_sansio.fuzz.rules import RULES, Finding
+from mcp_sansio.fuzz.run_oracles import judge_children, judge_memory
 from mcp_sansio.fuzz.shrink import ddmin
 from mcp_sansio.fuzz.surface import LIST_METHODS, Surface
 from mcp_sansio.fuzz.trace import dump_trace
@@ -86,15 +77,15 @@ class Fuzzer:
         self._end = 0.0
         self._shrinking = 0.0  # seconds spent shrinking so far
         self.latency = Latency()
-        self._sent: list[Step] = []  # every step sent on the open connection (memory reproducers)
+        self._sent: list[CaseStep] = []  # every step sent on the open connection (memory reproducers)
         self._sent_bytes = 0
         self._samples: list[tuple[float, int]] = []
         self._last_sample = 0.0
         self._conn: Connection | None = None
-        self._history: list[Step] = []
+        self._history: list[CaseStep] = []
         self._ids: set[tuple[str, object]] = set()
         self._tokens: set[tuple[str, object]] = set()
-        self._opening: list[Step] = []  # how the open connection was opened: every reproducer's prefix
+        self._opening: list[CaseStep] = []  # how the open connection was opened: every reproducer's prefix
         self._over_memory = False
         self._gone = False  # the server can no longer be reached: the run ends
 
@@ -119,7 +110,7 @@ class Fuzzer:
             # connection costs a process start on stdio), then the fresh cases, then more rounds.
             rounds = 0
             if http:  # over HTTP a fresh connection costs no process: the transport's own probes first
-                for case in planner.http_fresh_cases(other):
+                for case in http_fresh_cases(planner, other):
                     if not self._over():
                         self._fresh(case, planner)
             while not self._over():
@@ -151,7 +142,7 @@ class Fuzzer:
     def _http_cases(self, planner: Planner) -> list[Case]:
         auth = any(k.lower() == "authorization" for k in self.target.headers)
         endpoint = parse_url(self.target.url or "http://localhost/").target.split("?")[0]
-        return planner.http_cases(self.surface, auth=auth, endpoint=endpoint)
+        return http_cases(planner, self.surface, auth=auth, endpoint=endpoint)
 
     def _over(self) -> bool:
         return self._gone or time.monotonic() >= self._end
@@ -209,8 +200,8 @@ class Fuzzer:
             followed: set[str] = set()
 
             def more(
-                step: Step, answer: bytes, method: str = method, followed: set[str] = followed
-            ) -> list[Step]:
+                step: CaseStep, answer: bytes, method: str = method, followed: set[str] = followed
+            ) -> list[CaseStep]:
                 cursor = self.surface.learn(method, result_of(answer))
                 if cursor is None or cursor in followed or len(followed) >= 19:
                     return []
@@ -240,20 +231,20 @@ class Fuzzer:
             stdio=self.target.transport == "stdio",
         )
 
-    def _keep_sent(self, steps: Sequence[Step]) -> None:
+    def _keep_sent(self, steps: Sequence[CaseStep]) -> None:
         """Keep what was sent on this connection, for a memory-growth reproducer (bounded)."""
         self._sent += steps
         self._sent_bytes += sum(len(s.data) for s in steps)
         while len(self._sent) > _MAX_MEMORY_STEPS or self._sent_bytes > _MAX_MEMORY_BYTES:
             self._sent_bytes -= len(self._sent.pop(len(self._opening)).data)
 
-    def _remember(self, steps: Sequence[Step]) -> None:
+    def _remember(self, steps: Sequence[CaseStep]) -> None:
         self._history = (self._history + list(steps))[-_MAX_HISTORY:]
         self._ids |= {id_key(s.id) for s in steps if s.id is not None}
         self._tokens |= {id_key(s.progress_token) for s in steps if s.progress_token is not None}
 
     def _run_steps(
-        self, case: Case, follow: Callable[[Step, bytes], list[Step]] | None = None
+        self, case: Case, follow: Callable[[CaseStep, bytes], list[CaseStep]] | None = None
     ) -> list[Record]:
         conn = self._conn
         assert conn is not None
@@ -399,7 +390,7 @@ class Fuzzer:
 
     # -- findings -----------------------------------------------------------------
     def _report(
-        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None = None
+        self, finding: Finding, steps: list[CaseStep], records: list[Record] | None, case: Case | None = None
     ) -> None:
         key = finding.key()
         known = self.findings.get(key) or self.unconfirmed.get(key)
@@ -430,8 +421,8 @@ class Fuzzer:
         self.stats.findings = len(self.findings)
 
     def _shrink(
-        self, finding: Finding, steps: list[Step], records: list[Record] | None, case: Case | None
-    ) -> tuple[list[Step], list[Record] | None, bool | None]:
+        self, finding: Finding, steps: list[CaseStep], records: list[Record] | None, case: Case | None
+    ) -> tuple[list[CaseStep], list[Record] | None, bool | None]:
         """The smallest reproducer found, its records, and whether it replayed (``None``:
         the budget left no time to try)."""
         replies = case.replies if case is not None else Replies.REFUSE
@@ -458,15 +449,15 @@ class Fuzzer:
     def _shrink_until(
         self,
         finding: Finding,
-        steps: list[Step],
+        steps: list[CaseStep],
         records: list[Record] | None,
         replies: Replies,
         ctx: Context,
         deadline: float,
-    ) -> tuple[list[Step], list[Record] | None, bool | None]:
+    ) -> tuple[list[CaseStep], list[Record] | None, bool | None]:
         last: dict[str, list[Record]] = {}
 
-        def fails(candidate: list[Step]) -> bool:
+        def fails(candidate: list[CaseStep]) -> bool:
             if not candidate or time.monotonic() > deadline:
                 return False
             try:
@@ -495,7 +486,7 @@ class Fuzzer:
         return small, last.get("records", records), True
 
     def _write_trace(
-        self, finding: Finding, steps: list[Step], records: list[Record], case: Case | None = None
+        self, finding: Finding, steps: list[CaseStep], records: list[Record], case: Case | None = None
     ) -> str:
         out = Path(self.options.out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -537,7 +528,7 @@ def _shift(records: Sequence[Record], by: int) -> list[Record]:
     ]
 
 
-def _result_of(step: Step, records: Sequence[Record]) -> object:
+def _result_of(step: CaseStep, records: Sequence[Record]) -> object:
     """The result that answered ``step`` in ``records``, if any (an id of the wrong JSON
     type still matches: the oracles blame it, and the run goes on)."""
     if step.id is None:
@@ -552,7 +543,7 @@ def _result_of(step: Step, records: Sequence[Record]) -> object:
     return None
 
 
-def _opening_of(steps: list[Step]) -> Callable[[Step], bool]:
+def _opening_of(steps: list[CaseStep]) -> Callable[[CaseStep], bool]:
     """What the shrinker may not remove: the session's opening (the first ``initialize``
     and ``notifications/initialized``). Without it a reproducer could shrink to a request
     that fails for another reason (over HTTP, a session-less ``ping`` is refused)."""

@@ -21,9 +21,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
-from mcp_sansio.connections import SocketFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
 from mcp_sansio.events import Action
-from mcp_sansio.http11 import CloseConnection, OpenConnection, StartTls
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
 from mcp_sansio_base.socketpump import SocketPump

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import StdioServerConfig, Transport
-from mcp_sansio.manager import ConnectPlan
+from mcp_sansio.manager_lifecycle import ConnectPlan
 from mcp_sansio_base._sync.client import Client
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base._sync.manager import Manager, Opened, ServerNotificationHandler

@@ -1,7 +1,7 @@
 """The OAuth 2.1 authorization planner of an MCP client (MCP authorization spec, 2025-11-25).
 
 :class:`OAuthFlow` is fed the MCP server's refusals, the answers to the HTTP requests it
-plans and the browser's redirect, and returns the next :class:`~.steps.Step` each time:
+plans and the browser's redirect, and returns the next :data:`~.steps.AuthStep` each time:
 discovery (:mod:`.discovery`), client identity (:mod:`.clients`), then the authorization
 code grant with PKCE ``S256``, ``state`` and RFC 8707 ``resource`` (RFC 9207 ``iss``
 checked), or a grant with no browser (:mod:`.tokens`). It does no I/O, reads no clock
@@ -32,6 +32,7 @@ from .responses import authorization_code, challenge_params, dpop_nonce, redirec
 from .state import ALLOWED, DISCOVERY_PHASES, RESTING, Attempt, CallInputs, Phase, Trigger
 from .steps import (
     AuthFailure,
+    AuthorizationPending,
     Authorized,
     AuthStep,
     ExchangeCode,
@@ -41,7 +42,6 @@ from .steps import (
     Headers,
     HttpRequestPlan,
     HttpResponse,
-    Pending,
     Redirect,
     RefreshToken,
     Register,
@@ -192,7 +192,7 @@ class OAuthFlow:
         Returns:
             ``None`` when the answer is no authorization matter; :class:`Authorized` when the
             request only needs sending again (a newer token or DPoP nonce is there);
-            :class:`Pending` during a flow; else the first step of a new flow: on a 401 the
+            :class:`AuthorizationPending` during a flow; else the first step of a new flow: on a 401 the
             token is dropped and refreshed or replaced, on a 403 ``insufficient_scope`` a new
             authorization asks for the union of the scopes held and those challenged.
 
@@ -215,7 +215,7 @@ class OAuthFlow:
         if status not in {401, 403} or (status == 403 and error != "insufficient_scope"):
             return None
         if self.in_progress:
-            return Pending()
+            return AuthorizationPending()
         if token is not None and token_serial is not None and not current:
             return Authorized(token=token)
         if (status == 401 and error == "use_dpop_nonce" and nonce is not None and token is not None

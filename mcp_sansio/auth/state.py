@@ -48,7 +48,7 @@ AWAITING_HTTP: Final = frozenset({Phase.DISCOVER_RESOURCE, Phase.DISCOVER_SERVER
                                    Phase.REFRESH})
 # Where each call is legal. The phase a call moves to depends on what was received, so the
 # handlers set it; receive_resource_response() is legal everywhere (during a flow it answers
-# Pending) and authorize_request_headers() is a query.
+# AuthorizationPending) and authorize_request_headers() is a query.
 ALLOWED: Final[Mapping[Trigger, frozenset[Phase]]] = {
     Trigger.START: frozenset({Phase.IDLE, Phase.FAILED}),
     Trigger.RECEIVE: AWAITING_HTTP,

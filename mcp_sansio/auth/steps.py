@@ -29,13 +29,13 @@ __all__ = [
     "HttpResponse",
     "HttpStep",
     "MetadataKind",
-    "Pending",
+    "AuthorizationPending",
     "Redacted",
     "Redirect",
     "RefreshToken",
     "Register",
     "RequestToken",
-    "Step",
+    "AuthStepBase",
     "Token",
 ]
 
@@ -210,11 +210,11 @@ class Token(Redacted, frozen=True, kw_only=True):
     serial: int
 
 
-class Step(msgspec.Struct, frozen=True, kw_only=True):
+class AuthStepBase(msgspec.Struct, frozen=True, kw_only=True):
     """Base of everything the planner returns."""
 
 
-class HttpStep(Step, frozen=True, kw_only=True):
+class HttpStep(AuthStepBase, frozen=True, kw_only=True):
     """Perform ``request`` and pass the response to :meth:`OAuthFlow.receive`."""
 
     request: HttpRequestPlan
@@ -245,7 +245,7 @@ class RequestToken(HttpStep, frozen=True, kw_only=True):
     grant_type: str
 
 
-class Redirect(Step, frozen=True, kw_only=True):
+class Redirect(AuthStepBase, frozen=True, kw_only=True):
     """Send the user's browser to ``authorization_url``.
 
     The authorization server redirects back to ``redirect_uri``; pass the query of that
@@ -258,26 +258,26 @@ class Redirect(Step, frozen=True, kw_only=True):
     redirect_uri: str
 
 
-class Authorized(Step, frozen=True, kw_only=True):
+class Authorized(AuthStepBase, frozen=True, kw_only=True):
     """A usable token is held: (re)send the MCP request with
     :meth:`OAuthFlow.authorize_request_headers`."""
 
     token: Token
 
 
-class Failed(Step, frozen=True, kw_only=True):
+class Failed(AuthStepBase, frozen=True, kw_only=True):
     """The flow ended without a token; ``message`` holds no secret."""
 
     reason: AuthFailure
     message: str
 
 
-class Pending(Step, frozen=True, kw_only=True):
+class AuthorizationPending(AuthStepBase, frozen=True, kw_only=True):
     """An authorization is already under way: hold the refused request and send it again
     once the flow ends in :class:`Authorized`."""
 
 
 AuthStep: TypeAlias = (
     FetchMetadata | Register | ExchangeCode | RefreshToken | RequestToken | Redirect | Authorized | Failed
-    | Pending
+    | AuthorizationPending
 )

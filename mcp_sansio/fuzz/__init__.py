@@ -3,10 +3,11 @@ protocol model, oracles, shrinker and trace format. No I/O (the runner in
 ``mcp_sansio_fuzz`` moves the bytes); entropy comes in as a seeded :class:`Rng`.
 """
 
-from .case import Case, Check, Expect, Step
+from .case import Case, CaseStep, Check, Expect
 from .errors import TraceError
-from .oracles import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut, judge
+from .oracles import judge
 from .plan import Planner
+from .records import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut
 from .rng import Rng
 from .rules import RULES, Finding, Rule
 from .schemacheck import schema_problems, validate
@@ -30,7 +31,7 @@ __all__ = [
     "Rng",
     "Rule",
     "Sent",
-    "Step",
+    "CaseStep",
     "Surface",
     "TimedOut",
     "Trace",

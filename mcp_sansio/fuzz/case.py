@@ -14,7 +14,7 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["Case", "Check", "Expect", "Replies", "Step", "encode", "message_step", "raw_step"]
+__all__ = ["Case", "Check", "Expect", "Replies", "CaseStep", "encode", "message_step", "raw_step"]
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -57,7 +57,7 @@ class Check(enum.Enum):
     NONE = "none"  # anything
 
 
-class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class CaseStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One message the fuzz client sends.
 
     Attributes:
@@ -109,7 +109,7 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
     server's requests."""
 
     name: str
-    steps: tuple[Step, ...]
+    steps: tuple[CaseStep, ...]
     fresh: bool = False
     capabilities: dict[str, object] = msgspec.field(default_factory=dict)
     replies: Replies = Replies.REFUSE
@@ -120,7 +120,7 @@ def encode(message: object) -> bytes:
     return _encoder.encode(message)
 
 
-def message_step(message: Mapping[str, object], label: str, **fields: object) -> Step:
+def message_step(message: Mapping[str, object], label: str, **fields: object) -> CaseStep:
     """A step sending ``message``; its ``method`` and ``id`` come from the message
     unless given, and a message without an id expects no response."""
     method = message.get("method")
@@ -131,12 +131,12 @@ def message_step(message: Mapping[str, object], label: str, **fields: object) ->
         "expect": Expect.RESPONSE if "id" in message else Expect.NOTHING,
     }
     return msgspec.convert(
-        {"data": encode(message), "label": label, **defaults, **fields}, Step, from_attributes=True
+        {"data": encode(message), "label": label, **defaults, **fields}, CaseStep, from_attributes=True
     )
 
 
-def raw_step(data: bytes, label: str, **fields: object) -> Step:
+def raw_step(data: bytes, label: str, **fields: object) -> CaseStep:
     """A step sending ``data`` as is (malformed input): any answer must have a null id."""
     return msgspec.convert(
-        {"data": data, "label": label, "expect": Expect.ANY, **fields}, Step, from_attributes=True
+        {"data": data, "label": label, "expect": Expect.ANY, **fields}, CaseStep, from_attributes=True
     )

@@ -5,7 +5,7 @@ every request waiting its full timeout) or flags slow servers. :class:`Latency` 
 round-trip times of the requests that must be answered promptly (pings, lists, unknown
 methods) and waits ``factor`` times the slowest recent one, never less than ``floor`` and
 never more than the step's own timeout. Requests that may legitimately take long (tool
-calls, reads: ``Step.patient``) keep their timeout. Times come in from the records.
+calls, reads: ``CaseStep.patient``) keep their timeout. Times come in from the records.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Final
 
-from .case import Expect, Step
-from .oracles import Received, Record, Sent, id_key
+from .case import CaseStep, Expect
+from .records import Received, Record, Sent, id_key
 from .wire import decode_json
 
 __all__ = ["Latency"]
@@ -41,7 +41,7 @@ class Latency:
         """One prompt request's round-trip time."""
         self._recent.append(max(seconds, 0.0))
 
-    def learn(self, steps: Sequence[Step], records: Sequence[Record]) -> None:
+    def learn(self, steps: Sequence[CaseStep], records: Sequence[Record]) -> None:
         """Every prompt request's round-trip time in one case's records."""
         sent: dict[tuple[str, object], float] = {}
         for record in records:
@@ -62,7 +62,7 @@ class Latency:
             return None
         return max(self.floor, self.factor * max(self._recent))
 
-    def wait(self, step: Step) -> float:
+    def wait(self, step: CaseStep) -> float:
         """How long to wait for ``step``'s answer."""
         bound = self.bound()
         if step.patient or bound is None:

@@ -1,11 +1,13 @@
-"""The oracles: pure judgements over what was sent and what came back.
+"""The per-case oracle: pure judgements over what was sent and what came back.
 
-A runner records a case as :data:`Record` values (what it sent and when, each message it
-received, HTTP statuses, steps it stopped waiting for, and whether the server was still
-alive at the end) and :func:`judge` turns them into :class:`~.rules.Finding` values, each
-naming a rule of :data:`~.rules.RULES`. Whole-run properties (memory, leftover processes,
-the tool list) have their own functions. Nothing here reads a clock: times come in the
-records.
+A runner records a case as :data:`~.records.Record` values (what it sent and when, each
+message it received, HTTP statuses, steps it stopped waiting for, and whether the server
+was still alive at the end) and :func:`judge` turns them into :class:`~.rules.Finding`
+values, each naming a rule of :data:`~.rules.RULES`. State held: one judgement's indexes
+of the case (steps by id, the answers to each, when each was sent or given up on, the
+HTTP answers) and its findings so far, built fresh per case. Whole-run properties
+(memory, leftover processes, the tool list) are :mod:`.run_oracles`'. Nothing here reads
+a clock: times come in the records.
 """
 
 from __future__ import annotations
@@ -19,27 +21,14 @@ import msgspec
 
 from ..modern import MISSING_CLIENT_CAPABILITY
 from ..versions import VERSIONS
-from .case import Check, Expect, Step
+from .case import CaseStep, Check, Expect
+from .records import Context, Ended, HttpAnswer, Received, Record, Sent, TimedOut, id_key, loose_id
 from .rules import Finding
-from .schemacheck import json_type, schema_problems, validate
+from .run_oracles import judge_tools
+from .schemacheck import json_type, validate
 
-__all__ = [
-    "Context",
-    "Ended",
-    "HttpAnswer",
-    "Received",
-    "Record",
-    "Sent",
-    "TimedOut",
-    "judge",
-    "judge_children",
-    "judge_memory",
-    "judge_tools",
-    "loose_id",
-    "result_schema",
-]
+__all__ = ["judge", "result_schema"]
 
-_TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SERVER_REQUESTS: Final = {
     "sampling/createMessage": "sampling",
     "elicitation/create": "elicitation",
@@ -58,95 +47,6 @@ _RESULT_DEFS: Final = {
     "completion/complete": "CompleteResult",
 }
 _decode: Final = msgspec.json.Decoder().decode
-
-
-class Sent(msgspec.Struct, frozen=True, kw_only=True, tag="sent"):
-    """Step ``step`` was sent at ``t``."""
-
-    step: int
-    t: float
-
-
-class Received(msgspec.Struct, frozen=True, kw_only=True, tag="received"):
-    """One message (a stdio line, or one JSON body or SSE event over HTTP) at ``t``."""
-
-    t: float
-    data: bytes
-
-
-class HttpAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="http"):
-    """The HTTP status and content type that answered step ``step``, the
-    ``Mcp-Session-Id`` it set and its ``WWW-Authenticate`` challenge, if any."""
-
-    step: int
-    t: float
-    status: int
-    content_type: str = ""
-    session: str = ""
-    challenge: str = ""
-
-
-class TimedOut(msgspec.Struct, frozen=True, kw_only=True, tag="timeout"):
-    """The runner stopped waiting for the answer to step ``step`` at ``t``."""
-
-    step: int
-    t: float
-
-
-class Ended(msgspec.Struct, frozen=True, kw_only=True, tag="ended"):
-    """The case ended at ``t``; ``alive`` is false when the server had exited (with
-    ``returncode``) or its connection was gone."""
-
-    t: float
-    alive: bool
-    returncode: int | None = None
-
-
-Record = Sent | Received | HttpAnswer | TimedOut | Ended
-
-
-class Context(msgspec.Struct, kw_only=True):
-    """What the oracles know besides the records.
-
-    Attributes:
-        version: the negotiated revision.
-        schema: that revision's ``schema.json`` document, or ``None`` to skip result
-            validation.
-        tools: the server's tools by name (for ``outputSchema``).
-        client_capabilities: what the fuzz client declared.
-        initialized: ``notifications/initialized`` was sent before this case.
-        earlier_ids: ids of requests sent on this connection before the case (their late
-            answers are not "unknown").
-        earlier_tokens: progress tokens of requests sent before the case (a request of an
-            earlier case may still be running and reporting progress).
-        stdio: the transport is stdio (every stdout line must be a message).
-    """
-
-    version: str
-    schema: Mapping[str, object] | None = None
-    tools: Mapping[str, Mapping[str, object]] = msgspec.field(default_factory=dict)
-    client_capabilities: Mapping[str, object] = msgspec.field(default_factory=dict)
-    initialized: bool = True
-    earlier_ids: frozenset[tuple[str, object]] = frozenset()
-    earlier_tokens: frozenset[tuple[str, object]] = frozenset()
-    stdio: bool = True
-
-
-def id_key(value: object) -> tuple[str, object]:
-    """A key under which JSON-equal ids meet (``1`` and ``1.0``, never ``true``)."""
-    if isinstance(value, float) and value.is_integer():
-        return "integer", int(value)
-    return json_type(value), value if isinstance(value, int | str | float | None) else repr(value)
-
-
-def loose_id(value: object) -> str | None:
-    """What an id looks like once its JSON type is forgotten (``1`` and ``"1"`` meet): how
-    a response whose id has the wrong type is still matched to its request."""
-    if isinstance(value, bool) or not isinstance(value, int | str | float):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
 
 
 _LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
@@ -169,7 +69,7 @@ def result_schema(schema: Mapping[str, object], method: str, version_modern: boo
 class _Judge:
     """One judgement: the indexes built from the records, and the findings so far."""
 
-    def __init__(self, steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> None:
+    def __init__(self, steps: Sequence[CaseStep], records: Sequence[Record], ctx: Context) -> None:
         self.steps = steps
         self.ctx = ctx
         self.findings: list[Finding] = []
@@ -380,7 +280,7 @@ class _Judge:
         elif rid is not None:
             self.add("unknown-response-id", None, f"a response with id {rid!r}, which no request carries")
 
-    def _step(self, index: int, step: Step) -> None:
+    def _step(self, index: int, step: CaseStep) -> None:
         answers = self.answers.get(index, [])
         status = self.http.get(index)
         if status is not None:
@@ -397,7 +297,7 @@ class _Judge:
             return
         self._check(index, step, answers[0][1])
 
-    def _status(self, index: int, step: Step, answer: HttpAnswer) -> None:
+    def _status(self, index: int, step: CaseStep, answer: HttpAnswer) -> None:
         if step.check in (Check.STATUS_403, Check.STATUS_401, Check.OTHER_PRINCIPAL):
             self._security(index, step, answer)
         elif step.check is Check.STATUS_400 and answer.status != 400:
@@ -412,7 +312,7 @@ class _Judge:
         ):
             self.add("http-status", index, f"a notification was answered with HTTP {answer.status}, not 202")
 
-    def _security(self, index: int, step: Step, answer: HttpAnswer) -> None:
+    def _security(self, index: int, step: CaseStep, answer: HttpAnswer) -> None:
         """Origin, authorization and session-binding checks (HTTP only)."""
         status = answer.status
         if step.check is Check.STATUS_403 and status < 400:
@@ -516,7 +416,7 @@ class _Judge:
             return False
         return not any(step.method == "initialize" for step in self.steps[:index])
 
-    def _unanswered(self, index: int, step: Step) -> None:
+    def _unanswered(self, index: int, step: CaseStep) -> None:
         if step.check in (
             Check.STATUS_400,
             Check.STATUS_404,
@@ -541,7 +441,7 @@ class _Judge:
             if waited < step.timeout - 0.05:  # a learnt wait: only a replay with the full one confirms
                 self.findings[-1] = msgspec.structs.replace(self.findings[-1], conclusive=False)
 
-    def _check(self, index: int, step: Step, answer: dict[str, object]) -> None:
+    def _check(self, index: int, step: CaseStep, answer: dict[str, object]) -> None:
         error = answer.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         result = answer.get("result")
@@ -583,7 +483,7 @@ class _Judge:
         if error is None and step.check in (Check.RESULT, Check.BOGUS_VERSION, Check.INVALID_ARGS):
             self._result(index, step, result)
 
-    def _cursor(self, index: int, step: Step, cursor: object) -> None:
+    def _cursor(self, index: int, step: CaseStep, cursor: object) -> None:
         """A ``nextCursor`` equal to a cursor this case already followed for the same list:
         following it goes round in a circle (or stays in place) for ever."""
         if not isinstance(cursor, str) or not cursor:
@@ -597,7 +497,7 @@ class _Judge:
             again = "the cursor it was asked with" if followed[-1] == index else "a cursor already followed"
             self.add("cursor-loop", index, f"{step.label}: nextCursor {cursor[:40]!r} is {again}")
 
-    def _result(self, index: int, step: Step, result: object) -> None:
+    def _result(self, index: int, step: CaseStep, result: object) -> None:
         tools = result.get("tools") if isinstance(result, dict) and step.method == "tools/list" else None
         if isinstance(tools, list):
             listed = [tool for tool in tools if isinstance(tool, dict)]
@@ -630,7 +530,7 @@ class _Judge:
             if misfits:
                 self.add("structured-content", index, f"{step.label}: {'; '.join(misfits[:3])}")
 
-    def _input_required(self, index: int, step: Step, result: Mapping[str, object]) -> None:
+    def _input_required(self, index: int, step: CaseStep, result: Mapping[str, object]) -> None:
         requests = result.get("inputRequests")
         if requests is None and result.get("requestState") is None:
             self.add(
@@ -673,7 +573,7 @@ def _counter(ids: Sequence[str]) -> bool:
     return len(heads) == 1 and all(0 < b - a <= 16 for a, b in itertools.pairwise(numbers))
 
 
-def _params(step: Step) -> dict[str, object]:
+def _params(step: CaseStep) -> dict[str, object]:
     try:
         message = _decode(step.data)
     except (msgspec.DecodeError, RecursionError):
@@ -682,89 +582,17 @@ def _params(step: Step) -> dict[str, object]:
     return params if isinstance(params, dict) else {}
 
 
-def _bogus(step: Step) -> object:
+def _bogus(step: CaseStep) -> object:
     return _params(step).get("protocolVersion")
 
 
-def _cursor_of(step: Step) -> object:
+def _cursor_of(step: CaseStep) -> object:
     return _params(step).get("cursor")
 
 
-def judge(steps: Sequence[Step], records: Sequence[Record], ctx: Context) -> list[Finding]:
+def judge(steps: Sequence[CaseStep], records: Sequence[Record], ctx: Context) -> list[Finding]:
     """Every finding in one case's records, in the order found."""
     return _Judge(steps, records, ctx).run()
-
-
-def judge_tools(tools: Sequence[Mapping[str, object]]) -> list[Finding]:
-    """Findings about a ``tools/list``: input and output schemas that are not well-formed
-    JSON Schema, names outside the spec's advice, names used twice."""
-    found: list[Finding] = []
-    seen: set[object] = set()
-    for tool in tools:
-        name = tool.get("name")
-        for key in ("inputSchema", "outputSchema"):
-            if key in tool:
-                problems = schema_problems(tool[key])
-                if problems:
-                    found.append(
-                        Finding(
-                            rule="tool-input-schema",
-                            method="tools/list",
-                            message=(
-                                f"tool {name!r}: {key} is not a valid JSON Schema: {'; '.join(problems[:3])}"
-                            ),
-                        )
-                    )
-        if not isinstance(name, str) or not _TOOL_NAME.match(name):
-            found.append(
-                Finding(
-                    rule="tool-name",
-                    method="tools/list",
-                    message=(f"tool name {name!r} is not 1-128 characters of A-Z a-z 0-9 _ - ."),
-                )
-            )
-        if name in seen:
-            found.append(
-                Finding(rule="tool-name", method="tools/list", message=f"tool name {name!r} is used twice")
-            )
-        seen.add(name if isinstance(name, str) else repr(name))
-    return found
-
-
-def judge_memory(samples: Sequence[tuple[float, int]], limit: int) -> list[Finding]:
-    """A finding when resident memory (``(t, bytes)`` samples of the server process)
-    grew by more than ``limit`` bytes over its first sample."""
-    if len(samples) < 2:
-        return []
-    start = samples[0][1]
-    peak_t, peak = max(samples, key=lambda s: s[1])
-    if peak - start <= limit:
-        return []
-    return [
-        Finding(
-            rule="memory-growth",
-            method=None,
-            message=(
-                f"resident memory grew from {start >> 20} MiB to {peak >> 20} MiB "
-                f"in {peak_t - samples[0][0]:.1f} s (bound: +{limit >> 20} MiB)"
-            ),
-        )
-    ]
-
-
-def judge_children(leftover: Sequence[tuple[int, str]]) -> list[Finding]:
-    """A finding when processes the server started (``(pid, command line)``) were still
-    running after it exited."""
-    if not leftover:
-        return []
-    names = ", ".join(f"{pid} {cmd[:60]!r}" for pid, cmd in leftover[:5])
-    return [
-        Finding(
-            rule="leftover-process",
-            method=None,
-            message=(f"{len(leftover)} process(es) the server started outlived it: {names}"),
-        )
-    ]
 
 
 def _needs_capability(error: object) -> bool:

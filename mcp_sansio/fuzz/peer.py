@@ -16,7 +16,7 @@ import msgspec
 
 from ..jsonrpc import METHOD_NOT_FOUND, encode_error, encode_result
 from .case import Replies
-from .oracles import id_key
+from .records import id_key
 
 __all__ = ["LATE_DELAY", "PLAUSIBLE_ANSWERS", "answer_id", "answer_key", "reply_for"]
 

@@ -17,9 +17,9 @@ from typing import Final
 
 import msgspec
 
-from .case import Step, encode
+from .case import CaseStep, encode
 from .errors import TraceError
-from .oracles import Received, Record, Sent
+from .records import Received, Record, Sent
 
 __all__ = ["FORMAT", "Trace", "TraceError", "dump_trace", "load_trace"]
 
@@ -31,7 +31,7 @@ class Trace(msgspec.Struct, kw_only=True):
     """A parsed trace: its header and the steps to send, in order."""
 
     header: dict[str, object]
-    steps: list[Step]
+    steps: list[CaseStep]
 
 
 def _payload(data: bytes) -> dict[str, object]:
@@ -57,7 +57,8 @@ def _data(entry: Mapping[str, object]) -> bytes:
     return b""
 
 
-def dump_trace(header: Mapping[str, object], steps: Sequence[Step], records: Sequence[Record] = ()) -> bytes:
+def dump_trace(header: Mapping[str, object], steps: Sequence[CaseStep],
+               records: Sequence[Record] = ()) -> bytes:
     """The trace of ``steps`` (and, when given, the records of a run of them, which add
     the times and what came back)."""
     lines = [encode({"mcp-sansio-trace": FORMAT, **header})]
@@ -73,7 +74,7 @@ def dump_trace(header: Mapping[str, object], steps: Sequence[Step], records: Seq
     return b"\n".join(lines) + b"\n"
 
 
-def _send_line(step: Step, t: float | None) -> bytes:
+def _send_line(step: CaseStep, t: float | None) -> bytes:
     meta = msgspec.to_builtins(msgspec.structs.replace(step, data=b""))
     meta.pop("data", None)
     entry: dict[str, object] = {"dir": "send"}
@@ -105,7 +106,7 @@ def load_trace(data: bytes) -> Trace:
                         **(meta if isinstance(meta, dict) else {"label": f"line {number}"}),
                         "data": _data(entry),
                     },
-                    Step,
+                    CaseStep,
                     from_attributes=True,
                 )
             )

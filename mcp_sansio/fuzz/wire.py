@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from .case import Check, Step, encode
+from .case import CaseStep, Check, encode
 from .rng import Rng
 
 __all__ = ["decode_json", "garbage", "odd_ids", "renumbered", "result_of", "without_header"]
@@ -70,7 +70,7 @@ def odd_ids(rid: int) -> Sequence[tuple[str, object, Check]]:
     )
 
 
-def renumbered(step: Step, offset: int) -> Step:
+def renumbered(step: CaseStep, offset: int) -> CaseStep:
     """``step`` with its integer request id (and the id a cancellation names) moved by
     ``offset``: a sequence sent again on the same connection reuses no id."""
     message = decode_json(step.data)

@@ -28,6 +28,7 @@ from ..errors import LocalProtocolError
 from ..events import Event
 from ..modern import HEADER_MISMATCH, PROTOCOL_VERSION_KEY
 from ..versions import VERSIONS
+from . import tasks as run_tasks
 from .authz import (
     Allowed,
     AuthGate,
@@ -62,6 +63,8 @@ from .stores import (
     SessionRecord,
     SessionStore,
     StoreUnavailable,
+    TaskMessage,
+    TaskStore,
 )
 
 if TYPE_CHECKING:
@@ -174,13 +177,16 @@ class HttpServer(Endpoint):
         config: the HTTP settings (``HttpConfig.loopback()`` for a loopback bind).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
+        tasks: where tasks are shared with other workers (default: none, each task lives
+            in the process running it).
         exchanges: take HTTP messages from a host server (ASGI) instead of bytes: the
             driver then feeds and drains these, and the byte-level methods refuse.
     """
 
     def __init__(self, app: MCPServer, *, secret: bytes, entropy: bytes, wall_offset: float = 0.0,
                  config: HttpConfig | None = None, sessions: SessionStore | None = None,
-                 events: EventStore | None = None, exchanges: HttpExchanges | None = None) -> None:
+                 events: EventStore | None = None, exchanges: HttpExchanges | None = None,
+                 tasks: TaskStore | None = None) -> None:
         super().__init__(app, secret=secret, entropy=entropy, wall_offset=wall_offset)
         # this process's SSE streams and questions to clients are numbered from here: apart
         # from other workers' in a shared session (a random 32-bit base, 2**20 apart)
@@ -193,6 +199,7 @@ class HttpServer(Endpoint):
         else:
             self.http = exchanges
         self.modern = ServerSession(app, self, channel_ids=True)
+        self.modern.task_store = tasks
         self.session_store: SessionStore = sessions or MemorySessionStore()
         self.event_store: EventStore = events or MemoryEventStore()
         self._legacy: OrderedDict[str, Legacy] = OrderedDict()  # least recently active first
@@ -414,6 +421,17 @@ class HttpServer(Endpoint):
                 self.http.end(ex.id, now=now)
                 self._stream_done(legacy, item.stream)
         self._pump(now)
+
+    def receive_task_messages(self, messages: list[TaskMessage], now: float) -> None:
+        """Answers and cancellations other workers passed (through the shared task store)
+        to the tasks running here: the driver takes them with ``TaskStore.task_messages``
+        off its loop while :meth:`runs_tasks` says so."""
+        run_tasks.receive_messages(self.modern, messages, now)
+        self._pump(now)
+
+    def runs_tasks(self) -> bool:
+        """Whether a task runs here whose messages a shared task store may carry."""
+        return self.modern.task_store is not None and run_tasks.running(self.modern)
 
     def _inbox_message(self, legacy: Legacy, item: Relayed, now: float) -> None:
         """An answer or a cancellation another worker received for a session of ours."""

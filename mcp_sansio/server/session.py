@@ -54,6 +54,7 @@ from .wire import CancelParams, Params, RequestMeta
 if TYPE_CHECKING:
     from .app import MCPServer
     from .endpoint import ListKind, SessionHost
+    from .stores import TaskStore
 
 __all__ = ["Phase", "ServerSession", "Trigger"]
 
@@ -129,6 +130,8 @@ class ServerSession:
         self.listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
         self.calls: dict[int, Call] = {}
         self.tasks: dict[str, tasks.TaskRecord] = {}
+        self.task_store: TaskStore | None = None
+        """Where tasks are shared with other workers (``None``: in :attr:`tasks` only)."""
         self._by_key: dict[tuple[int | None, RequestId], int] = {}
         self._channel_ids = channel_ids
         self._outbound: dict[int, methods.Outbound] = {}

@@ -11,13 +11,21 @@ bounded round trip, keeps sessions alive by its own TTL (so a worker that saw a 
 idle only forgets its copy), and lets a worker follow a stream another worker produces:
 the driver calls :meth:`EventStore.follow` (which may block) off the loop, for what
 ``HttpServer.follows()`` names, and hands what it returns to ``HttpServer.receive_relayed``.
+
+Tasks (the tasks extension) are kept in a :class:`TaskStore` when one is shared: any worker
+answers ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` for a task another worker runs.
+The store keeps each task's status, inlined result or error and open questions, and carries
+answers and cancellations to the worker running the task (its driver takes them with
+:meth:`TaskStore.task_messages` off the loop and hands them to
+``HttpServer.receive_task_messages``). Without one, tasks live in the process that runs
+them (``ServerSession.tasks``), as before.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 import msgspec
 
@@ -25,7 +33,8 @@ from ..errors import McpSansioError
 from ..types import ClientCapabilities, Implementation, LoggingLevel
 
 __all__ = ["INBOX_STREAM", "EventStore", "Follow", "MemoryEventStore", "MemorySessionStore", "Relayed",
-           "Replay", "SessionRecord", "SessionStore", "StoreUnavailable"]
+           "Replay", "SessionRecord", "SessionStore", "StoreUnavailable", "TaskMessage", "TaskSnapshot",
+           "TaskStore"]
 
 
 INBOX_STREAM: Final = 2**62
@@ -142,6 +151,85 @@ class EventStore(Protocol):
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
         """The events appended after each of ``wants``, waiting up to ``timeout`` seconds
         for one (a blocking call: the driver makes it off its loop; never the core)."""
+        ...
+
+
+class TaskSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A task as the shared store keeps it (what ``tasks/get`` reports).
+
+    Attributes:
+        task_id: its unguessable id.
+        status: a ``TaskState`` value.
+        created_at: wall-clock creation time (seconds).
+        updated_at: wall-clock time of the last status change.
+        owner: the ``Principal.identity`` it is bound to (auth on), else ``None``.
+        status_message: a message for people, if any.
+        result: the JSON of the inlined result (completed).
+        error: the JSON of the inlined JSON-RPC error object (failed).
+        input_requests: open questions: key -> JSON of ``{"method", "params"}``.
+        alive: whether the worker running it still beats (a store sets it on load).
+    """
+
+    task_id: str
+    status: str
+    created_at: float
+    updated_at: float
+    owner: str | None = None
+    status_message: str | None = None
+    result: bytes | None = None
+    error: bytes | None = None
+    input_requests: dict[str, bytes] = msgspec.field(default_factory=dict)
+    alive: bool = True
+
+
+class TaskMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """For the worker running ``task_id``: the client's answer (JSON) to the question
+    ``key``, or (``key`` ``None``) a cancellation."""
+
+    task_id: str
+    key: str | None = None
+    answer: bytes = b""
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where the tasks of a multi-worker deployment are kept (see the module docstring).
+    Every call is one bounded round trip and may raise :class:`StoreUnavailable`, except
+    :meth:`task_messages`, which a driver calls off its loop."""
+
+    def create_task(self, task: TaskSnapshot, ttl: float) -> None:
+        """Keep ``task`` (run by this worker) for ``ttl`` seconds."""
+        ...
+
+    def load_task(self, task_id: str) -> TaskSnapshot | None:
+        """The task ``task_id``, or ``None`` (unknown, expired)."""
+        ...
+
+    def ask_task(self, task_id: str, key: str, request: bytes, wall: float) -> None:
+        """The task waits for an answer to ``request`` (JSON of ``{"method", "params"}``)
+        under ``key``: its status becomes ``input_required``."""
+        ...
+
+    def end_task(self, task_id: str, status: str, wall: float, result: bytes | None = None,
+                 error: bytes | None = None) -> bool:
+        """Move the task to a terminal ``status`` with its inlined result or error, unless it
+        is terminal already; whether it moved."""
+        ...
+
+    def answer_task(self, task_id: str, answers: dict[str, bytes], wall: float) -> list[str]:
+        """Pass the answers to open questions to the task's worker (the keys no longer
+        open are left out); the keys passed. The status goes back to ``working`` when no
+        question stays open."""
+        ...
+
+    def cancel_task(self, task_id: str, wall: float) -> bool:
+        """Mark the task ``cancelled`` (unless it is terminal) and tell its worker; whether
+        it was running."""
+        ...
+
+    def task_messages(self, timeout: float) -> list[TaskMessage]:
+        """The answers and cancellations other workers passed to this one's tasks, waiting
+        up to ``timeout`` seconds for the first (blocking: the driver calls it off its loop)."""
         ...
 
 

@@ -6,9 +6,15 @@ calls ``ctx.start_task()``: the request is answered at once with a flat
 ``tasks/get`` reports the task (with the result or error inlined once it ends, and the
 open questions while it waits for input), ``tasks/update`` delivers answers to those
 questions, ``tasks/cancel`` asks it to stop. ``tasks/result`` and ``tasks/list`` do not
-exist in this revision of the extension. Tasks live in the session that created them
-(per process; a multi-worker deployment would share them through a store). Timestamps
-are wall-clock time derived from ``now`` and the endpoint's ``wall_offset``.
+exist in this revision of the extension. Tasks live in the session that created them.
+Timestamps are wall-clock time derived from ``now`` and the endpoint's ``wall_offset``.
+
+With a shared :class:`~mcp_sansio.server.stores.TaskStore` (``session.task_store``, several
+workers behind a balancer) the worker running a task keeps its handler's bookkeeping here
+and writes every change of status to the store; ``tasks/get``, ``tasks/update`` and
+``tasks/cancel`` at any worker read and change the store, which carries answers and
+cancellations to the running worker (:func:`receive_messages`). A task whose worker stopped
+beating (killed) fails at the next ``tasks/get``, with an internal error.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from .app import TASKS_EXTENSION
 from .calls import Call, CallKind
 from .context import Ask
 from .events import AnswerReceived
+from .stores import StoreUnavailable, TaskMessage, TaskSnapshot, TaskStore
 from .wire import TaskParams, TaskUpdateParams
 
 if TYPE_CHECKING:
@@ -35,8 +42,8 @@ if TYPE_CHECKING:
     from .session import ServerSession
 
 __all__ = [
-    "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "require_tasks", "required_data",
-    "start_task", "task_ask", "tasks_cancel", "tasks_get", "tasks_update",
+    "TaskRecord", "TaskState", "declares_tasks", "expire", "finish", "receive_messages", "require_tasks",
+    "required_data", "running", "start_task", "task_ask", "tasks_cancel", "tasks_get", "tasks_update",
 ]
 
 _REQUIRED: Final[dict[str, object]] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -53,6 +60,11 @@ class TaskState(enum.Enum):
 
 
 _TERMINAL: Final = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
+_TERMINAL_NAMES: Final = frozenset(state.value for state in _TERMINAL)
+_encode: Final = msgspec.json.Encoder().encode
+_decode_ask: Final = msgspec.json.Decoder(dict[str, object]).decode
+WORKER_LOST: Final = "the server process running this task stopped"
+"""The message of the error a task fails with when its worker stopped (killed)."""
 
 
 class TaskRecord:
@@ -134,6 +146,14 @@ def start_task(session: ServerSession, rec: Call, now: float, message: str | Non
     task = TaskRecord(task_id, rec.call, wall, now + config.task_ttl_ms / 1000)
     task.status_message = message
     task.owner = None if rec.info.principal is None else rec.info.principal.identity
+    store = session.task_store
+    if store is not None:  # durable before the client hears of it (a tasks/get anywhere finds it)
+        snapshot = TaskSnapshot(task_id=task_id, status=task.state.value, created_at=wall, updated_at=wall,
+                                owner=task.owner, status_message=message)
+        try:
+            store.create_task(snapshot, config.task_ttl_ms / 1000)
+        except StoreUnavailable:
+            return None  # it cannot be a task: the call goes on and answers directly
     session.tasks[task_id] = task
     session.host.timed(session)
     rec.task = task
@@ -149,9 +169,13 @@ def task_ask(session: ServerSession, rec: Call, key: str, ask: Ask, now: float) 
     """Park ``ask`` on ``rec``'s task until ``tasks/update`` answers it; its ticket."""
     task = rec.task
     assert task is not None  # only task calls come here
+    wall = now + session.host.wall_offset
+    if session.task_store is not None:  # (StoreUnavailable reaches the handler; nothing changed)
+        request = _encode({"method": ask.method, "params": ask.params})
+        session.task_store.ask_task(task.task_id, key, request, wall)
     ticket = session.host.new_ticket()
     task.pending[key] = (ticket, ask)
-    task.move(TaskState.INPUT_REQUIRED, now + session.host.wall_offset)
+    task.move(TaskState.INPUT_REQUIRED, wall)
     return ticket
 
 
@@ -169,6 +193,52 @@ def finish(session: ServerSession, rec: Call, now: float, result: object = None,
     else:
         task.result = result
         task.move(TaskState.COMPLETED, wall)
+    store = session.task_store
+    if store is not None:
+        try:
+            if error is not None:
+                store.end_task(task.task_id, TaskState.FAILED.value, wall, error=_encode(task.error))
+            else:
+                store.end_task(task.task_id, TaskState.COMPLETED.value, wall, result=_encode(result))
+        except StoreUnavailable:
+            pass  # the store's TTL ends it (a tasks/get meanwhile sees it working)
+
+
+def running(session: ServerSession) -> bool:
+    """Whether a handler of this session runs as a task (its worker then takes the task
+    messages of a shared store)."""
+    return any(task.call is not None for task in session.tasks.values())
+
+
+def receive_messages(session: ServerSession, messages: list[TaskMessage], now: float) -> None:
+    """Answers and cancellations another worker passed through the shared store to the
+    tasks running here (those of tasks no longer running here are dropped).
+
+    Events: ``AnswerReceived``, ``CallCancelled``.
+    """
+    wall = now + session.host.wall_offset
+    for message in messages:
+        task = session.tasks.get(message.task_id)
+        if task is None or task.call is None:
+            continue
+        if message.key is None:
+            task.move(TaskState.CANCELLED, wall)
+            session.cancel_call(task.call, "the task was cancelled")
+            task.call = None
+            task.pending.clear()
+            continue
+        entry = task.pending.get(message.key)
+        if entry is None:
+            continue  # answered already
+        ticket, ask = entry
+        try:
+            answer = msgspec.json.decode(message.answer, type=RESULT_TYPES[ask.method])
+        except msgspec.DecodeError:
+            continue  # (the worker that took it checked it: not from a worker of this version)
+        del task.pending[message.key]
+        if not task.pending:
+            task.move(TaskState.WORKING, wall)
+        session.host.emit(AnswerReceived(ticket=ticket, method=ask.method, result=answer))
 
 
 def expire(session: ServerSession, now: float) -> None:
@@ -204,9 +274,82 @@ def _find(session: ServerSession, req: Request) -> TaskRecord | None:
     return task
 
 
+def _find_shared(session: ServerSession, store: TaskStore, req: Request) -> TaskSnapshot | None:
+    params: TaskParams = req.params
+    task = store.load_task(params.task_id)
+    if task is not None and task.owner != (None if req.principal is None else req.principal.identity):
+        task = None  # another principal's task is as good as unknown
+    if task is None:
+        session.reject(req, jsonrpc.INVALID_PARAMS, f"Unknown task: {params.task_id}")
+    return task
+
+
+def _shared_fields(session: ServerSession, task: TaskSnapshot) -> dict[str, object]:
+    fields: dict[str, object] = {
+        "taskId": task.task_id, "status": task.status, "createdAt": _iso(task.created_at),
+        "lastUpdatedAt": _iso(task.updated_at), "ttlMs": session.config.task_ttl_ms,
+        "pollIntervalMs": session.config.task_poll_interval_ms,
+    }
+    if task.status_message is not None:
+        fields["statusMessage"] = task.status_message
+    return fields
+
+
+def _shared_get(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+    task = _find_shared(session, store, req)
+    if task is None:
+        return
+    if task.status not in _TERMINAL_NAMES and not task.alive:
+        # its worker stopped beating (killed): the task fails, for this and every later look
+        error = _encode({"code": jsonrpc.INTERNAL_ERROR, "message": WORKER_LOST})
+        store.end_task(task.task_id, TaskState.FAILED.value, now + session.host.wall_offset, error=error)
+        task = store.load_task(task.task_id) or task
+    body = _shared_fields(session, task)
+    if task.status == TaskState.COMPLETED.value and task.result is not None:
+        body["result"] = msgspec.Raw(task.result)
+    elif task.status == TaskState.FAILED.value and task.error is not None:
+        body["error"] = msgspec.Raw(task.error)
+    elif task.status not in _TERMINAL_NAMES and task.input_requests:
+        body["inputRequests"] = {key: msgspec.Raw(request) for key, request in task.input_requests.items()}
+    session.host.finish(req.channel, session.encode_result(req.request_id, body, req.rules), 200, now)
+
+
+def _shared_update(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+    task = _find_shared(session, store, req)
+    if task is None:
+        return
+    params: TaskUpdateParams = req.params
+    answers: dict[str, bytes] = {}
+    for key, answer in params.input_responses.items():
+        request = task.input_requests.get(key)
+        if request is None:
+            continue
+        try:
+            method = _decode_ask(request).get("method")
+            result = msgspec.convert(answer, RESULT_TYPES[method if isinstance(method, str) else ""])
+        except (msgspec.DecodeError, KeyError):
+            continue  # not an answer to that question: it stays open
+        answers[key] = _encode(result)
+    if answers and task.status not in _TERMINAL_NAMES:
+        store.answer_task(task.task_id, answers, now + session.host.wall_offset)
+    session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
+
+
+def _shared_cancel(session: ServerSession, store: TaskStore, req: Request, now: float) -> None:
+    task = _find_shared(session, store, req)
+    if task is None:
+        return
+    if task.status not in _TERMINAL_NAMES:
+        store.cancel_task(task.task_id, now + session.host.wall_offset)
+    session.host.finish(req.channel, session.encode_result(req.request_id, {}, req.rules), 200, now)
+
+
 def tasks_get(session: ServerSession, req: Request, now: float) -> None:
     """``tasks/get``: the task, its result or error inlined, or its open questions."""
     if not require_tasks(session, req):
+        return
+    if session.task_store is not None:
+        _shared_get(session, session.task_store, req, now)
         return
     task = _find(session, req)
     if task is None:
@@ -225,6 +368,9 @@ def tasks_get(session: ServerSession, req: Request, now: float) -> None:
 def tasks_update(session: ServerSession, req: Request, now: float) -> None:
     """``tasks/update``: answers to open questions (unknown or answered keys are ignored)."""
     if not require_tasks(session, req):
+        return
+    if session.task_store is not None:
+        _shared_update(session, session.task_store, req, now)
         return
     task = _find(session, req)
     if task is None:
@@ -249,6 +395,9 @@ def tasks_update(session: ServerSession, req: Request, now: float) -> None:
 def tasks_cancel(session: ServerSession, req: Request, now: float) -> None:
     """``tasks/cancel``: stop the task if it runs; an acknowledgement either way."""
     if not require_tasks(session, req):
+        return
+    if session.task_store is not None:
+        _shared_cancel(session, session.task_store, req, now)
         return
     task = _find(session, req)
     if task is None:

@@ -2,7 +2,8 @@
 
 One msgspec Struct per concept, covering the union of MCP revisions 2024-11-05,
 2025-03-26, 2025-06-18 and 2025-11-25; fields only some revisions have are optional.
-Decode a payload with ``msgspec.json.Decoder(REQUEST_PARAMS[method])`` and friends.
+Decode a payload with ``msgspec.json.Decoder(REQUEST_PARAMS[method])`` and friends; a
+result with its method's :class:`MethodResult` (``CALL_TOOL.decoder``, ``RESULTS[method]``).
 """
 
 from ._base import WireStruct
@@ -57,13 +58,35 @@ from .lifecycle import (
     ToolsCapability,
 )
 from .methods import (
+    CALL_TOOL,
+    CANCEL_TASK,
     CLIENT_NOTIFICATION_METHODS,
     CLIENT_REQUEST_METHODS,
+    COMPLETE,
+    CREATE_MESSAGE,
+    ELICIT,
+    GET_PROMPT,
+    GET_TASK,
+    GET_TASK_PAYLOAD,
+    INITIALIZE,
+    LIST_PROMPTS,
+    LIST_RESOURCE_TEMPLATES,
+    LIST_RESOURCES,
+    LIST_ROOTS,
+    LIST_TASKS,
+    LIST_TOOLS,
     NOTIFICATION_PARAMS,
+    PING,
+    READ_RESOURCE,
     REQUEST_PARAMS,
     RESULT_TYPES,
+    RESULTS,
     SERVER_NOTIFICATION_METHODS,
     SERVER_REQUEST_METHODS,
+    SET_LEVEL,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+    MethodResult,
 )
 from .prompts import (
     GetPromptRequestParams,
@@ -127,13 +150,34 @@ from .utilities import (
 )
 
 __all__ = [
+    "CALL_TOOL",
+    "CANCEL_TASK",
     "CLIENT_NOTIFICATION_METHODS",
     "CLIENT_REQUEST_METHODS",
+    "COMPLETE",
+    "CREATE_MESSAGE",
+    "ELICIT",
+    "GET_PROMPT",
+    "GET_TASK",
+    "GET_TASK_PAYLOAD",
+    "INITIALIZE",
+    "LIST_PROMPTS",
+    "LIST_RESOURCES",
+    "LIST_RESOURCE_TEMPLATES",
+    "LIST_ROOTS",
+    "LIST_TASKS",
+    "LIST_TOOLS",
     "NOTIFICATION_PARAMS",
+    "PING",
+    "READ_RESOURCE",
     "REQUEST_PARAMS",
+    "RESULTS",
     "RESULT_TYPES",
     "SERVER_NOTIFICATION_METHODS",
     "SERVER_REQUEST_METHODS",
+    "SET_LEVEL",
+    "SUBSCRIBE",
+    "UNSUBSCRIBE",
     "Annotations",
     "AudioContent",
     "CallToolRequestParams",
@@ -177,6 +221,7 @@ __all__ = [
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotificationParams",
+    "MethodResult",
     "ModelHint",
     "ModelPreferences",
     "NotificationParams",

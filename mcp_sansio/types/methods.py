@@ -3,12 +3,21 @@
 The tables cover every method of MCP 2024-11-05 to 2025-11-25 in both directions; a
 method both sides may send (``ping``, ``tasks/*``, ``notifications/cancelled``) appears
 once. Which methods a negotiated revision allows is not decided here.
+
+Each request's result type is written once, as a typed :class:`MethodResult` constant
+(``TOOLS_CALL: MethodResult[CallToolResult]``): ``RESULT_TYPES`` is built from them, the
+client session decodes with their decoders (:data:`mcp_sansio.requests.CLIENT_RESULTS`),
+and a driver's ``call_tool`` returns ``TOOLS_CALL.of(result)``, which mypy knows is a
+``CallToolResult``.
 """
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Generic, TypeVar
 
+import msgspec
+
+from ..errors import RemoteProtocolError
 from ._base import WireStruct
 from .common import EmptyResult, NotificationParams, PaginatedRequestParams, RequestParams
 from .completion import CompleteRequestParams, CompleteResult
@@ -45,14 +54,70 @@ from .utilities import (
 )
 
 __all__ = [
+    "CALL_TOOL",
+    "CANCEL_TASK",
     "CLIENT_NOTIFICATION_METHODS",
     "CLIENT_REQUEST_METHODS",
+    "COMPLETE",
+    "CREATE_MESSAGE",
+    "ELICIT",
+    "GET_PROMPT",
+    "GET_TASK",
+    "GET_TASK_PAYLOAD",
+    "INITIALIZE",
+    "LIST_PROMPTS",
+    "LIST_RESOURCES",
+    "LIST_RESOURCE_TEMPLATES",
+    "LIST_ROOTS",
+    "LIST_TASKS",
+    "LIST_TOOLS",
     "NOTIFICATION_PARAMS",
+    "PING",
+    "READ_RESOURCE",
     "REQUEST_PARAMS",
+    "RESULTS",
     "RESULT_TYPES",
     "SERVER_NOTIFICATION_METHODS",
     "SERVER_REQUEST_METHODS",
+    "SET_LEVEL",
+    "SUBSCRIBE",
+    "UNSUBSCRIBE",
+    "MethodResult",
 ]
+
+R_co = TypeVar("R_co", bound=WireStruct, covariant=True)
+
+
+class MethodResult(Generic[R_co]):
+    """A request method paired with the type its result decodes to (written once per method).
+
+    Attributes:
+        method: the JSON-RPC method.
+        type: the result's wire type.
+        decoder: a reusable decoder of that type.
+    """
+
+    __slots__ = ("decoder", "method", "type")
+
+    def __init__(self, method: str, result_type: type[R_co]) -> None:
+        self.method: Final = method
+        self.type: Final = result_type
+        self.decoder: Final = msgspec.json.Decoder(result_type)
+
+    def of(self, result: msgspec.Struct) -> R_co:
+        """``result`` (what the session decoded as this method's answer) as its type.
+
+        Raises:
+            RemoteProtocolError: it is another type (a core bug, never a peer's doing).
+        """
+        if isinstance(result, self.type):
+            return result
+        raise RemoteProtocolError(f"{self.method} answered with a {type(result).__name__}, "
+                                  f"not a {self.type.__name__}")
+
+    def __repr__(self) -> str:
+        return f"MethodResult({self.method!r}, {self.type.__name__})"
+
 
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 
@@ -133,29 +198,53 @@ REQUEST_PARAMS: Final[Mapping[str, type[WireStruct]]] = MappingProxyType(
 )
 """Request method -> type of its ``params`` (decode ``b"{}"`` when ``params`` is absent)."""
 
+INITIALIZE: Final = MethodResult("initialize", InitializeResult)
+PING: Final = MethodResult("ping", EmptyResult)
+LIST_RESOURCES: Final = MethodResult("resources/list", ListResourcesResult)
+LIST_RESOURCE_TEMPLATES: Final = MethodResult("resources/templates/list", ListResourceTemplatesResult)
+READ_RESOURCE: Final = MethodResult("resources/read", ReadResourceResult)
+SUBSCRIBE: Final = MethodResult("resources/subscribe", EmptyResult)
+UNSUBSCRIBE: Final = MethodResult("resources/unsubscribe", EmptyResult)
+LIST_PROMPTS: Final = MethodResult("prompts/list", ListPromptsResult)
+GET_PROMPT: Final = MethodResult("prompts/get", GetPromptResult)
+LIST_TOOLS: Final = MethodResult("tools/list", ListToolsResult)
+CALL_TOOL: Final = MethodResult("tools/call", CallToolResult)
+SET_LEVEL: Final = MethodResult("logging/setLevel", EmptyResult)
+COMPLETE: Final = MethodResult("completion/complete", CompleteResult)
+CREATE_MESSAGE: Final = MethodResult("sampling/createMessage", CreateMessageResult)
+LIST_ROOTS: Final = MethodResult("roots/list", ListRootsResult)
+ELICIT: Final = MethodResult("elicitation/create", ElicitResult)
+GET_TASK: Final = MethodResult("tasks/get", GetTaskResult)
+GET_TASK_PAYLOAD: Final = MethodResult("tasks/result", GetTaskPayloadResult)
+LIST_TASKS: Final = MethodResult("tasks/list", ListTasksResult)
+CANCEL_TASK: Final = MethodResult("tasks/cancel", CancelTaskResult)
+
+RESULTS: Final[Mapping[str, MethodResult[WireStruct]]] = MappingProxyType({r.method: r for r in (
+    INITIALIZE,
+    PING,
+    LIST_RESOURCES,
+    LIST_RESOURCE_TEMPLATES,
+    READ_RESOURCE,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+    LIST_PROMPTS,
+    GET_PROMPT,
+    LIST_TOOLS,
+    CALL_TOOL,
+    SET_LEVEL,
+    COMPLETE,
+    CREATE_MESSAGE,
+    LIST_ROOTS,
+    ELICIT,
+    GET_TASK,
+    GET_TASK_PAYLOAD,
+    LIST_TASKS,
+    CANCEL_TASK,
+)})
+"""Request method -> its :class:`MethodResult` (see ``RESULT_TYPES``)."""
+
 RESULT_TYPES: Final[Mapping[str, type[WireStruct]]] = MappingProxyType(
-    {
-        "initialize": InitializeResult,
-        "ping": EmptyResult,
-        "resources/list": ListResourcesResult,
-        "resources/templates/list": ListResourceTemplatesResult,
-        "resources/read": ReadResourceResult,
-        "resources/subscribe": EmptyResult,
-        "resources/unsubscribe": EmptyResult,
-        "prompts/list": ListPromptsResult,
-        "prompts/get": GetPromptResult,
-        "tools/list": ListToolsResult,
-        "tools/call": CallToolResult,
-        "logging/setLevel": EmptyResult,
-        "completion/complete": CompleteResult,
-        "sampling/createMessage": CreateMessageResult,
-        "roots/list": ListRootsResult,
-        "elicitation/create": ElicitResult,
-        "tasks/get": GetTaskResult,
-        "tasks/result": GetTaskPayloadResult,
-        "tasks/list": ListTasksResult,
-        "tasks/cancel": CancelTaskResult,
-    }
+    {method: r.type for method, r in RESULTS.items()}
 )
 """Request method -> type of its ``result``.
 

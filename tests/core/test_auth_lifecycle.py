@@ -30,13 +30,13 @@ from hypothesis import strategies as st
 from mcp_sansio.auth import (
     AuthFailure,
     AuthorizationCodeGrant,
+    AuthorizationPending,
     Authorized,
     AuthStep,
     ExchangeCode,
     Failed,
     FetchMetadata,
     OAuthFlow,
-    Pending,
     Phase,
     Redirect,
     RefreshToken,
@@ -207,8 +207,8 @@ def test_403_for_a_request_sent_with_an_older_token_just_resends() -> None:
 def test_refusals_during_a_flow_are_pending() -> None:
     flow = new_flow()
     refuse(flow)
-    assert isinstance(refuse(flow), Pending)
-    assert isinstance(refuse(flow, 403, STEP_UP), Pending)
+    assert isinstance(refuse(flow), AuthorizationPending)
+    assert isinstance(refuse(flow, 403, STEP_UP), AuthorizationPending)
     assert refuse(flow, 403, ()) is None
     assert flow.phase is Phase.DISCOVER_RESOURCE
 

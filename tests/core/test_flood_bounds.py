@@ -10,7 +10,7 @@ from helpers import drain_events
 from http_helpers import ready_http_client
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.http11 import OpenConnection
+from mcp_sansio.connections import OpenConnection
 
 MIB = 1024 * 1024
 

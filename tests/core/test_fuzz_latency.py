@@ -3,13 +3,13 @@ round trips, patient ones their own timeout; renumbering for repeated replays.""
 
 from __future__ import annotations
 
-from mcp_sansio.fuzz import Received, Record, Sent, Step
+from mcp_sansio.fuzz import CaseStep, Received, Record, Sent
 from mcp_sansio.fuzz.case import encode, message_step
 from mcp_sansio.fuzz.latency import Latency
 from mcp_sansio.fuzz.wire import renumbered
 
 
-def ping(rid: int, **fields: object) -> Step:
+def ping(rid: int, **fields: object) -> CaseStep:
     return message_step({"jsonrpc": "2.0", "id": rid, "method": "ping"}, "ping", **fields)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import msgspec
 
 from mcp_sansio.fuzz import (
+    CaseStep,
     Check,
     Context,
     Ended,
@@ -16,17 +17,17 @@ from mcp_sansio.fuzz import (
     Received,
     Record,
     Sent,
-    Step,
     TimedOut,
     judge,
 )
 from mcp_sansio.fuzz.case import encode, message_step, raw_step
-from mcp_sansio.fuzz.oracles import judge_children, judge_memory, judge_tools, result_schema
+from mcp_sansio.fuzz.oracles import result_schema
+from mcp_sansio.fuzz.run_oracles import judge_children, judge_memory, judge_tools
 
 CTX = Context(version="2025-11-25")
 
 
-def req(rid: object, method: str = "ping", **fields: object) -> Step:
+def req(rid: object, method: str = "ping", **fields: object) -> CaseStep:
     return message_step({"jsonrpc": "2.0", "id": rid, "method": method}, method, **fields)
 
 
@@ -36,7 +37,7 @@ def res(rid: object, result: object = None, error: object = None) -> Received:
     return Received(t=1.0, data=encode(body))
 
 
-def rules(steps: list[Step], records: Sequence[object], ctx: Context = CTX) -> list[str]:
+def rules(steps: list[CaseStep], records: Sequence[object], ctx: Context = CTX) -> list[str]:
     return [f.rule for f in judge(steps, records, ctx)]  # type: ignore[arg-type]
 
 
@@ -239,7 +240,7 @@ def test_findings_group_by_rule_method_and_cause() -> None:
     assert msgspec.json.decode(encode(msgspec.to_builtins(found[0])))["rule"] == "no-response"
 
 
-def note(method: str = "notifications/cancelled") -> Step:
+def note(method: str = "notifications/cancelled") -> CaseStep:
     return message_step({"jsonrpc": "2.0", "method": method, "params": {"requestId": 1}}, method)
 
 
@@ -275,7 +276,7 @@ def test_a_late_answer_of_an_earlier_case_with_its_id_retyped_is_not_blamed_here
     assert rules([req(1)], [Sent(step=0, t=0), res(1), res("9")], earlier) == []
 
 
-def init(version: str) -> Step:
+def init(version: str) -> CaseStep:
     params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}
     return message_step({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, "initialize",
                         check=Check.RESULT)
@@ -299,7 +300,7 @@ def test_a_call_of_an_unlisted_tool_must_not_succeed() -> None:
     assert rules([call], [Sent(step=0, t=0), res(1, {"content": [], "isError": True})]) == []
 
 
-def page(rid: int, cursor: str | None) -> Step:
+def page(rid: int, cursor: str | None) -> CaseStep:
     params = {"cursor": cursor} if cursor else {}
     message = {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": params}
     return message_step(message, "tools/list", check=Check.RESULT)
@@ -348,7 +349,7 @@ def test_over_http_a_cancel_counts_once_accepted_before_the_ping() -> None:
 
 
 def test_a_deleted_session_must_get_404_once_the_delete_was_accepted() -> None:
-    delete = Step(label="DELETE", expect=Expect.NOTHING, http_method="DELETE", timeout=0.0)
+    delete = CaseStep(label="DELETE", expect=Expect.NOTHING, http_method="DELETE", timeout=0.0)
     stale = req(1, check=Check.STATUS_404)
     sent = [Sent(step=0, t=0), Sent(step=1, t=1)]
     ok = HttpAnswer(step=0, t=0.5, status=200)
@@ -445,7 +446,7 @@ def test_a_call_refused_for_a_missing_client_capability_says_nothing_of_its_argu
     assert rules([call], [Sent(step=0, t=0), other]) == ["invalid-arguments-code"]
 
 
-def answered(step: Step, status: int, **fields: object) -> list[Record]:
+def answered(step: CaseStep, status: int, **fields: object) -> list[Record]:
     return [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=status, **fields), res(1)]  # type: ignore[arg-type]
 
 
@@ -455,7 +456,7 @@ def test_a_foreign_origin_must_get_403() -> None:
         ("origin-not-validated", "ping", "request")
     ]
     assert rules([ping], answered(ping, 403)) == []
-    delete = Step(label="DELETE", http_method="DELETE", expect=Expect.NOTHING, check=Check.STATUS_403)
+    delete = CaseStep(label="DELETE", http_method="DELETE", expect=Expect.NOTHING, check=Check.STATUS_403)
     found = judge([delete], [Sent(step=0, t=0), HttpAnswer(step=0, t=1, status=204)], CTX)
     assert [f.key() for f in found] == [("origin-not-validated", None, "delete")]
 
@@ -467,7 +468,7 @@ def test_missing_or_forged_tokens_must_get_401_with_a_way_to_the_metadata() -> N
     assert rules([ping], answered(ping, 401, challenge=meta)) == []
     assert rules([ping], answered(ping, 401, challenge="Bearer")) == ["auth-discovery"]
     metadata = "/.well-known/oauth-protected-resource"
-    lookup = Step(label="GET", http_method="GET", expect=Expect.NOTHING, path=metadata)
+    lookup = CaseStep(label="GET", http_method="GET", expect=Expect.NOTHING, path=metadata)
     records: list[Record] = [
         Sent(step=0, t=0), HttpAnswer(step=0, t=0, status=200),
         Sent(step=1, t=0), HttpAnswer(step=1, t=1, status=401, challenge="Bearer"),
@@ -481,7 +482,7 @@ def test_another_principal_must_not_use_a_session() -> None:
     assert rules([ping], answered(ping, 404)) == []
 
 
-def opened(*sids: str) -> tuple[list[Step], list[Record]]:
+def opened(*sids: str) -> tuple[list[CaseStep], list[Record]]:
     steps = [init("2025-11-25") for _ in sids]
     records: list[Record] = []
     for index, sid in enumerate(sids):

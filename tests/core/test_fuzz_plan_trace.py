@@ -22,6 +22,7 @@ from mcp_sansio.fuzz import (
     load_trace,
 )
 from mcp_sansio.fuzz.case import Check, Expect, Replies, raw_step
+from mcp_sansio.fuzz.plan_http import http_cases, http_fresh_cases
 
 SURFACE = Surface(
     capabilities={
@@ -242,7 +243,7 @@ def test_traces_skip_http_records() -> None:
 
 def test_http_cases_follow_the_era() -> None:
     handshake = Planner(Rng(1), "2025-11-25")
-    assert [c.name for c in handshake.http_cases()] == [
+    assert [c.name for c in http_cases(handshake)] == [
         "foreign Origin",
         "huge body",
         "bogus protocol version header",
@@ -252,13 +253,13 @@ def test_http_cases_follow_the_era() -> None:
         "content-type: text/plain",
         "forged Last-Event-ID",
     ]
-    assert [s.http_method for s in handshake.http_fresh_cases()[0].steps] == [
+    assert [s.http_method for s in http_fresh_cases(handshake)[0].steps] == [
         "POST",
         "POST",
         "DELETE",
         "POST",
     ]
-    two = handshake.http_fresh_cases((("authorization", "Bearer b"),))[1]
+    two = http_fresh_cases(handshake, (("authorization", "Bearer b"),))[1]
     assert two.name == "another client's session"
     assert [(s.session, s.check) for s in two.steps][4:] == [
         ("#0", Check.OTHER_PRINCIPAL),
@@ -266,11 +267,11 @@ def test_http_cases_follow_the_era() -> None:
         ("#0", Check.STATUS_403),
         ("#0", Check.NONE),
     ]
-    assert handshake.http_fresh_cases()[1].steps[4].check is Check.NONE  # one principal: no verdict
-    authed = [c.name for c in handshake.http_cases(auth=True)]
+    assert http_fresh_cases(handshake)[1].steps[4].check is Check.NONE  # one principal: no verdict
+    authed = [c.name for c in http_cases(handshake, auth=True)]
     assert authed[2:4] == ["request without a token", "request with a forged token"]
     old = Planner(Rng(1), "2024-11-05")
-    assert [c.name for c in old.http_cases()] == [
+    assert [c.name for c in http_cases(old)] == [
         "foreign Origin",
         "huge body",
         "forged session id",
@@ -279,7 +280,7 @@ def test_http_cases_follow_the_era() -> None:
         "content-type: text/plain",
     ]
     modern = Planner(Rng(1), "2026-07-28")
-    assert [c.name for c in modern.http_cases()] == [
+    assert [c.name for c in http_cases(modern)] == [
         "foreign Origin",
         "huge body",
         "bogus protocol version header",
@@ -287,17 +288,17 @@ def test_http_cases_follow_the_era() -> None:
         "accept: text/html",
         "content-type: text/plain",
     ]
-    named = modern.http_cases(SURFACE)[4]
+    named = http_cases(modern, SURFACE)[4]
     assert named.name == "Mcp-Name mismatch"
     assert ("mcp-name", "fuzz-other-tool") in named.steps[0].headers
     assert ("mcp-method", "tools/call") in named.steps[0].headers
-    accept = modern.http_cases()[4].steps[0].headers
+    accept = http_cases(modern)[4].steps[0].headers
     assert ("accept", "text/html") in accept and ("mcp-method", "server/discover") in accept
-    bogus = modern.http_cases()[2].steps[0].headers
+    bogus = http_cases(modern)[2].steps[0].headers
     assert [v for k, v in bogus if k == "mcp-protocol-version"] == ["fuzz-0000"]
     note = modern.notification("notifications/cancelled", {"requestId": 1})
     assert note.headers == (("mcp-protocol-version", "2026-07-28"), ("mcp-method", "notifications/cancelled"))
-    assert modern.http_fresh_cases() == []
+    assert http_fresh_cases(modern) == []
 
 
 def test_an_input_required_answer_is_retried_tampered_then_replayed() -> None:

@@ -13,21 +13,18 @@ from helpers import REFUSED, broken
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio.connections import ConnectFailure
+from mcp_sansio.connections import CloseConnection, ConnectFailure, OpenConnection, StartTls
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.http11 import (
-    CloseConnection,
     ExchangeFailed,
     Header,
     HttpPool,
     HttpRequest,
-    OpenConnection,
     PoolEvent,
     Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
-    StartTls,
 )
 from mcp_sansio.urls import parse_url
 

@@ -157,7 +157,7 @@ def test_refusal_during_an_authorization_waits_for_it() -> None:
     client.call_tool("b", {}, now=1.0)
     first, second = server.pump(now=1.0)
     server.reply(first, 401, now=1.0, headers=CHALLENGE)
-    server.reply(second, 401, now=1.0, headers=CHALLENGE)  # the planner says Pending
+    server.reply(second, 401, now=1.0, headers=CHALLENGE)  # the planner says AuthorizationPending
     requests = mock.serve(now=1.0)
     assert len(requests) == 2
     assert {r.header("authorization") for r in requests} == {"Bearer test-token-1"}

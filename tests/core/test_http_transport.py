@@ -22,7 +22,7 @@ from http_helpers import (
 )
 
 from mcp_sansio import ClientConfig, LocalProtocolError
-from mcp_sansio.connections import SocketStage
+from mcp_sansio.connections import OpenConnection, SocketStage
 from mcp_sansio.events import (
     ConnectionTerminated,
     FailureReason,
@@ -35,7 +35,6 @@ from mcp_sansio.events import (
     ResponseReceived,
     ServerRequestReceived,
 )
-from mcp_sansio.http11 import OpenConnection
 from mcp_sansio.http_transport import HttpClient, TransportMode
 from mcp_sansio.retry import RetryPolicy
 from mcp_sansio.session import Phase

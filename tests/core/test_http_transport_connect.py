@@ -9,8 +9,8 @@ from helpers import REFUSED, broken, drain_events
 from http_helpers import URL, ScriptedHttpServer, http_client, ready_http_client, sse_event
 
 from mcp_sansio import ClientConfig
+from mcp_sansio.connections import OpenConnection
 from mcp_sansio.events import FailureReason, InitializeFailed, RequestFailed
-from mcp_sansio.http11 import OpenConnection
 from mcp_sansio.http_transport import HttpClient, TransportMode
 
 STALLED = "the server did not complete the handshake within"

@@ -19,7 +19,7 @@ from http_helpers import (
 )
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.errors import SessionExpired as SessionExpiredError
+from mcp_sansio.errors import SessionExpired
 from mcp_sansio.events import (
     ConnectionTerminated,
     FailureReason,
@@ -27,7 +27,7 @@ from mcp_sansio.events import (
     InitializeFailed,
     RequestFailed,
     ResponseReceived,
-    SessionExpired,
+    SessionForgotten,
 )
 from mcp_sansio.session import Phase
 
@@ -67,7 +67,7 @@ def test_404_on_a_live_session_reports_session_expired() -> None:
     client.call_tool("t", now=1.0)
     (post,) = server.pump(now=1.0)
     expire(server, post, 1.0)
-    assert drain_events(client) == [SessionExpired(status=404, reinitializing=True)]
+    assert drain_events(client) == [SessionForgotten(status=404, reinitializing=True)]
     assert client.phase is Phase.INITIALIZING
     assert client.session_id is None
 
@@ -91,7 +91,7 @@ def test_request_in_flight_is_resent_on_the_new_session_and_answered() -> None:
     assert resent.header("mcp-session-id") == "new"
     server.reply_json(resent, tool_result(rid), now=1.2)
     events = drain_events(client)
-    assert [type(e) for e in events] == [SessionExpired, InitializeCompleted, ResponseReceived]
+    assert [type(e) for e in events] == [SessionForgotten, InitializeCompleted, ResponseReceived]
     assert not any(isinstance(e, RequestFailed) for e in events)
 
 
@@ -138,7 +138,7 @@ def test_typescript_400_no_valid_session_id_is_expiry() -> None:
     client.ping(now=1.0)
     (post,) = server.pump(now=1.0)
     server.reply_json(post, TS_NO_SESSION, status=400, now=1.0)
-    assert drain_events(client) == [SessionExpired(status=400, reinitializing=True)]
+    assert drain_events(client) == [SessionForgotten(status=400, reinitializing=True)]
     (init,) = server.pump(now=1.0)
     assert init.rpc_method == "initialize"
 
@@ -179,7 +179,7 @@ def test_404_with_any_body_is_expiry() -> None:
     client.ping(now=1.0)
     (post,) = server.pump(now=1.0)
     server.reply(post, 404, b"<h1>Not Found</h1>", now=1.0)
-    assert drain_events(client) == [SessionExpired(status=404, reinitializing=True)]
+    assert drain_events(client) == [SessionForgotten(status=404, reinitializing=True)]
 
 
 def test_404_on_initialize_is_not_expiry() -> None:
@@ -233,7 +233,7 @@ def test_resent_request_that_expires_again_fails_with_session_expired() -> None:
     init = expire(server, resent, 1.2)
     failed = [e for e in drain_events(client) if isinstance(e, RequestFailed)]
     assert [(f.request_id, f.reason) for f in failed] == [(rid, FailureReason.SESSION_EXPIRED)]
-    assert isinstance(failed[0].to_exception(), SessionExpiredError)
+    assert isinstance(failed[0].to_exception(), SessionExpired)
     assert reinitialize(server, init, "s-3", 1.3) == []  # nothing is sent a second time
 
 
@@ -264,8 +264,8 @@ def test_server_that_expires_every_session_is_given_up_on() -> None:
         events += drain_events(client)
         now += 1.0
     assert inits == 2
-    expired = [e for e in events if isinstance(e, SessionExpired)]
-    assert expired[-1] == SessionExpired(status=404, reinitializing=False)
+    expired = [e for e in events if isinstance(e, SessionForgotten)]
+    assert expired[-1] == SessionForgotten(status=404, reinitializing=False)
     assert [e.reinitializing for e in expired] == [True, True, False]
     assert isinstance(events[-1], ConnectionTerminated)
     assert events[-1].reason is FailureReason.SESSION_EXPIRED
@@ -291,7 +291,7 @@ def test_reinitialize_disabled_fails_pending_requests_with_session_expired() -> 
     post_a, post_b = server.pump(now=1.0)
     server.reply(post_a, 404, now=1.0)
     events = drain_events(client)
-    assert events[0] == SessionExpired(status=404, reinitializing=False)
+    assert events[0] == SessionForgotten(status=404, reinitializing=False)
     assert [(e.request_id, e.reason) for e in events if isinstance(e, RequestFailed)] == [
         (first, FailureReason.SESSION_EXPIRED), (second, FailureReason.SESSION_EXPIRED)]
     assert isinstance(events[-1], ConnectionTerminated)
@@ -318,7 +318,7 @@ def test_failed_reinitialize_fails_the_waiting_requests() -> None:
     init = expire(server, post, 1.0)
     server.reply(init, 404, now=1.1)  # no fallback to legacy SSE once a session existed
     events = drain_events(client)
-    assert [type(e) for e in events] == [SessionExpired, RequestFailed, InitializeFailed]
+    assert [type(e) for e in events] == [SessionForgotten, RequestFailed, InitializeFailed]
     assert isinstance(events[1], RequestFailed)
     assert (events[1].request_id, events[1].reason) == (rid, FailureReason.SESSION_EXPIRED)
     assert client.transport == "streamable-http"
@@ -333,7 +333,7 @@ def test_restart_bound_counts_only_restarts_without_an_answer_between() -> None:
         (post,) = server.pump(now=now)
         (resent,) = reinitialize(server, expire(server, post, now), f"s-{round_}", now)
         server.reply_json(resent, tool_result(rid), now=now)
-        assert [type(e) for e in drain_events(client)] == [SessionExpired, InitializeCompleted,
+        assert [type(e) for e in drain_events(client)] == [SessionForgotten, InitializeCompleted,
                                                           ResponseReceived]
 
 
@@ -346,7 +346,7 @@ def test_error_answer_also_shows_the_new_session_works() -> None:
         (resent,) = reinitialize(server, expire(server, post, now), f"s-{round_}", now)
         server.reply_json(resent, json_body({"jsonrpc": "2.0", "id": rid,
                                              "error": {"code": -32602, "message": "bad"}}), now=now)
-        assert SessionExpired(status=404, reinitializing=True) in drain_events(client)
+        assert SessionForgotten(status=404, reinitializing=True) in drain_events(client)
 
 
 def test_timeout_does_not_reset_the_restart_bound() -> None:
@@ -360,7 +360,7 @@ def test_timeout_does_not_reset_the_restart_bound() -> None:
     (post_b,) = server.pump(now=7.0)
     server.reply(post_b, 404, now=7.0)
     events = drain_events(client)
-    assert SessionExpired(status=404, reinitializing=False) in events
+    assert SessionForgotten(status=404, reinitializing=False) in events
 
 
 def test_a_restarted_server_is_invisible_to_the_caller() -> None:
@@ -373,4 +373,5 @@ def test_a_restarted_server_is_invisible_to_the_caller() -> None:
     init = expire(server, again, now=1.1)  # the new process knows no session
     (resent,) = reinitialize(server, init, "s-2", now=1.2)
     server.reply_json(resent, tool_result(rid, "two"), now=1.3)
-    assert [type(e) for e in drain_events(client)] == [SessionExpired, InitializeCompleted, ResponseReceived]
+    events = drain_events(client)
+    assert [type(e) for e in events] == [SessionForgotten, InitializeCompleted, ResponseReceived]

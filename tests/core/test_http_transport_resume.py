@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio import ClientConfig
+from mcp_sansio.connections import OpenConnection
 from mcp_sansio.events import (
     Event,
     FailureReason,
@@ -33,7 +34,6 @@ from mcp_sansio.events import (
     RequestFailed,
     ResponseReceived,
 )
-from mcp_sansio.http11 import OpenConnection
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.retry import RetryAt, RetryPolicy, decide
 

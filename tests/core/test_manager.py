@@ -22,29 +22,31 @@ from mcp_sansio.hostconfig import (
 )
 from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager import (
+    ManagerConfig,
+    NamedPrompt,
+    NamedTool,
+    PromptRoute,
+    ServerManagerCore,
+    ServerResource,
+    ServerResourceTemplate,
+    ToolRoute,
+    elicitations_accepted,
+    failure_from,
+    is_connection_loss,
+    timeout_from_env,
+)
+from mcp_sansio.manager_lifecycle import (
     Connected,
     ConnectionState,
     ConnectPlan,
     Failure,
     Join,
-    ManagerConfig,
-    NamedPrompt,
-    NamedTool,
-    PromptRoute,
     RestartPolicy,
-    ServerManagerCore,
-    ServerResource,
-    ServerResourceTemplate,
     ServerStatus,
     ServerUnavailable,
-    ToolRoute,
     Unavailable,
     UnknownServer,
     WaitUntil,
-    elicitations_accepted,
-    failure_from,
-    is_connection_loss,
-    timeout_from_env,
 )
 from mcp_sansio.naming import UnknownPromptName, UnknownToolName
 from mcp_sansio.result_policy import KeptResult, OverflowAction, PersistResult, ResultPolicy, ResultRule

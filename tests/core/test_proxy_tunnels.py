@@ -20,7 +20,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
 from mcp_sansio import ClientConfig, ProxyError
-from mcp_sansio.connections import ConnectFailure, SocketStage
+from mcp_sansio.connections import CloseConnection, ConnectFailure, OpenConnection, SocketStage, StartTls
 from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.events import (
     ConnectionTerminated,
@@ -30,17 +30,14 @@ from mcp_sansio.events import (
     InitializeFailed,
 )
 from mcp_sansio.http11 import (
-    CloseConnection,
     ExchangeFailed,
     HttpPool,
     HttpRequest,
-    OpenConnection,
     PoolEvent,
     Progress,
     ResponseData,
     ResponseEnded,
     ResponseStarted,
-    StartTls,
 )
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.proxy import ProxySettings

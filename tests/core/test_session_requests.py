@@ -23,9 +23,12 @@ from mcp_sansio import (
     RequestTimeout,
     ResponseReceived,
     StdioClient,
+    inbound,
 )
-from mcp_sansio import session as session_module
+from mcp_sansio.errors import RemoteProtocolError
+from mcp_sansio.requests import CLIENT_RESULTS
 from mcp_sansio.types import (
+    CALL_TOOL,
     CallToolRequestParams,
     CallToolResult,
     EmptyResult,
@@ -482,13 +485,29 @@ class _TooDeep:
 
 
 def test_result_too_deep_for_its_type_fails_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(session_module._RESULT_DECODERS, "tools/call", _TooDeep())
+    monkeypatch.setitem(inbound._RESULT_DECODERS, "tools/call", _TooDeep())
     client = ready_client()
     rid = client.call_tool("t", now=0.0)
     client.receive_data(SERVER.result(rid, {"content": []}), 0.0)
     [event] = drain_events(client)
     assert isinstance(event, RequestFailed)
     assert event.reason is FailureReason.INVALID_RESULT
+
+
+def test_each_result_is_decoded_to_its_methods_result_type() -> None:
+    client = ready_client()
+    rid = client.call_tool("t", now=0.0)
+    client.receive_data(SERVER.result(rid, {"content": [{"type": "text", "text": "hi"}]}), 0.0)
+    [event] = drain_events(client)
+    assert isinstance(event, ResponseReceived)
+    assert CALL_TOOL.of(event.result) == CallToolResult(content=[TextContent(text="hi")])
+    assert CLIENT_RESULTS["tools/call"] is CALL_TOOL
+    assert {"skills/list", "skills/get"} <= CLIENT_RESULTS.keys()
+
+
+def test_a_result_of_another_type_is_refused_not_cast() -> None:
+    with pytest.raises(RemoteProtocolError, match="tools/call answered with a EmptyResult"):
+        CALL_TOOL.of(EmptyResult())
 
 
 def test_result_of_an_unknown_method_keeps_its_raw_json() -> None:

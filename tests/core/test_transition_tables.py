@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio import http_transport, manager, session, websocket
+from mcp_sansio import http11_connection, http_exchange, http_transport, manager_lifecycle, session, websocket
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 from mcp_sansio.hostconfig import Scope, ServerEntry, ServerState, StdioServerConfig
 from mcp_sansio.types import ClientCapabilities
+from mcp_sansio.urls import parse_url
 
 # A machine put in a state: (move it by a trigger, read its state). The machines' states and
 # triggers are different enums, walked by one test: they are typed ``Any`` here.
@@ -39,17 +40,28 @@ def _websocket_in(state: Any) -> Machine:
 def _manager_in(state: Any) -> Machine:
     entry = ServerEntry(name="a", config=StdioServerConfig(command="server"), scope=Scope.PROJECT,
                         source="/p/.mcp.json", state=ServerState.ENABLED, state_source="/p/.mcp.json")
-    core = manager.ServerManagerCore([entry], env={})
-    record = core._servers["a"]
+    table = manager_lifecycle.ServerTable([entry], env={}, transports=frozenset({"stdio"}),
+                                          restart=manager_lifecycle.RestartPolicy(), max_local=1,
+                                          max_remote=1, connect_timeout=30.0)
+    record = table.servers["a"]
     record.state = state
-    return (lambda trigger: core._advance(record, trigger)), lambda: record.state
+    return (lambda trigger: table._advance(record, trigger)), lambda: record.state
 
 
 def _exchange_in(state: Any) -> Machine:
     client = http_transport.HttpClient("http://example.test/mcp")
-    exchange = client._exchange(http_transport._Kind.POST, "POST", client.url, b"{}", ())
+    exchange = client._exchange(http_exchange.ExchangeKind.POST, "POST", client.url, b"{}", ())
     exchange.stage = state
     return exchange.move, lambda: exchange.stage
+
+
+def _pooled_connection_in(state: Any) -> Machine:
+    url = parse_url("http://example.test/mcp")
+    head = http11_connection.h11_request("GET", url, (), b"")
+    exchange = http11_connection.PooledExchange(1, url, head, b"", short=False)
+    connection = http11_connection.PooledConnection(1, exchange, max_header_bytes=1024)
+    connection.state = state
+    return connection.move, lambda: connection.state
 
 
 TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Callable[[Any], Machine]]] = [
@@ -57,10 +69,13 @@ TABLES: list[tuple[str, Table, Set[Any], type[enum.Enum], type[enum.Enum], Calla
      _session_in),
     ("websocket", websocket.TRANSITIONS, websocket.PEER_TRIGGERS, websocket.State,
      websocket.Trigger, _websocket_in),
-    ("manager", manager.TRANSITIONS, frozenset(), manager.ConnectionState, manager.Trigger,
+    ("manager", manager_lifecycle.TRANSITIONS, frozenset(), manager_lifecycle.ConnectionState,
+     manager_lifecycle.Trigger,
      _manager_in),
-    ("http-exchange", http_transport.EXCHANGE_TRANSITIONS, frozenset(), http_transport.Stage,
-     http_transport.Step, _exchange_in),
+    ("http-exchange", http_exchange.EXCHANGE_TRANSITIONS, frozenset(), http_exchange.ExchangeStage,
+     http_exchange.ExchangeTrigger, _exchange_in),
+    ("http11-connection", http11_connection.CONNECTION_TRANSITIONS, frozenset(),
+     http11_connection.ConnectionState, http11_connection.ConnectionTrigger, _pooled_connection_in),
 ]
 
 

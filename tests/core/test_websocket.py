@@ -21,7 +21,7 @@ from wsproto import events as ws
 from wsproto.utilities import generate_accept_token
 
 from mcp_sansio import ClientConfig
-from mcp_sansio.connections import SocketStage
+from mcp_sansio.connections import CloseConnection, OpenConnection, SocketStage
 from mcp_sansio.errors import (
     ConnectError,
     ConnectionClosed,
@@ -44,7 +44,6 @@ from mcp_sansio.events import (
     RequestFailed,
     ResponseReceived,
 )
-from mcp_sansio.http11 import CloseConnection, OpenConnection
 from mcp_sansio.session import Phase
 from mcp_sansio.types import CallToolResult, TextContent
 from mcp_sansio.urls import Url

@@ -2,12 +2,14 @@
 --store redis://...`` processes, or ``uvicorn deployed_app:asgi --workers 3``.
 
 Every answer names the process that gave it (``whoami``, the progress messages of
-``count``), so that a test sees where the balancer sent each request.
+``count``, the status message and result of the tasks ``job`` and ``confirm``), so that a
+test sees where the balancer sent each request.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 
@@ -46,6 +48,30 @@ async def ask(ctx: Context) -> str:
     """Ask the user's name (elicitation)."""
     answer = await ctx.elicit("Who are you?", {"type": "object", "properties": {"name": {"type": "string"}}})
     return f"hello {answer.content['name'] if answer.content else '?'}"
+
+
+@app.tool(task_support="optional")
+async def job(ctx: Context, seconds: float = 1.0, mark: str = "") -> str:
+    """A task (tasks extension) that works ``seconds``; its status message names its worker.
+    ``mark``: a file the handler writes when it is cancelled."""
+    ctx.start_task(str(os.getpid()))
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        if mark:
+            # a few bytes, once, while cancelled (no await is possible here)
+            Path(mark).write_text(f"cancelled at {os.getpid()}")  # noqa: ASYNC240
+        raise
+    return f"done at {os.getpid()}"
+
+
+@app.tool(task_support="optional")
+async def confirm(ctx: Context) -> str:
+    """A task that asks the user's name (answered with ``tasks/update``)."""
+    ctx.start_task(str(os.getpid()))
+    answer = await ctx.elicit("Who are you?", {"type": "object", "properties": {"name": {"type": "string"}}},
+                              key="who")
+    return f"hello {answer.content['name'] if answer.content else '?'} at {os.getpid()}"
 
 
 def _asgi() -> object:

@@ -12,7 +12,7 @@ import pytest
 import redis
 from peer_servers import free_port
 
-from mcp_sansio.server.stores import Follow, SessionRecord, StoreUnavailable
+from mcp_sansio.server.stores import Follow, SessionRecord, StoreUnavailable, TaskMessage, TaskSnapshot
 from mcp_sansio.types import ClientCapabilities, Implementation
 from mcp_sansio_base.redis_store import RedisStore, open_store
 
@@ -150,3 +150,102 @@ def test_a_stream_whose_producer_stopped_beating_is_abandoned(redis_proc: Proc) 
     raw.close()
     producer.close()
     follower.close()
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def task(task_id: str, owner: str | None = None) -> TaskSnapshot:
+    return TaskSnapshot(task_id=task_id, status="working", created_at=1.5, updated_at=1.5, owner=owner,
+                        status_message="on it")
+
+
+@pytest.fixture
+def workers(redis_proc: Proc, request: pytest.FixtureRequest) -> Iterator[tuple[RedisStore, RedisStore]]:
+    url = f"redis://127.0.0.1:{redis_proc.port}/0?prefix={request.node.name}:"
+    first, second = open_store(url), open_store(url)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_a_task_is_read_back_at_another_worker_and_expires_by_its_ttl(
+        workers: tuple[RedisStore, RedisStore]) -> None:
+    runner, other = workers
+    runner.create_task(task("t1", owner="alice"), ttl=0.3)
+    assert other.load_task("t1") == task("t1", owner="alice")
+    deadline = time.monotonic() + 10
+    while other.load_task("t1") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert other.load_task("t1") is None
+    for forged in ("t2", "", "t1\x00", "*", "../t1", "x" * 1000):
+        assert other.load_task(forged) is None
+
+
+def test_answers_pass_to_the_running_worker_only_for_open_questions(
+        workers: tuple[RedisStore, RedisStore]) -> None:
+    runner, other = workers
+    runner.create_task(task("t1"), ttl=60)
+    runner.ask_task("t1", "a", b'{"method":"roots/list","params":{}}', 2.0)
+    runner.ask_task("t1", "b", b'{"method":"roots/list","params":{}}', 2.5)
+    asked = other.load_task("t1")
+    assert asked is not None and (asked.status, asked.updated_at) == ("input_required", 2.0)
+    assert set(asked.input_requests) == {"a", "b"}
+    assert other.answer_task("t1", {"a": b'{"roots":[]}', "zzz": b"{}"}, 3.0) == ["a"]
+    assert other.answer_task("t1", {"a": b'{"roots":[]}'}, 3.0) == []  # once
+    still = other.load_task("t1")
+    assert still is not None and still.status == "input_required" and set(still.input_requests) == {"b"}
+    assert other.answer_task("t1", {"b": b'{"roots":[1]}'}, 4.0) == ["b"]
+    moved = other.load_task("t1")
+    assert moved is not None
+    assert (moved.status, moved.updated_at, moved.input_requests) == ("working", 4.0, {})
+    assert runner.task_messages(0.0) == [TaskMessage(task_id="t1", key="a", answer=b'{"roots":[]}'),
+                                         TaskMessage(task_id="t1", key="b", answer=b'{"roots":[1]}')]
+    assert other.task_messages(0.0) == [] and runner.task_messages(0.0) == []
+
+
+def test_a_cancellation_reaches_the_running_worker_and_an_ended_task_never_changes(
+        workers: tuple[RedisStore, RedisStore]) -> None:
+    runner, other = workers
+    runner.create_task(task("t1"), ttl=60)
+    waiting = threading.Thread(target=lambda: got.extend(runner.task_messages(0.25)))
+    got: list[TaskMessage] = []
+    waiting.start()
+    assert other.cancel_task("t1", 2.0)
+    waiting.join()
+    assert got == [TaskMessage(task_id="t1")]
+    assert not other.cancel_task("t1", 3.0)
+    assert not runner.end_task("t1", "completed", 4.0, result=b'{"content":[]}')
+    runner.ask_task("t1", "a", b"{}", 5.0)
+    assert other.answer_task("t1", {"a": b"{}"}, 6.0) == []
+    ended = other.load_task("t1")
+    assert ended is not None and (ended.status, ended.updated_at, ended.result, ended.input_requests) == (
+        "cancelled", 2.0, None, {})
+    assert runner.task_messages(0.0) == []
+
+
+def test_a_task_whose_worker_stopped_beating_is_not_alive(workers: tuple[RedisStore, RedisStore],
+                                                          redis_proc: Proc) -> None:
+    runner, other = workers
+    runner.create_task(task("t1"), ttl=60)  # beats from its first task on
+    loaded = other.load_task("t1")
+    assert loaded is not None and loaded.alive
+    redis.Redis(port=redis_proc.port).delete(runner.prefix + "w:" + runner.worker)  # its heartbeat lapsed
+    lost = other.load_task("t1")
+    assert lost is not None and not lost.alive and lost.status == "working"
+    error = b'{"code":-32603,"message":"stopped"}'
+    assert other.end_task("t1", "failed", 9.0, error=error)
+    failed = other.load_task("t1")
+    assert failed is not None and (failed.status, failed.error) == ("failed", error)
+
+
+def test_task_calls_to_a_store_that_does_not_answer_fail_fast() -> None:
+    down = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.2)
+    started = time.monotonic()
+    for attempt in (lambda: down.create_task(task("t1"), ttl=60), lambda: down.load_task("t1"),
+                    lambda: down.cancel_task("t1", 1.0), lambda: down.answer_task("t1", {"a": b"{}"}, 1.0)):
+        with pytest.raises(StoreUnavailable):
+            attempt()
+    assert down.task_messages(0.1) == []  # (the relay asks again)
+    assert time.monotonic() - started < 5.0
+    down.close()

@@ -38,14 +38,8 @@ import mcp_sansio_sync.manager as sync_manager
 from mcp_sansio import ClientConfig
 from mcp_sansio.auth import Token
 from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
-from mcp_sansio.manager import (
-    NamedPrompt,
-    NamedTool,
-    RestartPolicy,
-    ServerResource,
-    ServerResourceTemplate,
-    ServerStatus,
-)
+from mcp_sansio.manager import NamedPrompt, NamedTool, ServerResource, ServerResourceTemplate
+from mcp_sansio.manager_lifecycle import RestartPolicy, ServerStatus
 from mcp_sansio.result_policy import ResultPolicy
 from mcp_sansio.skills import LoadedSkill, Skill
 from mcp_sansio.types import (
@@ -275,14 +269,18 @@ class Driver:
             entries, env=environ, client_config=client_config, restart=restart, result_dir=result_dir,
             result_policy=result_policy, on_elicitation=on_elicitation))
 
-    def cancel_after(self, seconds: float) -> AbstractContextManager[object]:
+    def cancel_after(self, seconds: float | None) -> AbstractContextManager[Callable[[float], None]]:
         """Abandon what the block is waiting for after ``seconds``, and go on after it,
-        the way this driver's users do: a task cancellation, a cancel scope, Ctrl-C."""
+        the way this driver's users do: a task cancellation, a cancel scope, Ctrl-C.
+
+        With ``seconds=None`` nothing is armed until the block calls what it is given with
+        a delay, so a test can start the clock once the block has reached what it abandons
+        (a loaded machine may take longer than any fixed delay to get there)."""
         if self.name == "sync":
             return _interrupt_after(seconds)
         if self.name == "asyncio":
             return _cancel_task_after(seconds)
-        return anyio.move_on_after(seconds)
+        return _move_on_after(seconds)
 
 
 # ---------------------------------------------------------------- helpers
@@ -394,37 +392,59 @@ async def _blocking(connect: AbstractContextManager[object]) -> AsyncIterator[U]
 
 
 @contextlib.contextmanager
-def _cancel_task_after(seconds: float) -> Iterator[None]:
+def _move_on_after(seconds: float | None) -> Iterator[Callable[[float], None]]:
+    """A cancel scope whose deadline is ``seconds`` away, or set by the block."""
+    with anyio.CancelScope() as scope:
+        def arm(delay: float) -> None:
+            scope.deadline = anyio.current_time() + delay
+
+        if seconds is not None:
+            arm(seconds)
+        yield arm
+
+
+@contextlib.contextmanager
+def _cancel_task_after(seconds: float | None) -> Iterator[Callable[[float], None]]:
     """``task.cancel()`` after ``seconds``, caught at the end of the block (as ``asyncio.timeout``)."""
     task = asyncio.current_task()
     assert task is not None
     fired = False
+    timers: list[asyncio.TimerHandle] = []
 
     def fire() -> None:
         nonlocal fired
         fired = True
         task.cancel()
 
-    timer = asyncio.get_running_loop().call_later(seconds, fire)
+    def arm(delay: float) -> None:
+        timers.append(asyncio.get_running_loop().call_later(delay, fire))
+
+    if seconds is not None:
+        arm(seconds)
     try:
-        yield
+        yield arm
     except asyncio.CancelledError:
         if not fired:
             raise
         task.uncancel()
     finally:
-        timer.cancel()
+        for timer in timers:
+            timer.cancel()
 
 
 @contextlib.contextmanager
-def _interrupt_after(seconds: float) -> Iterator[None]:
+def _interrupt_after(seconds: float | None) -> Iterator[Callable[[float], None]]:
     def fire(signum: int, frame: FrameType | None) -> None:
         raise Interrupted
 
+    def arm(delay: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, delay)
+
     previous = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    if seconds is not None:
+        arm(seconds)
     try:
-        yield
+        yield arm
     except Interrupted:
         pass
     finally:

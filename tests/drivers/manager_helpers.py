@@ -14,7 +14,7 @@ from peer_servers import sdk_server
 
 from mcp_sansio import ClientConfig
 from mcp_sansio.hostconfig import Scope, ServerConfig, ServerEntry, ServerState, StdioServerConfig
-from mcp_sansio.manager import RestartPolicy
+from mcp_sansio.manager_lifecycle import RestartPolicy
 from mcp_sansio.retry import RetryPolicy
 
 MANAGER_SERVER: Final = str(Path(__file__).with_name("manager_server.py"))

@@ -28,7 +28,7 @@ from peer_servers import (
 
 from mcp_sansio.errors import ConnectionClosed, LocalProtocolError, RequestError, RequestTimeout
 from mcp_sansio.hostconfig import HttpServerConfig, Transport
-from mcp_sansio.manager import ConnectionState, ServerUnavailable
+from mcp_sansio.manager_lifecycle import ConnectionState, ServerUnavailable
 from mcp_sansio.result_policy import OverflowAction, ResultPolicy
 from mcp_sansio.types import ElicitRequestParams, ElicitResult, TextContent
 from mcp_sansio_anyio.manager import ServerManager as AnyioServerManager

@@ -13,13 +13,8 @@ import os
 import pytest
 from peer_servers import everything_stdio
 
-from mcp_sansio.manager import (
-    ConnectionState,
-    NamedPrompt,
-    ServerResource,
-    ServerResourceTemplate,
-    ServerUnavailable,
-)
+from mcp_sansio.manager import NamedPrompt, ServerResource, ServerResourceTemplate
+from mcp_sansio.manager_lifecycle import ConnectionState, ServerUnavailable
 from mcp_sansio.naming import UnknownPromptName, UnknownToolName
 from mcp_sansio.types import TextContent
 

@@ -45,9 +45,10 @@ async def test_exception_in_the_body_propagates_as_is_and_stops_the_server(drive
 
 async def test_abandoned_body_still_stops_the_server(driver: Driver) -> None:
     pid = None
-    with driver.cancel_after(0.3):
+    with driver.cancel_after(None) as abandon:
         async with driver.connect(*STALL, config=QUICK) as client:
             pid = client.pid
+            abandon(0.3)  # the clock starts once connected: the call, not the start, is abandoned
             await client.call_tool("poke")
         pytest.fail("the stalled call returned")
     assert process_is_gone(pid)

@@ -191,3 +191,47 @@ def test_server_authorization_types() -> None:
                             verifier=jwt_verifier)
     assert_type(settings.required_scopes, tuple[str, ...])
     assert callable(handler) and introspection is not None
+
+
+def test_driver_calls_return_their_methods_result_type() -> None:
+    """mypy knows each typed call's result from the one method table, with no cast."""
+    from mcp_sansio.skills import GET_SKILL, LIST_SKILLS, Skill
+    from mcp_sansio.types import (
+        CALL_TOOL,
+        RESULT_TYPES,
+        RESULTS,
+        CallToolResult,
+        CompleteResult,
+        GetPromptResult,
+        MethodResult,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Tool,
+    )
+    from mcp_sansio_asyncio import AsyncClient
+    from mcp_sansio_sync import Client
+
+    async def awaited(client: AsyncClient) -> None:  # checked by mypy, never run
+        assert_type(await client.call_tool("t", {"a": 1}), CallToolResult)
+        assert_type(await client.list_tools(), list[Tool])
+        assert_type(await client.list_resources(), list[Resource])
+        assert_type(await client.list_resource_templates(), list[ResourceTemplate])
+        assert_type(await client.read_resource("u"), ReadResourceResult)
+        assert_type(await client.list_prompts(), list[Prompt])
+        assert_type(await client.get_prompt("p"), GetPromptResult)
+        assert_type(await client.complete(PromptReference(name="p"), "a", "v"), CompleteResult)
+        assert_type(await client.list_skills(), list[Skill])
+        assert_type(await client.get_skill("u"), Skill)
+
+    def blocking(client: Client) -> None:  # checked by mypy, never run
+        assert_type(client.call_tool("t"), CallToolResult)
+        assert_type(client.read_resource("u"), ReadResourceResult)
+
+    assert callable(awaited) and callable(blocking)
+    assert_type(CALL_TOOL, MethodResult[CallToolResult])
+    assert_type(CALL_TOOL.of(CallToolResult()), CallToolResult)
+    assert_type(LIST_SKILLS.method, str)
+    assert GET_SKILL.method == "skills/get"
+    assert all(RESULT_TYPES[method] is kind.type for method, kind in RESULTS.items())

@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar, assert_never
 
 import msgspec
 
-from mcp_sansio.errors import McpSansioError, RemoteProtocolError
+from mcp_sansio.errors import McpSansioError
 from mcp_sansio.events import (
     AuthorizationCompleted,
     AuthorizationEvent,
@@ -38,24 +38,29 @@ from mcp_sansio.events import (
     RequestId,
     ResponseReceived,
     ServerRequestReceived,
-    SessionExpired,
+    SessionForgotten,
     SideRequestFailed,
     SideResponseReceived,
 )
 from mcp_sansio.front import SessionFront
 from mcp_sansio.handlers import NO_HANDLER, answer, handler_for, roots_result
 from mcp_sansio.session import Phase
-from mcp_sansio.skills import GetSkillResult, ListSkillsResult, LoadedSkill, Skill, check_entry, load_skill
+from mcp_sansio.skills import GET_SKILL, LIST_SKILLS, LoadedSkill, Skill, check_entry, load_skill
 from mcp_sansio.types import (
+    CALL_TOOL,
+    COMPLETE,
+    GET_PROMPT,
+    LIST_PROMPTS,
+    LIST_RESOURCE_TEMPLATES,
+    LIST_RESOURCES,
+    LIST_TOOLS,
+    READ_RESOURCE,
     CallToolResult,
     CompleteResult,
     GetPromptResult,
     Implementation,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
     ListRootsResult,
-    ListToolsResult,
+    MethodResult,
     Prompt,
     PromptReference,
     ReadResourceResult,
@@ -64,6 +69,7 @@ from mcp_sansio.types import (
     ResourceTemplateReference,
     ServerCapabilities,
     Tool,
+    WireStruct,
 )
 
 from ..telemetry import client_telemetry
@@ -73,7 +79,7 @@ __all__ = ["AsyncClient", "Waiter"]
 
 log = logging.getLogger("mcp_sansio.client")
 
-R = TypeVar("R", bound=msgspec.Struct)
+R = TypeVar("R", bound=WireStruct)
 
 
 class Waiter(Protocol):
@@ -82,17 +88,6 @@ class Waiter(Protocol):
     def done(self) -> bool: ...
     def set_result(self, result: msgspec.Struct, /) -> None: ...
     def set_exception(self, exc: BaseException, /) -> None: ...
-
-
-def typed(result: msgspec.Struct, kind: type[R], method: str) -> R:
-    """``result`` as the type the core decodes ``method``'s result to.
-
-    Raises:
-        RemoteProtocolError: it is another type (a core bug, never a server's doing).
-    """
-    if isinstance(result, kind):
-        return result
-    raise RemoteProtocolError(f"{method} answered with a {type(result).__name__}, not a {kind.__name__}")
 
 
 class AsyncClient:
@@ -146,45 +141,44 @@ class AsyncClient:
 
     async def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination."""
-        rid = self._issue("tools/list", lambda now: self._core.list_tools(now=now, timeout=timeout))
-        return typed(await self._wait(rid), ListToolsResult, "tools/list").tools
+        result = await self._call(LIST_TOOLS, lambda now: self._core.list_tools(now=now, timeout=timeout))
+        return result.tools
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, object] | None = None, *,
         timeout: float | None = None, on_progress: ProgressCallback | None = None,
     ) -> CallToolResult:
         """Call a tool; ``on_progress(progress, total, message)`` sees its progress."""
-        rid = self._issue("tools/call",
-                          lambda now: self._core.call_tool(name, arguments, now=now, timeout=timeout), name)
-        return typed(await self._wait(rid, on_progress), CallToolResult, "tools/call")
+        return await self._call(CALL_TOOL,
+                                lambda now: self._core.call_tool(name, arguments, now=now, timeout=timeout),
+                                name, on_progress=on_progress)
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
         """Every resource, following pagination."""
-        rid = self._issue("resources/list", lambda now: self._core.list_resources(now=now, timeout=timeout))
-        return typed(await self._wait(rid), ListResourcesResult, "resources/list").resources
+        result = await self._call(LIST_RESOURCES,
+                                  lambda now: self._core.list_resources(now=now, timeout=timeout))
+        return result.resources
 
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
-        rid = self._issue("resources/templates/list",
-                          lambda now: self._core.list_resource_templates(now=now, timeout=timeout))
-        result = typed(await self._wait(rid), ListResourceTemplatesResult, "resources/templates/list")
+        result = await self._call(LIST_RESOURCE_TEMPLATES,
+                                  lambda now: self._core.list_resource_templates(now=now, timeout=timeout))
         return result.resource_templates
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
         """The contents of one resource."""
-        rid = self._issue("resources/read",
-                          lambda now: self._core.read_resource(uri, now=now, timeout=timeout), uri=uri)
-        return typed(await self._wait(rid), ReadResourceResult, "resources/read")
+        return await self._call(READ_RESOURCE,
+                                lambda now: self._core.read_resource(uri, now=now, timeout=timeout), uri=uri)
 
     async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill the server lists (Skills extension), following pagination; no file is read."""
-        rid = self._issue("skills/list", lambda now: self._core.list_skills(now=now, timeout=timeout))
-        return typed(await self._wait(rid), ListSkillsResult, "skills/list").skills
+        result = await self._call(LIST_SKILLS, lambda now: self._core.list_skills(now=now, timeout=timeout))
+        return result.skills
 
     async def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is ``uri`` (``skills/get``)."""
-        rid = self._issue("skills/get", lambda now: self._core.get_skill(uri, now=now, timeout=timeout))
-        return typed(await self._wait(rid), GetSkillResult, "skills/get").skill
+        result = await self._call(GET_SKILL, lambda now: self._core.get_skill(uri, now=now, timeout=timeout))
+        return result.skill
 
     async def load_skill(self, skill: Skill | str, *, timeout: float | None = None) -> LoadedSkill:
         """Load a skill from its entry (fetched with ``skills/get`` when given a URI): its
@@ -225,16 +219,15 @@ class AsyncClient:
 
     async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
         """Every prompt, following pagination."""
-        rid = self._issue("prompts/list", lambda now: self._core.list_prompts(now=now, timeout=timeout))
-        return typed(await self._wait(rid), ListPromptsResult, "prompts/list").prompts
+        result = await self._call(LIST_PROMPTS, lambda now: self._core.list_prompts(now=now, timeout=timeout))
+        return result.prompts
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> GetPromptResult:
         """A prompt rendered with ``arguments``."""
-        rid = self._issue("prompts/get",
-                          lambda now: self._core.get_prompt(name, arguments, now=now, timeout=timeout), name)
-        return typed(await self._wait(rid), GetPromptResult, "prompts/get")
+        return await self._call(
+            GET_PROMPT, lambda now: self._core.get_prompt(name, arguments, now=now, timeout=timeout), name)
 
     async def complete(
         self, ref: PromptReference | ResourceTemplateReference | Mapping[str, object],
@@ -242,9 +235,8 @@ class AsyncClient:
         timeout: float | None = None,
     ) -> CompleteResult:
         """Completion candidates for one argument of a prompt or resource template."""
-        rid = self._issue("completion/complete", lambda now: self._core.complete(
+        return await self._call(COMPLETE, lambda now: self._core.complete(
             ref, argument_name, value, now=now, context_arguments=context_arguments, timeout=timeout))
-        return typed(await self._wait(rid), CompleteResult, "completion/complete")
 
     async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
         """Ask the server to send log messages at ``level`` and above."""
@@ -281,6 +273,13 @@ class AsyncClient:
         (``mcp_sansio.server.name``: the host layer names its servers)."""
         if self._telemetry is not None:
             self._telemetry.name_server(name)
+
+    async def _call(self, kind: MethodResult[R], send: Callable[[float], RequestId],
+                    target: str | None = None, *, uri: str | None = None,
+                    on_progress: ProgressCallback | None = None) -> R:
+        """Send ``kind.method`` with ``send(now)`` (see :meth:`_issue`) and wait for its
+        answer, typed as ``kind`` says (the core decoded it with ``kind.decoder``)."""
+        return kind.of(await self._wait(self._issue(kind.method, send, target, uri=uri), on_progress))
 
     def _issue(self, method: str, send: Callable[[float], RequestId], target: str | None = None, *,
                uri: str | None = None) -> RequestId:
@@ -384,7 +383,7 @@ class AsyncClient:
                 log.debug("connection terminated: %s", message)
                 if warning is not None:  # how many messages were skipped since it last spoke
                     log.warning("%s", warning)
-            case SessionExpired(status=status, reinitializing=again):
+            case SessionForgotten(status=status, reinitializing=again):
                 log.info("the server forgot the session (HTTP %s)%s", status,
                          "; opening a new one" if again else "")
             case AuthorizationRequired(status=status):

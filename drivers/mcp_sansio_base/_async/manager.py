@@ -31,25 +31,27 @@ from mcp_sansio.hostconfig import ExpansionWarning, ServerEntry
 from mcp_sansio.listcache import ListKind
 from mcp_sansio.manager import (
     ALL_TRANSPORTS,
+    ManagerConfig,
+    NamedPrompt,
+    NamedTool,
+    ServerManagerCore,
+    ServerResource,
+    ServerResourceTemplate,
+    ToolRoute,
+    elicitations_accepted,
+    failure_from,
+    is_connection_loss,
+)
+from mcp_sansio.manager_lifecycle import (
     Connected,
     ConnectPlan,
     Failure,
     Join,
-    ManagerConfig,
-    NamedPrompt,
-    NamedTool,
     RestartPolicy,
-    ServerManagerCore,
-    ServerResource,
-    ServerResourceTemplate,
     ServerStatus,
     ServerUnavailable,
-    ToolRoute,
     Unavailable,
     WaitUntil,
-    elicitations_accepted,
-    failure_from,
-    is_connection_loss,
 )
 from mcp_sansio.naming import UnknownName
 from mcp_sansio.result_policy import PersistResult, ResultPolicy
