@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the blocking twin of each async source in ``drivers/mcp_sansio_base/_async/``.
 
-The client and manager surfaces are written once, async, and the blocking driver's are
+The client, manager and ``serve_*`` surfaces are written once, async, and the blocking driver's are
 derived from them by token rewriting (httpcore's ``unasync`` approach): ``async def`` ->
 ``def``, ``await x`` -> ``x``, ``Awaitable[T]`` -> ``T``, ``AsyncClient`` -> ``Client``
 and so on. Two line markers cover what has no blocking spelling:

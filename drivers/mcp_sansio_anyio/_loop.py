@@ -24,6 +24,7 @@ from mcp_sansio.events import RequestId
 from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
+from mcp_sansio_base.flushing import Flusher
 
 __all__ = ["AnyioDriver", "Waiter"]
 
@@ -71,7 +72,7 @@ class AnyioDriver(AsyncClient):
         self._tg: TaskGroup | None = None
         self._task_scopes: set[anyio.CancelScope] = set()
         self._stopping = False
-        self._flush_pending = False
+        self._flusher = Flusher(self._pump, lambda fn: self._start_task(partial(_call, fn)))
         self._timer_scope: anyio.CancelScope | None = None
         self._timer_at: float | None = None
 
@@ -125,19 +126,7 @@ class AnyioDriver(AsyncClient):
         self._start_task(partial(_logged, fn))
 
     def _flush(self) -> None:
-        # A lone call goes out at once; calls started together go out in one write, from
-        # a task that runs once they have all been queued.
-        if self._flush_pending:
-            return
-        if len(self._waiters) <= 1:
-            self._pump()
-        else:
-            self._flush_pending = True
-            self._start_task(self._flush_later)
-
-    async def _flush_later(self) -> None:
-        self._flush_pending = False
-        self._pump()
+        self._flusher.flush(len(self._waiters))
 
     def _pump(self) -> None:
         raise NotImplementedError
@@ -178,6 +167,11 @@ class AnyioDriver(AsyncClient):
             now = anyio.current_time()
             self._core.handle_timeout(now if at is None else max(at, now))
             self._pump()
+
+
+async def _call(fn: Callable[[], None]) -> None:
+    """``fn`` as a task (the flusher's next turn: a task runs after those queued)."""
+    fn()
 
 
 async def _logged(fn: Callable[[], Awaitable[None]]) -> None:

@@ -21,6 +21,7 @@ from mcp_sansio.connections import CloseConnection, OpenConnection, SocketStage,
 from mcp_sansio.events import Action, InitializeCompleted
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
+from mcp_sansio_base.socketpump import SocketPump
 
 from ._loop import AnyioDriver, Waiter
 
@@ -51,7 +52,7 @@ class _Connection:
         self.tls_hostname: str | None = None  # StartTls asked for, begun after the current read
 
 
-class SocketDriver(AnyioDriver):
+class SocketDriver(SocketPump, AnyioDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
     def __init__(self, core: HttpClient | WebSocketClient, handlers: Handlers,
@@ -95,20 +96,20 @@ class SocketDriver(AnyioDriver):
 
     def _pump(self) -> None:
         net = self._net
-        self._deliver_events()
-        while (action := net.next_action()) is not None:
-            self._perform(action)
-        for connection in net.connections_with_data():
-            conn = self._connections.get(connection)
-            if conn is not None and (conn.unsent or conn.writing):
-                continue  # the core keeps it (bounded) until the socket takes more
-            data = net.data_to_send(connection)
-            if conn is not None and data:
-                conn.unsent += data
-                conn.wake.set()
+        self._hand_out(net)
         if net.finished:
             self._finished.set()
         self._arm(net.next_deadline())
+
+    def _busy(self, connection: int) -> bool:
+        conn = self._connections.get(connection)
+        return conn is not None and bool(conn.unsent or conn.writing)
+
+    def _take(self, connection: int, data: bytes) -> None:
+        conn = self._connections.get(connection)
+        if conn is not None:
+            conn.unsent += data
+            conn.wake.set()
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):

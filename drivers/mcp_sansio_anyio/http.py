@@ -20,7 +20,7 @@ from mcp_sansio.auth import Token
 from mcp_sansio.events import AuthorizationRedirect
 from mcp_sansio_base._async.connect import Connect
 from mcp_sansio_base._async.handlers import HttpOptions, resolve
-from mcp_sansio_base.http import CONNECT_DOC, HttpParts, http_parts
+from mcp_sansio_base.http import CONNECT_DOC, HttpParts, bind_redirect, http_parts
 from mcp_sansio_oauth import OAuth
 from mcp_sansio_oauth.host import OAuthMethods, Settleable, request_complete
 
@@ -78,12 +78,11 @@ class HttpConnection(HttpParts, OAuthMethods, SocketDriver):
         if self._redirects is not None and self._redirects[0].cancel_called:
             await self._redirects[1].wait()  # the listener of the last redirect is closing
         if oauth.loopback is not None and self._redirects is None:
-            try:
-                listener = await SocketListener.from_socket(oauth.loopback.listening_socket())
-            except OSError as exc:
-                oauth.cannot_start(exc, anyio.current_time())
+            sock = bind_redirect(oauth, anyio.current_time)
+            if sock is None:
                 self._pump()
                 return
+            listener = await SocketListener.from_socket(sock)
             self._redirects = scope, closed = anyio.CancelScope(), anyio.Event()
             self._start_task(partial(self._serve_redirects, listener, scope, closed))
         oauth.open_browser(event.authorization_url, anyio.current_time())

@@ -26,6 +26,7 @@ from mcp_sansio.manager_lifecycle import ConnectPlan
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base._async.manager import AsyncManager, Opened
+from mcp_sansio_base.changes import Changes
 
 from .stdio import connect_stdio
 
@@ -45,14 +46,14 @@ class ServerManager(AsyncManager):
     _scopes: set[anyio.CancelScope]
     _background: int
     _idle: anyio.Event
-    _changed: anyio.Event
+    _changes: Changes
 
     def _init_driver(self) -> None:
         self._tg = None
         self._scopes = set()
         self._background = 0
         self._idle = anyio.Event()
-        self._changed = anyio.Event()
+        self._changes = Changes(anyio.Event)
 
     async def __aenter__(self) -> ServerManager:
         tg = anyio.create_task_group()
@@ -84,12 +85,10 @@ class ServerManager(AsyncManager):
         await anyio.sleep(seconds)
 
     def _post(self, fn: Callable[[], None]) -> None:
-        fn()
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
+        self._changes.post(fn)
 
     async def _settled(self) -> None:
-        await self._changed.wait()
+        await self._changes.wait()
 
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         self._background += 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable
 from typing import Final
 
@@ -19,42 +18,23 @@ import anyio
 import anyio.abc
 
 from mcp_sansio.events import Event
-from mcp_sansio.server import MCPServer
-from mcp_sansio.server.flow import FlowLimits
-from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio.server import StdioServer
+from mcp_sansio.server.http import HttpServer
+from mcp_sansio.server.websocket import WebSocketServer
+from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import (
-    LINGER_SECONDS,
-    SharedStore,
-    http_endpoint,
-    peer_host,
-    protocol_stdout,
-    stdio_endpoint,
-    websocket_endpoint,
-)
+from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ: Final = 65536
 
 
-async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
-    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
-    :mod:`mcp_sansio_base.serving`)."""
-    with protocol_stdout(stdout) as fd_out:
-        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
-
-
-async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
-                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
-                       handler_threads: int | None) -> None:
-    fd_in = sys.stdin.fileno() if stdin is None else stdin
-    endpoint = stdio_endpoint(app, secret, anyio.current_time(), flow)
+async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
+                       on_event: Callable[[Event], None] | None, handler_threads: int | None) -> None:
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     async with anyio.create_task_group() as group:
         out = _FdWriter(fd_out, endpoint.data_to_send, group)
@@ -88,51 +68,24 @@ async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, 
                     os.set_blocking(fd, was)
 
 
-class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop, taking
-    it from the core only when the last piece is written (what waits stays counted there)."""
+class _FdWriter(FdOutput):
+    """Stdio output in the task group: a task waits for the descriptor."""
 
     def __init__(self, fd: int, source: Callable[[], bytes], group: anyio.abc.TaskGroup) -> None:
-        self._fd = fd
-        self._source = source
+        super().__init__(fd, source)
         self._group = group
-        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
-        self._pending = bytearray()
         self._idle = anyio.Event()
         self._idle.set()
-        self._closed = False
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, False)
 
-    def write(self) -> None:
-        if self._pending:
-            return  # the core keeps the rest until the descriptor can take it
-        data = self._source()
-        if not data or self._closed:
-            return
-        written = self._send(data)
-        if written < len(data) and not self._closed:
-            self._pending += data[written:]
-            self._idle = anyio.Event()
-            self._group.start_soon(self._drain)
-
-    def _send(self, data: bytes | bytearray) -> int:
-        try:
-            return os.write(self._fd, data)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            self._closed = True  # the client is gone; the read side will see EOF
-            return len(data)
+    def _wait_writable(self) -> None:
+        self._idle = anyio.Event()
+        self._group.start_soon(self._drain)
 
     async def _drain(self) -> None:
         try:
             while self._pending and not self._closed:
                 await anyio.wait_writable(self._fd)
-                del self._pending[:self._send(self._pending)]
-                if not self._pending and not self._closed:
-                    self._pending += self._source()
-                    self.taken()
+                self._writable()
         finally:
             self._pending.clear()
             self._idle.set()
@@ -140,28 +93,6 @@ class _FdWriter:
     async def flush(self) -> None:
         self.write()
         await self._idle.wait()
-
-
-async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                     secret: bytes | None = None, config: HttpConfig | None = None,
-                     on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
-                     store: str | SharedStore | None = None) -> None:
-    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
-    arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, anyio.current_time(), store)
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
-
-
-async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                          secret: bytes | None = None, config: WebSocketConfig | None = None,
-                          on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None,
-                          handler_threads: int | None = None) -> None:
-    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
-    cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = websocket_endpoint(app, host, secret, config, anyio.current_time())
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 class _Conn:
@@ -267,3 +198,9 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
             group.cancel_scope.cancel()
+
+
+SERVING = Serving(anyio.current_time, _serve_stdio, _serve_connections)
+serve_stdio = SERVING.serve_stdio
+serve_http = SERVING.serve_http
+serve_websocket = SERVING.serve_websocket

@@ -21,7 +21,7 @@ from anyio.abc import ByteReceiveStream, Process
 from mcp_sansio import Action, CloseInput
 from mcp_sansio_base._async.connect import Connect
 from mcp_sansio_base._async.handlers import StdioOptions, resolve
-from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
+from mcp_sansio_base.stdio import CONNECT_DOC, PipeStdin, StdioProcess, signal_group
 
 from ._loop import AnyioDriver, Waiter
 
@@ -32,7 +32,7 @@ _STDERR_GRACE: Final = 0.5
 _BROKEN: Final = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
-class StdioConnection(StdioProcess, AnyioDriver):
+class StdioConnection(StdioProcess, PipeStdin, AnyioDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`.
 
     Leaving it waits, shielded from cancellation, until the process has exited.
@@ -60,16 +60,9 @@ class StdioConnection(StdioProcess, AnyioDriver):
     async def _start(self) -> None:
         child_stdin, self._stdin = os.pipe()
         os.set_blocking(self._stdin, False)
-        try:
+        with self._spawning(self._close_stdin, child_stdin):
             process = await anyio.open_process(self._argv, stdin=child_stdin, env=self._env, cwd=self._cwd,
                                                start_new_session=True)
-        except BaseException as exc:
-            self._close_stdin()
-            if isinstance(exc, OSError):
-                raise cannot_start(self._command, exc) from exc
-            raise
-        finally:
-            os.close(child_stdin)
         self._process = process
         assert process.stdout and process.stderr  # both are pipes
         await self._enter()
@@ -107,18 +100,10 @@ class StdioConnection(StdioProcess, AnyioDriver):
     # ------------------------------------------------------------- the pump
 
     def _pump(self) -> None:
-        client = self._client
-        event = client.next_event()
-        if event is not None:  # mostly none after a request goes out: no call then
-            self._deliver_events(event)
-        action = client.next_action()
-        while action is not None:
-            self._perform(action)
-            action = client.next_action()
-        data = client.data_to_send()
+        data = self._drain()
         if data:
             self._write(data)
-        self._arm(client.next_deadline())
+        self._arm(self._client.next_deadline())
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, CloseInput):
@@ -131,28 +116,8 @@ class StdioConnection(StdioProcess, AnyioDriver):
         """Kill anything the server left running in its process group."""
         signal_group(process.pid, signal.SIGKILL)
 
-    def _write(self, data: bytes) -> None:
-        if self._stdin is None:
-            return
-        if self._unsent:  # still waiting for the pipe: keep the order
-            self._unsent += data
-            return
-        sent = self._send(data)
-        if self._stdin is not None and sent < len(data):
-            self._unsent += memoryview(data)[sent:]
-            self._start_task(self._drain_stdin)
-
-    def _send(self, data: bytes | bytearray) -> int:
-        """Write what the pipe takes now; a broken pipe closes stdin (the server's stdout
-        EOF or its exit tells the core)."""
-        assert self._stdin is not None
-        try:
-            return os.write(self._stdin, data)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            self._close_stdin()
-            return 0
+    def _watch_stdin(self) -> None:
+        self._start_task(self._drain_stdin)
 
     def _close_stdin(self) -> None:
         fd, self._stdin = self._stdin, None

@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from mcp_sansio.errors import McpSansioError
-from mcp_sansio.events import RequestId
+from mcp_sansio.events import InitializeCompleted, RequestId
 from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.client import AsyncClient
 from mcp_sansio_base._async.connect import Connect
 from mcp_sansio_base._async.handlers import Handlers, ProgressCallback
+from mcp_sansio_base.flushing import Flusher
 
 __all__ = ["Connect", "LoopDriver"]
 
@@ -30,7 +31,7 @@ class LoopDriver(AsyncClient):
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
-        self._flush_pending = False
+        self._flusher = Flusher(self._pump, self._loop.call_soon)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _now(self) -> float:
@@ -56,27 +57,32 @@ class LoopDriver(AsyncClient):
                 self._pump()
             raise
 
+    async def _handshake(self, begin: Callable[[float], None]) -> None:
+        """Start the core's handshake with ``begin(now)`` and wait until it completes;
+        close the connection if it fails (or the caller is cancelled)."""
+        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
+        self._init_waiter = waiter
+        begin(self._loop.time())
+        self._pump()
+        try:
+            event = await waiter
+        except BaseException:
+            await self.aclose()
+            raise
+        assert isinstance(event, InitializeCompleted)
+
     def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         task = self._loop.create_task(_run(fn))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _flush(self) -> None:
-        # A lone call goes out at once; calls started together go out in one write,
-        # once per loop turn.
-        if self._flush_pending:
-            return
-        if len(self._waiters) <= 1:
-            self._pump()
-        else:
-            self._flush_pending = True
-            self._loop.call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        self._flush_pending = False
-        self._pump()
+        self._flusher.flush(len(self._waiters))
 
     def _pump(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
         raise NotImplementedError
 
     def _arm(self, deadline: float | None) -> None:

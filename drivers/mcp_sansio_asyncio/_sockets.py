@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from typing import Protocol, cast
 
-import msgspec
-
 from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailure, SocketStage, StartTls
-from mcp_sansio.events import Action, Event, InitializeCompleted
+from mcp_sansio.events import Action, Event
 from mcp_sansio.front import SessionFront
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
+from mcp_sansio_base.socketpump import SocketPump
 
 from ._loop import LoopDriver
 
@@ -66,7 +66,7 @@ class _Socket(asyncio.Protocol):
         self._owner._lost(self._connection, exc)
 
 
-class SocketDriver(LoopDriver):
+class SocketDriver(SocketPump, LoopDriver):
     """A driver that opens the TCP/TLS connections its core asks for and moves bytes."""
 
     def __init__(self, core: SessionFront, handlers: Handlers, ssl_context: ssl.SSLContext | None) -> None:
@@ -78,16 +78,7 @@ class SocketDriver(LoopDriver):
         self._ssl = ssl_context  # the system trust store unless given, made when first needed
 
     async def _start(self) -> None:
-        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
-        self._init_waiter = waiter
-        self._net.connect(now=self._loop.time())
-        self._pump()
-        try:
-            event = await waiter
-        except BaseException:
-            await self.aclose()
-            raise
-        assert isinstance(event, InitializeCompleted)
+        await self._handshake(lambda now: self._net.connect(now=now))
 
     async def aclose(self) -> None:
         """End the session, close every socket, cancel every task."""
@@ -105,19 +96,19 @@ class SocketDriver(LoopDriver):
 
     def _pump(self) -> None:
         net = self._net
-        self._deliver_events()
-        while (action := net.next_action()) is not None:
-            self._perform(action)
-        for connection in net.connections_with_data():
-            sock = self._sockets.get(connection)
-            if sock is not None and cast(_Socket, sock.get_protocol()).paused:
-                continue  # the core keeps it (bounded) until the socket takes more
-            data = net.data_to_send(connection)
-            if sock is not None and data:
-                sock.write(data)
+        self._hand_out(net)
         if net.finished and not self._finished.done():
             self._finished.set_result(None)
         self._arm(net.next_deadline())
+
+    def _busy(self, connection: int) -> bool:
+        sock = self._sockets.get(connection)
+        return sock is not None and cast(_Socket, sock.get_protocol()).paused
+
+    def _take(self, connection: int, data: bytes) -> None:
+        sock = self._sockets.get(connection)
+        if sock is not None:
+            sock.write(data)
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):
@@ -145,13 +136,9 @@ class SocketDriver(LoopDriver):
             )
         except (OSError, ssl.SSLError) as exc:
             self._connecting.pop(conn, None)
-            self._net.connection_failed(conn, socket_failure(exc, SocketStage.CONNECT), self._loop.time())
-            self._pump()
+            self._failed(conn, exc, SocketStage.CONNECT)
             return
-        self._connecting.pop(conn, None)
-        self._sockets[conn] = sock
-        self._net.connection_made(conn, self._loop.time())
-        self._pump()
+        self._ready(conn, sock, self._net.connection_made)
 
     async def _start_tls(self, action: StartTls) -> None:
         """TLS on the open connection (a tunnel): the same protocol then reads plaintext."""
@@ -166,12 +153,19 @@ class SocketDriver(LoopDriver):
             self._connecting.pop(conn, None)
             if self._sockets.pop(conn, None) is not None:  # else connection_lost reported it
                 raw.abort()
-                self._net.connection_failed(conn, socket_failure(exc, SocketStage.TLS), self._loop.time())
-                self._pump()
+                self._failed(conn, exc, SocketStage.TLS)
             return
+        self._ready(conn, tls, self._net.tls_started)
+
+    def _failed(self, conn: int, exc: BaseException, stage: SocketStage) -> None:
+        self._net.connection_failed(conn, socket_failure(exc, stage), self._loop.time())
+        self._pump()
+
+    def _ready(self, conn: int, sock: asyncio.Transport, report: Callable[[int, float], None]) -> None:
+        """``conn`` is open (or its TLS is up) on ``sock``: ``report`` it to the core."""
         self._connecting.pop(conn, None)
-        self._sockets[conn] = tls
-        self._net.tls_started(conn, self._loop.time())
+        self._sockets[conn] = sock
+        report(conn, self._loop.time())
         self._pump()
 
     def _context(self) -> ssl.SSLContext:

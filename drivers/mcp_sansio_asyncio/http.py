@@ -15,7 +15,7 @@ from typing import Unpack
 from mcp_sansio.auth import Token
 from mcp_sansio.events import AuthorizationRedirect
 from mcp_sansio_base._async.handlers import HttpOptions, resolve
-from mcp_sansio_base.http import CONNECT_DOC, HttpParts, http_parts
+from mcp_sansio_base.http import CONNECT_DOC, HttpParts, bind_redirect, http_parts
 from mcp_sansio_oauth import OAuth
 from mcp_sansio_oauth.host import OAuthMethods, Settleable, request_complete
 
@@ -70,10 +70,8 @@ class HttpConnection(HttpParts, OAuthMethods, SocketDriver):
         oauth = self._oauth
         assert oauth is not None  # only its core redirects
         if oauth.loopback is not None and self._redirects is None:
-            try:
-                sock = oauth.loopback.listening_socket()
-            except OSError as exc:
-                oauth.cannot_start(exc, self._loop.time())
+            sock = bind_redirect(oauth, self._loop.time)
+            if sock is None:
                 self._pump()
                 return
             self._redirects = await asyncio.start_server(self._browser_request, sock=sock)

@@ -14,6 +14,7 @@ from mcp_sansio.hostconfig import StdioServerConfig, Transport
 from mcp_sansio.manager_lifecycle import ConnectPlan
 from mcp_sansio_base._async.handlers import Handlers
 from mcp_sansio_base._async.manager import AsyncManager, Opened, ServerNotificationHandler
+from mcp_sansio_base.changes import Changes
 
 from .stdio import connect_stdio
 
@@ -30,11 +31,11 @@ class ServerManager(AsyncManager):
     """
 
     _tasks: set[asyncio.Task[None]]
-    _changed: asyncio.Event
+    _changes: Changes
 
     def _init_driver(self) -> None:
         self._tasks = set()
-        self._changed = asyncio.Event()
+        self._changes = Changes(asyncio.Event)
 
     async def __aenter__(self) -> ServerManager:
         return self
@@ -51,12 +52,10 @@ class ServerManager(AsyncManager):
         task.add_done_callback(self._tasks.discard)
 
     def _post(self, fn: Callable[[], None]) -> None:
-        fn()
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._changes.post(fn)
 
     async def _settled(self) -> None:
-        await self._changed.wait()
+        await self._changes.wait()
 
     async def _stop_background(self) -> None:
         tasks = list(self._tasks)

@@ -11,28 +11,20 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import msgspec
 
 from mcp_sansio.events import Event
-from mcp_sansio.server import MCPServer
-from mcp_sansio.server.flow import FlowLimits
-from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio.server import StdioServer
+from mcp_sansio.server.http import HttpServer
+from mcp_sansio.server.websocket import WebSocketServer
+from mcp_sansio_base._async.serve import Serving
+from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
-from mcp_sansio_base.serving import (
-    LINGER_SECONDS,
-    SharedStore,
-    http_endpoint,
-    peer_host,
-    protocol_stdout,
-    stdio_endpoint,
-    websocket_endpoint,
-)
+from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -89,21 +81,9 @@ class _Primitives:
             await asyncio.wait(list(self._tasks))
 
 
-async def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                      stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                      flow: FlowLimits | None = None, handler_threads: int | None = None) -> None:
-    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
-    :mod:`mcp_sansio_base.serving`)."""
-    with protocol_stdout(stdout) as fd_out:
-        await _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
-
-
-async def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
-                       on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
-                       handler_threads: int | None) -> None:
+async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
+                       on_event: Callable[[Event], None] | None, handler_threads: int | None) -> None:
     loop = asyncio.get_running_loop()
-    fd_in = sys.stdin.fileno() if stdin is None else stdin
-    endpoint = stdio_endpoint(app, secret, loop.time(), flow)
     out = _FdWriter(loop, fd_out, endpoint.data_to_send)
     primitives = _Primitives(loop, out.write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)
@@ -163,46 +143,21 @@ async def _read_file(fd: int, readable: Callable[[], None], done: asyncio.Future
         await asyncio.sleep(0)
 
 
-class _FdWriter:
-    """Writes a transport's output to a file descriptor without blocking the loop, taking
-    it from the core only when the last piece is written (what waits stays counted there)."""
+class _FdWriter(FdOutput):
+    """Stdio output on the loop: ``add_writer`` waits for the descriptor."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, source: Callable[[], bytes]) -> None:
+        super().__init__(fd, source)
         self._loop = loop
-        self._fd = fd
-        self._source = source
-        self.taken: Callable[[], None] = lambda: None  # output was taken: the runner's wake
-        self._pending = bytearray()
         self._watching = False
-        self._closed = False
-        self._blocking = os.get_blocking(fd)
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, False)
         self._idle: asyncio.Event = asyncio.Event()
         self._idle.set()
 
-    def write(self) -> None:
-        if self._pending:
-            return  # the core keeps the rest until the descriptor can take it
-        data = self._source()
-        if not data or self._closed:
-            return
-        try:
-            written = os.write(self._fd, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            self._closed = True  # the client is gone; the read side will see EOF
-            return
-        if written < len(data):
-            self._pending += data[written:]
-            self._watch()
-
-    def _watch(self) -> None:
+    def _wait_writable(self) -> None:
         self._idle.clear()
         if not self._watching:
             try:
-                self._loop.add_writer(self._fd, self._writable)
+                self._loop.add_writer(self._fd, self._on_writable)
                 self._watching = True
             except (OSError, ValueError, NotImplementedError):  # a regular file: just block
                 os.set_blocking(self._fd, True)
@@ -210,18 +165,8 @@ class _FdWriter:
                 self._pending.clear()
                 self._idle.set()
 
-    def _writable(self) -> None:
-        try:
-            written = os.write(self._fd, self._pending)
-        except BlockingIOError:
-            return
-        except OSError:
-            written = len(self._pending)
-            self._closed = True
-        del self._pending[:written]
-        if not self._pending and not self._closed:
-            self._pending += self._source()
-            self.taken()
+    def _on_writable(self) -> None:
+        self._writable()
         if not self._pending:
             self._loop.remove_writer(self._fd)
             self._watching = False
@@ -237,28 +182,6 @@ class _FdWriter:
             self._watching = False
         with contextlib.suppress(OSError):
             os.set_blocking(self._fd, self._blocking)
-
-
-async def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                     secret: bytes | None = None, config: HttpConfig | None = None,
-                     on_event: Callable[[Event], None] | None = None,
-                     ready: Callable[[int], None] | None = None, handler_threads: int | None = None,
-                     store: str | SharedStore | None = None) -> None:
-    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until cancelled (the
-    arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, asyncio.get_running_loop().time(), store)
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
-
-
-async def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                          secret: bytes | None = None, config: WebSocketConfig | None = None,
-                          on_event: Callable[[Event], None] | None = None,
-                          ready: Callable[[int], None] | None = None,
-                          handler_threads: int | None = None) -> None:
-    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
-    cancelled (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = websocket_endpoint(app, host, secret, config, asyncio.get_running_loop().time())
-    await _serve_connections(endpoint, host, port, on_event, ready, handler_threads)
 
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
@@ -368,3 +291,9 @@ class _ConnectionProtocol(asyncio.Protocol):
         if link is not None:
             link.paused = False
             self._runner.flush()
+
+
+SERVING = Serving(lambda: asyncio.get_running_loop().time(), _serve_stdio, _serve_connections)
+serve_stdio = SERVING.serve_stdio
+serve_http = SERVING.serve_http
+serve_websocket = SERVING.serve_websocket

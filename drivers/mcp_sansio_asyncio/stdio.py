@@ -14,12 +14,9 @@ import signal
 from collections.abc import Sequence
 from typing import Final, Unpack
 
-import msgspec
-
 from mcp_sansio import Action, CloseInput
-from mcp_sansio.events import InitializeCompleted
 from mcp_sansio_base._async.handlers import StdioOptions, resolve
-from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
+from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, signal_group
 
 from ._loop import Connect, LoopDriver
 
@@ -72,34 +69,18 @@ class StdioConnection(StdioProcess, LoopDriver):
         # transport hands every read to its protocol through call_soon, which costs one
         # loop iteration more per reply.
         stdout, child_stdout = os.pipe()
-        try:
+        with self._spawning(lambda: os.close(stdout), child_stdout):
             transport, _ = await self._loop.subprocess_exec(
                 lambda: _Protocol(self), *self._argv,
                 stdin=asyncio.subprocess.PIPE, stdout=child_stdout,
                 stderr=asyncio.subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True,
             )
-        except BaseException as exc:
-            os.close(stdout)
-            if isinstance(exc, OSError):
-                raise cannot_start(self._command, exc) from exc
-            raise
-        finally:
-            os.close(child_stdout)
         self._transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]  # PIPE stdin is a WriteTransport
         os.set_blocking(stdout, False)
         self._stdout = stdout
         self._loop.add_reader(stdout, self._read_stdout)
-        waiter: asyncio.Future[msgspec.Struct] = self._loop.create_future()
-        self._init_waiter = waiter
-        self._client.start(now=self._loop.time())
-        self._flush()
-        try:
-            event = await waiter
-        except BaseException:
-            await self.aclose()
-            raise
-        assert isinstance(event, InitializeCompleted)
+        await self._handshake(lambda now: self._client.start(now=now))
 
     async def aclose(self) -> None:
         """Close: pending calls fail, then stdin closes and the shutdown ladder runs until
@@ -120,18 +101,10 @@ class StdioConnection(StdioProcess, LoopDriver):
     # ------------------------------------------------------------- the pump
 
     def _pump(self) -> None:
-        client = self._client
-        event = client.next_event()
-        if event is not None:  # mostly none after a request goes out: no call then
-            self._deliver_events(event)
-        action = client.next_action()
-        while action is not None:
-            self._perform(action)
-            action = client.next_action()
-        data = client.data_to_send()
+        data = self._drain()
         if data and self._stdin is not None and not self._stdin.is_closing():
             self._stdin.write(data)
-        self._arm(client.next_deadline())
+        self._arm(self._client.next_deadline())
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, CloseInput):

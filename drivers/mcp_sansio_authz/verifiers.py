@@ -32,6 +32,15 @@ DEFAULT_ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512
 """The asymmetric algorithms accepted by default (``none`` and HMAC never are: a server
 holds only public keys, and an HMAC "verified" with one is the classic forgery)."""
 
+_JWT_REJECTIONS: Final[Mapping[type[jwt.PyJWTError], RejectReason]] = {
+    jwt.ExpiredSignatureError: RejectReason.EXPIRED,
+    jwt.ImmatureSignatureError: RejectReason.NOT_YET_VALID,
+    jwt.InvalidAudienceError: RejectReason.WRONG_AUDIENCE,
+    jwt.InvalidIssuerError: RejectReason.WRONG_ISSUER,
+    jwt.InvalidSignatureError: RejectReason.BAD_SIGNATURE,
+    jwt.InvalidAlgorithmError: RejectReason.BAD_ALGORITHM,
+}
+"""PyJWT's exceptions (or their subclasses) -> why the token is rejected."""
 _KEY_TYPES: Final = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 
 
@@ -132,20 +141,11 @@ class JwtVerifier:
                 token, key=key.key, algorithms=[alg], audience=list(self.audience), issuer=self.issuer,
                 leeway=self.leeway, options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.ExpiredSignatureError:
-            return TokenRejected(reason=RejectReason.EXPIRED)
-        except jwt.ImmatureSignatureError:
-            return TokenRejected(reason=RejectReason.NOT_YET_VALID)
-        except jwt.InvalidAudienceError:
-            return TokenRejected(reason=RejectReason.WRONG_AUDIENCE)
-        except jwt.InvalidIssuerError:
-            return TokenRejected(reason=RejectReason.WRONG_ISSUER)
-        except jwt.InvalidSignatureError:
-            return TokenRejected(reason=RejectReason.BAD_SIGNATURE)
-        except jwt.InvalidAlgorithmError:
-            return TokenRejected(reason=RejectReason.BAD_ALGORITHM)
-        except jwt.PyJWTError as exc:  # a missing claim, a malformed one, a bad encoding
-            return TokenRejected(reason=RejectReason.INVALID, detail=type(exc).__name__)
+        except jwt.PyJWTError as exc:
+            reason = next((r for t in type(exc).__mro__ if (r := _JWT_REJECTIONS.get(t)) is not None), None)
+            if reason is None:  # a missing claim, a malformed one, a bad encoding
+                return TokenRejected(reason=RejectReason.INVALID, detail=type(exc).__name__)
+            return TokenRejected(reason=reason)
         return _principal(claims, self.scope_claims, self.leeway)
 
 

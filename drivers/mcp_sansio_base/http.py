@@ -6,6 +6,9 @@ moves bytes (and serves the OAuth redirect on its loop).
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
+
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.http_transport import HttpClient
 from mcp_sansio.types import ClientCapabilities
@@ -13,7 +16,7 @@ from mcp_sansio_oauth.host import OAuthHost, http_core
 
 from .options import HttpKeys
 
-__all__ = ["CONNECT_DOC", "HttpParts", "http_parts"]
+__all__ = ["CONNECT_DOC", "HttpParts", "bind_redirect", "http_parts"]
 
 CONNECT_DOC = """Speak MCP to the server at ``url`` over Streamable HTTP (or legacy HTTP+SSE); the
 options are ``HttpOptions``. With ``auth=OAuth(...)`` the browser flow serves its redirect
@@ -56,3 +59,14 @@ def http_parts(url: str, now: float, config: ClientConfig, capabilities: ClientC
     return http_core(url, options.get("auth"), now=now, config=config, capabilities=capabilities,
                      headers=options.get("headers"), transport=options.get("transport", "auto"),
                      proxy=options.get("proxy", True))
+
+
+def bind_redirect(oauth: OAuthHost, now: Callable[[], float]) -> socket.socket | None:
+    """The bound socket to serve ``oauth``'s loopback redirect URI on; ``None`` if it cannot
+    be bound: then the core has been told, and fails the flow (pump it)."""
+    assert oauth.loopback is not None  # only a loopback redirect is served here
+    try:
+        return oauth.loopback.listening_socket()
+    except OSError as exc:
+        oauth.cannot_start(exc, now())
+        return None

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from mcp_sansio import (
@@ -29,11 +29,12 @@ from mcp_sansio import (
 )
 from mcp_sansio.config import ClientConfig
 from mcp_sansio.errors import ConnectionClosed, McpSansioError
+from mcp_sansio.events import ClientEvent
 from mcp_sansio.types import ClientCapabilities
 
 from .options import StdioKeys
 
-__all__ = ["CONNECT_DOC", "StdioProcess", "cannot_start", "child_env", "signal_group"]
+__all__ = ["CONNECT_DOC", "PipeStdin", "StdioProcess", "cannot_start", "child_env", "signal_group"]
 
 CONNECT_DOC = """Start ``command args`` and speak MCP to it over stdio; the options are
 ``StdioOptions``. Leaving the block fails pending calls, closes the server's stdin and
@@ -77,6 +78,12 @@ class StdioProcess:
         def _now(self) -> float:
             """The loop driver's clock (the connection's other base has it)."""
 
+        def _deliver_events(self, event: ClientEvent | None = None) -> None:
+            """The façade's delivery of the core's events (the other base has it)."""
+
+        def _perform(self, action: Action) -> None:
+            """The driver's way to carry out one of the core's actions."""
+
     def _stdio_core(self, command: str, args: Sequence[str], config: ClientConfig,
                     capabilities: ClientCapabilities, options: StdioKeys) -> StdioClient:
         """Record the command and build the core (call first in ``__init__``)."""
@@ -90,6 +97,32 @@ class StdioProcess:
         self._stderr_log = logging.getLogger(f"mcp_sansio.stderr.{os.path.basename(command)}")
         self._client = StdioClient(config, capabilities)
         return self._client
+
+    def _drain(self) -> bytes:
+        """The first half of every stdio pump: the core's events go to their waiters, its
+        actions are performed; returns the bytes to write to the server's stdin."""
+        client = self._client
+        event = client.next_event()
+        if event is not None:  # mostly none after a request goes out: no call then
+            self._deliver_events(event)
+        while (action := client.next_action()) is not None:
+            self._perform(action)
+        return client.data_to_send()
+
+    @contextlib.contextmanager
+    def _spawning(self, undo: Callable[[], None], child_fd: int) -> Iterator[None]:
+        """Around starting the process: on failure ``undo()`` runs and an ``OSError`` becomes
+        :func:`cannot_start`'s ``ConnectionClosed``; the child's end ``child_fd`` of a pipe
+        is closed either way."""
+        try:
+            yield
+        except BaseException as exc:
+            undo()
+            if isinstance(exc, OSError):
+                raise cannot_start(self._command, exc) from exc
+            raise
+        finally:
+            os.close(child_fd)
 
     @property
     def stderr_tail(self) -> str:
@@ -118,3 +151,42 @@ class StdioProcess:
     def _signal_for(self, action: Action) -> int:
         """The signal a shutdown action asks for."""
         return _SIGNALS[type(action)]
+
+
+class PipeStdin:
+    """The server's stdin as a non-blocking pipe the driver writes itself (anyio, blocking):
+    what the pipe does not take at once waits, in order, in ``_unsent`` until the driver's
+    :meth:`_watch_stdin` finishes it with :meth:`_send` as the server reads."""
+
+    _stdin: int | None  # the file descriptor, None once closed
+    _unsent: bytearray
+
+    def _write(self, data: bytes) -> None:
+        if self._stdin is None:
+            return
+        if self._unsent:  # still waiting for the pipe: keep the order
+            self._unsent += data
+            return
+        sent = self._send(data)
+        if self._stdin is not None and sent < len(data):
+            self._unsent += memoryview(data)[sent:]
+            self._watch_stdin()
+
+    def _send(self, data: bytes | bytearray) -> int:
+        """Write what the pipe takes now; a broken pipe closes stdin (the server's stdout
+        EOF or its exit tells the core)."""
+        assert self._stdin is not None
+        try:
+            return os.write(self._stdin, data)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._close_stdin()
+            return 0
+
+    def _watch_stdin(self) -> None:
+        """Write ``_unsent`` as the pipe becomes writable."""
+        raise NotImplementedError
+
+    def _close_stdin(self) -> None:
+        raise NotImplementedError

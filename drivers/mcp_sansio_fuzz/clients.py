@@ -183,18 +183,7 @@ def _run_http(
         finally:
             stop.set()
             _kill(proc)
-    outcome = ClientOutcome(
-        returncode=returncode,
-        elapsed=elapsed,
-        timeout=timeout,
-        rss_growth=growth,
-        output=bytes(output[-_OUTPUT_TAIL:]).decode(errors="replace"),
-        after_version=server.after_version,
-        lists=server.lists,
-        initializes=server.initializes,
-        sent=server.sent,
-    )
-    return outcome, judge_client(server.scenario.name, outcome, memory_limit)
+    return _judged(server, returncode, elapsed, timeout, growth, output, server.sent, memory_limit)
 
 
 @contextlib.contextmanager
@@ -313,6 +302,12 @@ def _watch(
     with contextlib.suppress(BlockingIOError, ValueError, OSError):
         output += os.read(proc.stdout.fileno(), 1 << 16)
     selector.close()
+    return _judged(server, returncode, elapsed, timeout, growth, output, written, memory_limit)
+
+
+def _judged(server: HostileServer, returncode: int | None, elapsed: float, timeout: float, growth: int,
+            output: bytes | bytearray, sent: int, memory_limit: int) -> tuple[ClientOutcome, list[Finding]]:
+    """What the client under test did in ``server``'s scenario, and the findings about it."""
     outcome = ClientOutcome(
         returncode=returncode,
         elapsed=elapsed,
@@ -322,7 +317,7 @@ def _watch(
         after_version=server.after_version,
         lists=server.lists,
         initializes=server.initializes,
-        sent=written,
+        sent=sent,
     )
     return outcome, judge_client(server.scenario.name, outcome, memory_limit)
 

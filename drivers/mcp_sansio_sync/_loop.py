@@ -82,6 +82,21 @@ class BlockingDriver(Client):
         """Deliver events, perform the core's actions, write what it queued."""
         raise NotImplementedError
 
+    def _timeout(self, deadline: float | None, wait: bool) -> float | None:
+        """How long one wait may block: until ``deadline`` (the core's next), not at all
+        without ``wait``."""
+        if not wait:
+            return 0.0
+        return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+    def _fire(self, deadline: float | None) -> None:
+        """After one wait: the core's timers fire once ``deadline`` has passed; then flush."""
+        if deadline is not None:
+            now = time.monotonic()
+            if now >= deadline:
+                self._core.handle_timeout(now)
+        self._flush()
+
     def _flush(self) -> None:
         # A handler run inline from the pump's delivery queues its answer; the pump under
         # way writes it.
@@ -100,18 +115,26 @@ class BlockingDriver(Client):
             log.exception("a handler of the MCP client raised")
 
     def _handshake(self, begin: Callable[[], None]) -> None:
-        """Begin the handshake with ``begin`` and run the loop to its end.
+        """Begin the handshake with ``begin`` and run the loop to its end; on failure (or
+        an interrupt) close everything and raise.
 
         Raises:
             McpSansioError: the handshake failed (the type says why).
         """
-        slot = Slot()
-        self._init_waiter = slot
-        begin()
-        self._flush()
-        while not slot.done():
-            self._step()
-        assert isinstance(slot.value(), InitializeCompleted)
+        try:
+            slot = Slot()
+            self._init_waiter = slot
+            begin()
+            self._flush()
+            while not slot.done():
+                self._step()
+            assert isinstance(slot.value(), InitializeCompleted)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     def _wait(self, request_id: RequestId, on_progress: ProgressCallback | None = None) -> msgspec.Struct:
         slot = Slot()

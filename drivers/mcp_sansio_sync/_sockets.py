@@ -25,6 +25,7 @@ from mcp_sansio.connections import CloseConnection, OpenConnection, SocketFailur
 from mcp_sansio.events import Action
 from mcp_sansio_base._sync.handlers import Handlers
 from mcp_sansio_base.failures import socket_failure
+from mcp_sansio_base.socketpump import SocketPump
 
 from ._loop import BlockingDriver
 
@@ -78,7 +79,7 @@ class Watched(Protocol):
         ...
 
 
-class SocketConnection(BlockingDriver):
+class SocketConnection(SocketPump, BlockingDriver):
     """A blocking client that opens the TCP/TLS connections its core asks for."""
 
     def __init__(self, core: HttpClient | WebSocketClient, handlers: Handlers,
@@ -99,11 +100,7 @@ class SocketConnection(BlockingDriver):
         Raises:
             McpSansioError: the handshake failed (the type says why).
         """
-        try:
-            self._handshake(lambda: self._net.connect(now=time.monotonic()))
-        except BaseException:
-            self.close()
-            raise
+        self._handshake(lambda: self._net.connect(now=time.monotonic()))
 
     def close(self) -> None:
         """End the session (its ``DELETE`` or closing handshake, bounded by
@@ -124,12 +121,8 @@ class SocketConnection(BlockingDriver):
     # -------------------------------------------------------- Client contract
 
     def _step(self, wait: bool = True) -> None:
-        net = self._net
-        deadline = net.next_deadline()
-        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        if not wait:
-            timeout = 0.0
-        for key, mask in self._selector.select(timeout):
+        deadline = self._net.next_deadline()
+        for key, mask in self._selector.select(self._timeout(deadline, wait)):
             watched: _Connection | Watched = key.data
             if isinstance(watched, _Connection):
                 if self._connections.get(watched.id) is watched:  # not closed by an earlier one
@@ -138,33 +131,29 @@ class SocketConnection(BlockingDriver):
             else:
                 watched.ready(mask)
                 self._flush()
-        if deadline is not None:
-            now = time.monotonic()
-            if now >= deadline:
-                net.handle_timeout(now)
-        self._flush()
+        self._fire(deadline)
 
     def _pump(self) -> None:
         net = self._net
         while True:
-            self._deliver_events()
-            while (action := net.next_action()) is not None:
-                self._perform(action)
-            for connection in net.connections_with_data():
-                conn = self._connections.get(connection)
-                if conn is not None and conn.unsent:
-                    continue  # the core keeps it (bounded) until the socket takes more
-                data = net.data_to_send(connection)
-                if conn is not None and data:
-                    conn.unsent += data
-                    if conn.state is _State.OPEN:
-                        self._send(conn)
+            self._hand_out(net)
             if not self._failures:
                 return
             connection, failure = self._failures.popleft()
             net.connection_failed(connection, failure, time.monotonic())
 
     # --------------------------------------------------------------- actions
+
+    def _busy(self, connection: int) -> bool:
+        conn = self._connections.get(connection)
+        return conn is not None and bool(conn.unsent)
+
+    def _take(self, connection: int, data: bytes) -> None:
+        conn = self._connections.get(connection)
+        if conn is not None:
+            conn.unsent += data
+            if conn.state is _State.OPEN:
+                self._send(conn)
 
     def _perform(self, action: Action) -> None:
         if isinstance(action, OpenConnection):

@@ -20,7 +20,7 @@ from mcp_sansio.errors import Unauthorized
 from mcp_sansio.events import AuthorizationRedirect
 from mcp_sansio_base._sync.connect import Connect
 from mcp_sansio_base._sync.handlers import HttpOptions, resolve
-from mcp_sansio_base.http import CONNECT_DOC, HttpParts, http_parts
+from mcp_sansio_base.http import CONNECT_DOC, HttpParts, bind_redirect, http_parts
 from mcp_sansio_oauth import OAuth
 from mcp_sansio_oauth.host import OAuthMethods, request_complete
 
@@ -91,10 +91,8 @@ class HttpConnection(HttpParts, OAuthMethods, SocketConnection):
         oauth = self._oauth
         assert oauth is not None  # only its core redirects
         if oauth.loopback is not None and self._redirects is None:
-            try:
-                sock = oauth.loopback.listening_socket()
-            except OSError as exc:
-                oauth.cannot_start(exc, time.monotonic())
+            sock = bind_redirect(oauth, time.monotonic)
+            if sock is None:
                 return
             self._redirects = _Listener(self, sock)
         oauth.open_browser(event.authorization_url, time.monotonic())

@@ -15,27 +15,18 @@ import math
 import os
 import selectors
 import socket
-import sys
 import time
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Final
 
 from mcp_sansio.events import Event
-from mcp_sansio.server import MCPServer
-from mcp_sansio.server.flow import FlowLimits
-from mcp_sansio.server.http import HttpConfig, HttpServer
-from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio.server import StdioServer
+from mcp_sansio.server.http import HttpServer
+from mcp_sansio.server.websocket import WebSocketServer
+from mcp_sansio_base._sync.serve import Serving, Stop
 from mcp_sansio_base.relay import RelayThread
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import (
-    LINGER_SECONDS,
-    SharedStore,
-    http_endpoint,
-    peer_host,
-    protocol_stdout,
-    stdio_endpoint,
-    websocket_endpoint,
-)
+from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 from mcp_sansio_base.steploop import StepLoop
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -44,28 +35,8 @@ _READ: Final = 65536
 _STOP_POLL: Final = 0.1  # how often ``stop`` is asked, at the most
 
 
-class Stop(Protocol):
-    """What ``stop=`` takes: a ``threading.Event`` does."""
-
-    def is_set(self) -> bool:
-        """Whether to stop now."""
-        ...
-
-
-def serve_stdio(app: MCPServer, *, secret: bytes | None = None, stdin: int | None = None,
-                stdout: int | None = None, on_event: Callable[[Event], None] | None = None,
-                flow: FlowLimits | None = None, handler_threads: int = 0) -> None:
-    """Serve ``app`` on stdin/stdout until stdin closes (the arguments:
-    :mod:`mcp_sansio_base.serving`)."""
-    with protocol_stdout(stdout) as fd_out:
-        _serve_stdio(app, secret, stdin, fd_out, on_event, flow, handler_threads)
-
-
-def _serve_stdio(app: MCPServer, secret: bytes | None, stdin: int | None, fd_out: int,
-                 on_event: Callable[[Event], None] | None, flow: FlowLimits | None,
-                 handler_threads: int) -> None:
-    fd_in = sys.stdin.fileno() if stdin is None else stdin
-    endpoint = stdio_endpoint(app, secret, time.monotonic(), flow)
+def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
+                 on_event: Callable[[Event], None] | None, handler_threads: int) -> None:
 
     out = _FdWriter(fd_out, endpoint.data_to_send)
     loop = StepLoop(time.monotonic, out.write, threads=handler_threads)
@@ -207,27 +178,6 @@ class _Waker:
 _WAKE: Final = "wake"
 
 
-def serve_http(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000, secret: bytes | None = None,
-               config: HttpConfig | None = None, on_event: Callable[[Event], None] | None = None,
-               ready: Callable[[int], None] | None = None, stop: Stop | None = None,
-               handler_threads: int = 0, store: str | SharedStore | None = None) -> None:
-    """Serve ``app`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set
-    (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = http_endpoint(app, host, secret, config, time.monotonic(), store)
-    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
-
-
-def serve_websocket(app: MCPServer, *, host: str = "127.0.0.1", port: int = 8000,
-                    secret: bytes | None = None, config: WebSocketConfig | None = None,
-                    on_event: Callable[[Event], None] | None = None,
-                    ready: Callable[[int], None] | None = None, stop: Stop | None = None,
-                    handler_threads: int = 0) -> None:
-    """Serve ``app`` over WebSocket (subprotocol ``mcp``) at ``ws://host:port/`` until
-    ``stop`` is set (the arguments: :mod:`mcp_sansio_base.serving`)."""
-    endpoint = websocket_endpoint(app, host, secret, config, time.monotonic())
-    _serve_connections(endpoint, host, port, on_event, ready, stop, handler_threads)
-
-
 def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
           also: float | None = None) -> list[tuple[object, int]]:
     """Wait for I/O, the next timer, ``also`` (or ``stop``'s next look); fire what is due."""
@@ -260,7 +210,7 @@ class _Conn:
 
 def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
                        on_event: Callable[[Event], None] | None, ready: Callable[[int], None] | None,
-                       stop: Stop | None, handler_threads: int) -> None:
+                       handler_threads: int, stop: Stop | None) -> None:
     """Accept connections for a connection-oriented transport until ``stop``."""
     conns: dict[int, _Conn] = {}
     lingering: dict[int, _Conn] = {}
@@ -384,3 +334,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             conn.sock.close()
         selector.close()
         listener.close()
+
+
+SERVING = Serving(time.monotonic, _serve_stdio, _serve_connections)
+serve_stdio = SERVING.serve_stdio
+serve_http = SERVING.serve_http
+serve_websocket = SERVING.serve_websocket

@@ -22,7 +22,7 @@ from typing import Final, Unpack
 from mcp_sansio import Action, CloseInput
 from mcp_sansio_base._sync.connect import Connect
 from mcp_sansio_base._sync.handlers import StdioOptions, resolve
-from mcp_sansio_base.stdio import CONNECT_DOC, StdioProcess, cannot_start, signal_group
+from mcp_sansio_base.stdio import CONNECT_DOC, PipeStdin, StdioProcess, cannot_start, signal_group
 
 from ._loop import BlockingDriver
 
@@ -36,7 +36,7 @@ _DRAIN_READS: Final = 64
 _POLL: Final = 0.05
 
 
-class StdioConnection(StdioProcess, BlockingDriver):
+class StdioConnection(StdioProcess, PipeStdin, BlockingDriver):
     """A client connected to a server subprocess; use it through :func:`connect_stdio`."""
 
     def __init__(self, command: str, args: Sequence[str], options: StdioOptions) -> None:
@@ -47,7 +47,7 @@ class StdioConnection(StdioProcess, BlockingDriver):
         self._selector = selectors.DefaultSelector()
         self._stdin: int | None = None  # fd, None once closed
         self._unsent = bytearray()  # what stdin has not taken yet
-        self._stdout_open = self._stderr_open = False
+        self._open_pipes: set[int] = set()  # 1 (stdout), 2 (stderr) until their end
         self._exit_fd: int | None = None  # pidfd, readable once the process exited
         self._exited = False
         self._closed = False
@@ -76,16 +76,12 @@ class StdioConnection(StdioProcess, BlockingDriver):
         self._stdin = proc.stdin.fileno()
         self._selector.register(proc.stdout.fileno(), selectors.EVENT_READ, self._read_stdout)
         self._selector.register(proc.stderr.fileno(), selectors.EVENT_READ, self._read_stderr)
-        self._stdout_open = self._stderr_open = True
+        self._open_pipes = {1, 2}
         if sys.platform == "linux":
             with contextlib.suppress(OSError):  # before Linux 5.3: poll for the exit instead
                 self._exit_fd = os.pidfd_open(proc.pid)
                 self._selector.register(self._exit_fd, selectors.EVENT_READ, self._on_exit)
-        try:
-            self._handshake(lambda: self._client.start(now=time.monotonic()))
-        except BaseException:
-            self.close()
-            raise
+        self._handshake(lambda: self._client.start(now=time.monotonic()))
 
     def close(self) -> None:
         """Close: pending calls fail, then stdin closes and the shutdown ladder runs until
@@ -115,11 +111,8 @@ class StdioConnection(StdioProcess, BlockingDriver):
     # -------------------------------------------------------- Client contract
 
     def _step(self, wait: bool = True) -> None:
-        client = self._client
-        deadline = client.next_deadline()
-        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        if not wait:
-            timeout = 0.0
+        deadline = self._client.next_deadline()
+        timeout = self._timeout(deadline, wait)
         polling = self._exit_fd is None and not self._exited
         if polling:
             timeout = _POLL if timeout is None else min(timeout, _POLL)
@@ -127,18 +120,10 @@ class StdioConnection(StdioProcess, BlockingDriver):
             key.data()
         if polling and self._proc is not None and self._proc.poll() is not None:
             self._on_exit()
-        if deadline is not None:
-            now = time.monotonic()
-            if now >= deadline:
-                client.handle_timeout(now)
-        self._flush()
+        self._fire(deadline)
 
     def _pump(self) -> None:
-        client = self._client
-        self._deliver_events()
-        while (action := client.next_action()) is not None:
-            self._perform(action)
-        data = client.data_to_send()
+        data = self._drain()
         if data:
             self._write(data)
 
@@ -155,16 +140,9 @@ class StdioConnection(StdioProcess, BlockingDriver):
         assert self._proc is not None
         signal_group(self._proc.pid, sig)
 
-    def _write(self, data: bytes) -> None:
-        if self._stdin is None:
-            return
-        if self._unsent:  # still waiting for the pipe: keep the order
-            self._unsent += data
-            return
-        sent = self._send(data)
-        if self._stdin is not None and sent < len(data):
-            self._unsent += memoryview(data)[sent:]
-            self._selector.register(self._stdin, selectors.EVENT_WRITE, self._write_more)
+    def _watch_stdin(self) -> None:
+        assert self._stdin is not None
+        self._selector.register(self._stdin, selectors.EVENT_WRITE, self._write_more)
 
     def _write_more(self) -> None:
         if self._stdin is None:
@@ -172,18 +150,6 @@ class StdioConnection(StdioProcess, BlockingDriver):
         del self._unsent[: self._send(self._unsent)]
         if self._stdin is not None and not self._unsent:
             self._selector.unregister(self._stdin)
-
-    def _send(self, data: bytes | bytearray) -> int:
-        """Write what the pipe takes now; a broken pipe closes stdin (the server's stdout
-        EOF or its exit tells the core)."""
-        assert self._stdin is not None
-        try:
-            return os.write(self._stdin, data)
-        except BlockingIOError:
-            return 0
-        except OSError:
-            self._close_stdin()
-            return 0
 
     def _close_stdin(self) -> None:
         if self._stdin is None:
@@ -199,31 +165,33 @@ class StdioConnection(StdioProcess, BlockingDriver):
 
     def _read_stdout(self) -> bool:
         """Feed one chunk of stdout (or its EOF) to the core; False if nothing was read."""
-        if not self._stdout_open:
-            return False
-        assert self._proc is not None and self._proc.stdout is not None
-        data = _read(self._proc.stdout.fileno())
+        data = self._read_pipe(1)
         if data is None:
             return False
-        if not data:
-            self._stdout_open = False
-            self._selector.unregister(self._proc.stdout.fileno())
         self._client.receive_data(data, time.monotonic())
         return bool(data)
 
     def _read_stderr(self) -> bool:
         """Record one chunk of stderr in the tail and log its lines; False if nothing was read."""
-        if not self._stderr_open:
-            return False
-        assert self._proc is not None and self._proc.stderr is not None
-        data = _read(self._proc.stderr.fileno())
+        data = self._read_pipe(2)
         if data is None:
             return False
-        if not data:
-            self._stderr_open = False
-            self._selector.unregister(self._proc.stderr.fileno())
         self._stderr(data)
         return bool(data)
+
+    def _read_pipe(self, which: int) -> bytes | None:
+        """One chunk of the server's stdout (1) or stderr (2): ``None`` if nothing is there
+        or it has ended; ``b""`` at its end, when it leaves the selector."""
+        if which not in self._open_pipes:
+            return None
+        assert self._proc is not None
+        pipe = self._proc.stdout if which == 1 else self._proc.stderr
+        assert pipe is not None
+        data = _read(pipe.fileno())
+        if data == b"":
+            self._open_pipes.discard(which)
+            self._selector.unregister(pipe.fileno())
+        return data
 
     def _on_exit(self) -> None:
         assert self._proc is not None
