@@ -52,7 +52,7 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
                 except OSError:
                     data = b""
                 if not data:
-                    await runner.threads_idle()  # a plain def in flight is answered, as if inline
+                    await runner.settled()  # a plain def in flight, or a held result: answered as if inline
                 endpoint.receive_data(data, anyio.current_time())
                 runner.pump()
                 if not data:

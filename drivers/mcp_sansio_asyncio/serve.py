@@ -92,7 +92,7 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
     ending: list[asyncio.Task[None]] = []
 
     async def end() -> None:
-        await runner.threads_idle()  # a plain def in flight is answered, as when it ran inline
+        await runner.settled()  # a plain def in flight, or a held result, is answered as if inline
         endpoint.receive_data(b"", loop.time())
         runner.pump()
         if not done.done():

@@ -73,7 +73,7 @@ DEFAULT_HANDLER_THREADS: Final = 40
 in worker threads (anyio's own default); more wait for a free thread. The blocking driver
 runs them inline unless given ``handler_threads``."""
 
-_IDLE: Final = EmptyResult()  # what a threads_idle() waiter is resolved with
+_IDLE: Final = EmptyResult()  # what a settled() waiter is resolved with
 
 log = logging.getLogger("mcp_sansio.server")
 
@@ -175,6 +175,10 @@ class ServerRunner:
         self._tasks: dict[int, Cancellable] = {}
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
         self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
+        # Results held back while their stream is congested (a stdout or WebSocket shared by
+        # pipelined calls): answered in order as the driver takes output, so the bytes queued
+        # stay near the high-water mark rather than every finished result at once.
+        self._parked: list[tuple[int, object]] = []
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
         self._thread = threading.get_ident()  # the loop's: the core is touched there only
@@ -199,14 +203,28 @@ class ServerRunner:
         """Plain ``def`` handlers running (or waiting) in worker threads."""
         return self._threaded
 
-    async def threads_idle(self) -> None:
-        """Wait until no plain ``def`` handler runs in a worker thread. A stdio driver waits
-        for it before it tells the core that input ended, so that such a handler in flight
-        is answered as when it ran inline (the end of input cancels what still runs)."""
-        if self._threaded:
+    @property
+    def unsettled(self) -> bool:
+        """Whether a plain ``def`` handler runs in a worker thread or a result is held back
+        for a congested stream (see :meth:`settled`)."""
+        return bool(self._threaded or self._parked)
+
+    async def settled(self) -> None:
+        """Wait until no plain ``def`` handler runs in a worker thread and no result is held
+        back. A stdio driver waits for it (writing meanwhile) before it tells the core that
+        input ended, so that such a handler in flight, or a finished result waiting for the
+        client to read, is answered as when it ran inline (the end of input cancels what
+        still runs)."""
+        if self.unsettled:
             waiter = self._p.future()
             self._idle_waiters.append(waiter)
             await waiter
+
+    def _maybe_settled(self) -> None:
+        if not self.unsettled:
+            waiters, self._idle_waiters = self._idle_waiters, []
+            for waiter in waiters:
+                waiter.set_result(_IDLE)
 
     def pump(self) -> None:
         """Act on every queued event, write what is to be sent, re-arm the timer."""
@@ -252,8 +270,11 @@ class ServerRunner:
             self._on_event(event)
 
     def wake(self) -> None:
-        """The driver took output (or a stream ended): handlers waiting for their stream
-        to drain go on once the core no longer calls it congested."""
+        """The driver took output (or a stream ended): held results are answered and
+        handlers waiting for their stream to drain go on, once the core no longer calls
+        it congested."""
+        if self._parked:
+            self._unpark()
         if not self._draining:
             return
         waiting, self._draining = self._draining, []
@@ -397,10 +418,7 @@ class ServerRunner:
             await self._run(call, lambda: self._p.to_thread(work), {}, ctx, traced)
         finally:
             self._threaded -= 1
-            if not self._threaded:
-                waiters, self._idle_waiters = self._idle_waiters, []
-                for waiter in waiters:
-                    waiter.set_result(_IDLE)
+            self._maybe_settled()
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
                    ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:
@@ -444,6 +462,29 @@ class ServerRunner:
         self.pump()
 
     def _respond(self, call: int, value: object) -> None:
+        if self._parked or self.endpoint.congested(call):
+            self._parked.append((call, value))  # (behind those held already: answers keep their order)
+            self._unpark()
+            return
+        self._answer_call(call, value)
+
+    def _unpark(self) -> None:
+        """Answer the held results whose stream can take them, oldest first (congestion is
+        asked again after each answer, so those behind one that must wait on its stream
+        wait too). A call whose stream is gone is not congested: the core discards it."""
+        while self._parked:
+            parked, self._parked = self._parked, []
+            for call, value in parked:
+                if self.endpoint.congested(call):
+                    self._parked.append((call, value))
+                else:
+                    self._answer_call(call, value)
+            if len(self._parked) == len(parked):
+                return
+            self._p.write()  # a pipe or socket with room takes it at once: then more may go
+        self._maybe_settled()
+
+    def _answer_call(self, call: int, value: object) -> None:
         now = self._p.clock()
         try:
             outcome = self.endpoint.respond(call, value, now=now)

@@ -50,9 +50,7 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         try:
             while True:
                 events = _wait(selector, loop, None, None if watched else time.monotonic())
-                if any(key is _OUT for key, _ in events):
-                    out.writable()
-                    runner.flush()  # more may be taken; handlers waiting for a drain go on
+                _written(events, out, runner)
                 if watched and not any(key is _IN for key, _ in events):
                     continue  # woken by a worker thread, a timer, or a writable stdout
                 try:
@@ -61,11 +59,11 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
                     continue
                 except OSError:
                     data = b""
-                if not data and runner.threaded:  # a plain def in flight is answered, as if inline
-                    if watched:
+                if not data and runner.unsettled:  # a plain def in flight, or a held result, is
+                    if watched:                    # answered as if inline
                         selector.unregister(fd_in)
-                    while runner.threaded:
-                        _wait(selector, loop, None, None)
+                    while runner.unsettled:
+                        _written(_wait(selector, loop, None, None), out, runner)
                 endpoint.receive_data(data, time.monotonic())
                 runner.pump()
                 if not data:
@@ -80,6 +78,13 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
 
 _IN: Final = "stdin"
 _OUT: Final = "stdout"
+
+
+def _written(events: list[tuple[object, int]], out: _FdWriter, runner: ServerRunner) -> None:
+    """Stdout can take more: write, and let what waits for a drain go on."""
+    if any(key is _OUT for key, _ in events):
+        out.writable()
+        runner.flush()
 
 
 class _FdWriter:
@@ -98,9 +103,15 @@ class _FdWriter:
             os.set_blocking(fd, False)
 
     def write(self) -> None:
-        if not self._pending:
-            self._pending += self._source()
-        self._push()
+        """Write what waits; once it is all written, take (and write) what the core holds."""
+        while not self._closed:
+            if not self._pending:
+                self._pending += self._source()
+                if not self._pending:
+                    return
+            self._push()
+            if self._pending:
+                return  # the pipe is full: the selector says when it takes more
 
     def writable(self) -> None:
         self._push()

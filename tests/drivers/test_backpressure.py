@@ -329,6 +329,22 @@ def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: st
     assert len(out) < 8 * 2**20  # at most about what was queued when the session ended
 
 
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_pipelined_results_larger_than_the_output_bound_all_reach_a_client_that_reads(driver: str) -> None:
+    # Six 1 MiB results asked for at once, then stdin ends: the finished results wait for
+    # the client to read (never counted as a client that does not) and none is lost at EOF.
+    calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "big", "arguments": {}}}
+             for n in range(1, 7)]
+    lines = [INITIALIZE, INITIALIZED, *calls]
+    done = subprocess.run([sys.executable, FLOOD, driver, "stdio"],
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          capture_output=True, timeout=PATIENCE, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == list(range(7))
+    assert all(len(answers[n]["result"]["content"][0]["text"]) == 2**20 for n in range(1, 7))
+
+
 def _proc_kb(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as lines:
         for line in lines:

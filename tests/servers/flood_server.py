@@ -60,6 +60,12 @@ def add(a: int, b: int) -> int:
 
 
 @app.tool()
+def big(megabytes: int = 1) -> str:
+    """A result of ``megabytes`` MiB: several at once pass the stream's byte bound."""
+    return "x" * (megabytes << 20)
+
+
+@app.tool()
 def status() -> str:
     """This process's memory (kB), descriptors, and the floods."""
     fields = {}
