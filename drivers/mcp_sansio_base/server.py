@@ -398,13 +398,12 @@ class ServerRunner:
         if not handler.is_async:
             token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
-                value = handler.fn(**kwargs)
-            except InputRequired:
-                self._input_required(call, ctx)
-            except Exception as exc:  # the handler's failure becomes the response
-                self._fail(call, exc)
-            else:
-                self._respond(call, value)
+                try:
+                    value = handler.fn(**kwargs)
+                except BaseException as exc:
+                    self._conclude(call, ctx, None, exc)
+                else:
+                    self._conclude(call, ctx, value, None)
             finally:
                 if token is not None and telemetry is not None:
                     telemetry.leave(token)
@@ -428,18 +427,30 @@ class ServerRunner:
         token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
         try:
             coro: Coroutine[Any, Any, object] = fn(**kwargs)  # type: ignore[assignment]  # is_async
-            value = await coro
-        except InputRequired:
-            self._input_required(call, ctx)
-        except Exception as exc:  # the handler's failure becomes the response
-            self._fail(call, exc)
-        else:
-            self._respond(call, value)
+            try:
+                value = await coro
+            except BaseException as exc:
+                self._conclude(call, ctx, None, exc)
+            else:
+                self._conclude(call, ctx, value, None)
         finally:
             self._tasks.pop(call, None)
             if token is not None and telemetry is not None:
                 telemetry.leave(token)
         self.pump()
+
+    def _conclude(self, call: int, ctx: Context | None, value: object, error: BaseException | None) -> None:
+        """Answer ``call`` with what its handler returned, or with its failure (which becomes
+        the response), or ask for input (``InputRequired``); any other ``BaseException``
+        (a cancellation) goes on up."""
+        if error is None:
+            self._respond(call, value)
+        elif isinstance(error, InputRequired):
+            self._input_required(call, ctx)
+        elif isinstance(error, Exception):
+            self._fail(call, error)
+        else:
+            raise error
 
     async def _verify(self, ticket: int, token: str) -> None:
         """Run the app's token verifier off the loop; give the core its verdict."""
