@@ -19,8 +19,7 @@ from .. import jsonrpc
 from ..events import DiscardReason, MessageDiscarded
 from ..framing import LineBuffer
 from .endpoint import Endpoint
-from .events import ServerEvent
-from .flow import Backlog, FlowLimits
+from .flow import AT_ONCE, Backlog, FlowLimits
 from .session import ServerSession
 
 if TYPE_CHECKING:
@@ -53,8 +52,7 @@ class StdioServer(Endpoint):
         self.flow = flow or FlowLimits()
         self._backlog = Backlog()
         self._dropped = False  # the client stopped reading: the session ended
-        self._overflowed = False  # ... past max_buffer_bytes: end it at the next event
-        self._now = 0.0
+        self._overflowed = False  # ... past max_buffer_bytes: end it at the next timeout (at once)
         self.session = ServerSession(app, self)
         self._max_line = app.config.max_line_bytes
         self._lines = LineBuffer(self._max_line)
@@ -72,7 +70,6 @@ class StdioServer(Endpoint):
         ``ConnectionTerminated``.
         """
         session = self.session
-        self._now = now
         if self._dropped:
             return  # the session ended: input is read and discarded until EOF
         if not data:
@@ -99,53 +96,48 @@ class StdioServer(Endpoint):
 
     def send(self, channel: int | None, data: bytes) -> None:
         """Queue one message as a line (every message shares the one stream)."""
-        self._queue(data, self._now)
+        self._queue(data)
 
     def finish(self, channel: int | None, data: bytes, status: int, now: float) -> None:
         """Queue a response as a line."""
-        self._queue(data, now)
+        self._queue(data)
 
     def congested(self, call: int) -> bool:
         """Whether stdout holds more than ``high_water_bytes`` the client has not read."""
         return self._backlog.congested(self.flow)
 
     def next_deadline(self) -> float | None:
-        """The earliest deadline: the session's, or stdout's stall; changes nothing."""
-        deadlines = [d for d in (super().next_deadline(), self._backlog.deadline(self.flow, self._now))
+        """The earliest deadline: the session's, or stdout's stall (at once when output
+        passed ``max_buffer_bytes``: the driver's time ends the session); changes nothing."""
+        if self._overflowed:
+            return AT_ONCE
+        deadlines = [d for d in (super().next_deadline(), self._backlog.deadline(self.flow))
                      if d is not None]
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
-        """Fire what is due; a client that left stdout congested for ``stall_timeout``
-        ends the session.
+        """Fire what is due; a client that left stdout congested for ``stall_timeout``, or
+        past ``max_buffer_bytes``, ends the session.
 
         Events: those of :meth:`Endpoint.handle_timeout`; ``CallCancelled`` and
         ``ConnectionTerminated`` for a client that stopped reading.
         """
-        self._now = now
-        if self._backlog.stamp(now, self.flow):
+        if self._overflowed:
+            self._overflowed = False
+            self.session.close(now, "the client does not read its output")
+        elif self._backlog.stamp(now, self.flow):
             self._drop(now)
         super().handle_timeout(now)
 
-    def _queue(self, data: bytes, now: float) -> None:
+    def _queue(self, data: bytes) -> None:
         if self._dropped:
             return
         if not self._backlog.fits(len(data) + 1, self.flow):  # the session ends at the next
-            self._overflowed = True  # event, not while it is busy sending
+            self._overflowed = True  # timeout, not while it is busy sending
             self._discard()
             return
         self._out.append(data + b"\n")
         self._backlog.add(len(data) + 1)
-
-    def next_event(self) -> ServerEvent | None:
-        """The oldest queued event (the session ends first if output passed ``max_buffer_bytes``).
-
-        Events: ``CallCancelled`` and ``ConnectionTerminated`` when it ends.
-        """
-        if self._overflowed:
-            self._overflowed = False
-            self.session.close(self._now, "the client does not read its output")
-        return super().next_event()
 
     def _discard(self) -> None:
         self._dropped = True

@@ -30,8 +30,7 @@ from wsproto.utilities import RemoteProtocolError as WsRemoteError
 from ..errors import LocalProtocolError
 from .authz import Allowed, AuthGate, Principal, Refusal, TokenVerdict
 from .endpoint import Endpoint, SubHost
-from .events import ServerEvent
-from .flow import Backlog, FlowLimits
+from .flow import AT_ONCE, Backlog, FlowLimits
 from .http11 import CloseConnection
 from .http_headers import LOOPBACK_HOSTS, check_origins, host_allowed, origin_allowed
 from .session import ServerSession
@@ -138,7 +137,6 @@ class WebSocketServer(Endpoint):
         self._actions: deque[CloseConnection] = deque()
         self._closing: dict[int, list[bytes]] = {}
         self._next = 0
-        self._now = 0.0  # the latest time the driver told: the stall clock's start, at once
         self._overflowed: set[int] = set()  # connections past max_buffer_bytes, to drop
         self._congested: set[int] = set()  # connections over high water (no scan per pump)
         self.gate: AuthGate[tuple[int, wsevents.Request]] | None = None
@@ -151,7 +149,6 @@ class WebSocketServer(Endpoint):
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected from ``peer`` (its address, if known); its id (closed at
         once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
-        self._now = now
         self._next += 1
         config = self.config
         mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
@@ -167,7 +164,6 @@ class WebSocketServer(Endpoint):
         Raises:
             LocalProtocolError: the connection was never made.
         """
-        self._now = now
         link = self._link(connection)
         if link is None:
             return
@@ -223,22 +219,26 @@ class WebSocketServer(Endpoint):
 
     def next_deadline(self) -> float | None:
         """The earliest deadline: sessions, token verdicts, token expiries, a connection's
-        stall (``flow.py``); changes nothing."""
+        stall (``flow.py``), at once for one past ``max_buffer_bytes``; changes nothing."""
+        if self._overflowed:
+            return AT_ONCE
         flow = self.config.flow
         deadlines = [super().next_deadline(), None if self.gate is None else self.gate.next_deadline(),
                      *(link.expires_at for link in self._links.values()),
-                     *(self._links[c].backlog.deadline(flow, self._now) for c in self._congested)]
+                     *(self._links[c].backlog.deadline(flow) for c in self._congested)]
         return min((d for d in deadlines if d is not None), default=None)
 
     def handle_timeout(self, now: float) -> None:
-        """Fire what is due: connections congested for ``stall_timeout`` (dropped: their
-        client does not read), sessions' deadlines, overdue verdicts (503), expired tokens
-        (the connection closes with 1008).
+        """Fire what is due: connections past ``max_buffer_bytes`` or congested for
+        ``stall_timeout`` (dropped: their client does not read), sessions' deadlines,
+        overdue verdicts (503), expired tokens (the connection closes with 1008).
 
         Events: those of :meth:`Endpoint.handle_timeout`; ``CallCancelled`` and
         ``ConnectionTerminated`` for a dropped connection. Actions: ``CloseConnection``.
         """
-        self._now = now
+        for overflowed in [self._links[c] for c in self._overflowed if c in self._links]:
+            self._drop(overflowed, now, "the client does not read")
+        self._overflowed.clear()
         for stalled in [k for k in map(self._links.__getitem__, list(self._congested))
                         if k.backlog.stamp(now, self.config.flow)]:
             stalled.out.clear()  # it would not be read
@@ -258,17 +258,6 @@ class WebSocketServer(Endpoint):
             closing = wsevents.CloseConnection(code=_GOING_AWAY, reason="the server is shutting down")
             self._send_ws(link, closing)
             self._drop(link, now, "the server is shutting down")
-
-    def next_event(self) -> ServerEvent | None:
-        """The oldest queued event (connections past ``max_buffer_bytes`` are dropped first).
-
-        Events: ``CallCancelled`` and ``ConnectionTerminated`` of a dropped connection.
-        Actions: ``CloseConnection``.
-        """
-        for link in [self._links[c] for c in self._overflowed if c in self._links]:
-            self._drop(link, self._now, "the client does not read")
-        self._overflowed.clear()
-        return super().next_event()
 
     def congested(self, call: int) -> bool:
         """Whether the connection ``call`` came on is congested (see ``flow.py``)."""

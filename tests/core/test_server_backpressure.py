@@ -15,7 +15,7 @@ from wsproto import events as ws
 from mcp_sansio.events import ConnectionTerminated
 from mcp_sansio.server import Context, MCPServer
 from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
-from mcp_sansio.server.flow import FlowLimits
+from mcp_sansio.server.flow import AT_ONCE, FlowLimits
 from mcp_sansio.server.http11 import ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from mcp_sansio.server.stdio import StdioServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
@@ -326,12 +326,15 @@ def test_stdio_output_past_the_buffer_bound_ends_the_session() -> None:
     server = StdioServer(app, secret=SECRET, entropy=ENTROPY, flow=flow)
     server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
                         b'"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n', 0.0)
-    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
     runner.pump()
     server.data_to_send()
     server.receive_data(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"spew",'
                         b'"_meta":{"progressToken":1}}}\n', 0.0)
     runner.pump()
+    assert server.next_deadline() == AT_ONCE  # the session ends at the driver's time, at once
+    loop.fire_due()
     assert runner.terminated and server.data_to_send() == b""
 
 
@@ -404,6 +407,8 @@ def test_websocket_output_past_the_buffer_bound_drops_the_connection() -> None:
     runner = ServerRunner(server, loop)
     conn, client = _ws_connected(server)
     _ws_call(server, conn, client, runner, loop)
+    assert server.next_deadline() == AT_ONCE  # dropped at the driver's time, at once
+    loop.fire_due()
     assert server.next_action() is not None and server.data_to_send(conn) == b""
 
 
