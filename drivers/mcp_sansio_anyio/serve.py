@@ -59,7 +59,8 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
                     break
                 await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
             await primitives.drain()
-            await out.flush()
+            if not endpoint.abandoned:  # a client that does not read would never take it
+                await out.flush()
         finally:
             runner.cancel_all()
             group.cancel_scope.cancel()

@@ -125,7 +125,8 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
     try:
         await done
         await primitives.drain()
-        await out.flush()
+        if not endpoint.abandoned:  # a client that does not read would never take it
+            await out.flush()
     finally:
         if reader is None:
             loop.remove_reader(fd_in)

@@ -322,8 +322,10 @@ class ServerRunner:
                                      "make the handler an async def")
 
     def flush(self) -> None:
-        """A handler queued messages, or a socket can take more: write now (and let the
-        handlers waiting for a drain go on, see :meth:`wake`)."""
+        """A handler queued messages, or a socket can take more: write now, and (the write
+        may have taken output that was congested) answer held results and let the
+        handlers waiting for a drain go on, see :meth:`wake`. Every write goes through here
+        or :meth:`pump`, so no taking of output misses its wake-up."""
         self._p.write()
         self.wake()
 
@@ -352,7 +354,7 @@ class ServerRunner:
         return its value; from a worker thread this waits for the loop."""
         if threading.get_ident() == self._thread:
             value = fn()
-            self._p.write()
+            self.flush()
             return value
         done: concurrent.futures.Future[T] = concurrent.futures.Future()
 
@@ -361,7 +363,7 @@ class ServerRunner:
                 done.set_result(fn())
             except BaseException as exc:  # handed to the waiting thread
                 done.set_exception(exc)
-            self._p.write()
+            self.flush()
 
         self._p.call_soon_threadsafe(run)
         return done.result()
@@ -370,7 +372,7 @@ class ServerRunner:
         """The app announced a change (``app.notify_list_changed``, from any thread)."""
         def run() -> None:
             apply(self.endpoint)
-            self._p.write()
+            self.flush()
 
         if threading.get_ident() == self._thread:
             run()

@@ -72,7 +72,7 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         finally:
             runner.cancel_all()
             loop.run_ready()
-            out.finish()
+            out.finish(write=not endpoint.abandoned)  # a client that does not read would never take it
             loop.close()
 
 
@@ -144,13 +144,14 @@ class _FdWriter:
             os.set_blocking(self._fd, True)
             self._push()
 
-    def finish(self) -> None:
-        """Write what is left (blocking), and give the descriptor its mode back."""
+    def finish(self, *, write: bool = True) -> None:
+        """Write what is left (blocking) unless told not to, and give the descriptor its mode back."""
         self._watch(False)
         with contextlib.suppress(OSError):
-            os.set_blocking(self._fd, True)
-            self._pending += self._source()
-            self._push()
+            if write:
+                os.set_blocking(self._fd, True)
+                self._pending += self._source()
+                self._push()
             os.set_blocking(self._fd, self._blocking)
 
 

@@ -60,9 +60,13 @@ class Backlog:
 
     def fits(self, more: int, limits: FlowLimits) -> bool:
         """Whether ``more`` bytes may be queued (``False``: the stream must be dropped). One
-        message always fits an empty backlog, however large: the bound is on what a
-        client leaves unread, not on the size of a message (``max_line_bytes`` is that)."""
-        return self.size == 0 or self.size + more <= limits.max_buffer_bytes
+        message always fits a backlog that is not congested, however large: the bound is
+        on what a client leaves unread, not on the size of a message (``max_line_bytes``
+        is that), and a client keeping its backlog under the high-water mark is reading.
+        So what waits is at most ``max(max_buffer_bytes, high_water_bytes + one message)``
+        (limits whose high-water mark is not under the bound leave only an empty backlog)."""
+        return (self.size == 0 or self.size + more <= limits.max_buffer_bytes
+                or self.size <= limits.high_water_bytes < limits.max_buffer_bytes)
 
     def add(self, size: int) -> None:
         """``size`` bytes were queued."""

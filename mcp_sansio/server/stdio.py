@@ -84,6 +84,12 @@ class StdioServer(Endpoint):
             return
         self._feed(data, now)
 
+    @property
+    def abandoned(self) -> bool:
+        """The session ended because the client stopped reading: what waits for it is
+        discarded, so a driver ending at EOF does not wait to write it (it never would)."""
+        return self._dropped
+
     def data_to_send(self) -> bytes:
         """What to write to stdout (drains it)."""
         out = self._out

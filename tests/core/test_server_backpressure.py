@@ -15,7 +15,7 @@ from wsproto import events as ws
 from mcp_sansio.events import ConnectionTerminated
 from mcp_sansio.server import Context, MCPServer
 from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
-from mcp_sansio.server.flow import AT_ONCE, FlowLimits
+from mcp_sansio.server.flow import AT_ONCE, Backlog, FlowLimits
 from mcp_sansio.server.http11 import ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from mcp_sansio.server.stdio import StdioServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
@@ -449,3 +449,12 @@ def test_the_memory_event_store_keeps_a_bounded_number_of_bytes_per_session() ->
     for _ in range(200):
         store.append("t", 1, b"")
     assert store.replay("t", "1-100") is None and store.replay("t", "1-101") is not None
+
+
+def test_a_message_of_any_size_fits_a_backlog_under_the_high_water_mark() -> None:
+    limits = FlowLimits(high_water_bytes=100, max_buffer_bytes=1000)
+    backlog = Backlog()
+    backlog.add(90)  # a reader keeps it under the mark: the next answer, however large, goes
+    assert backlog.fits(5000, limits)
+    backlog.add(20)  # over the mark: only up to the bound
+    assert backlog.fits(890, limits) and not backlog.fits(891, limits)

@@ -345,6 +345,26 @@ def test_pipelined_results_larger_than_the_output_bound_all_reach_a_client_that_
     assert all(len(answers[n]["result"]["content"][0]["text"]) == 2**20 for n in range(1, 7))
 
 
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_a_stdio_client_that_never_reads_and_closes_stdin_does_not_keep_the_server(driver: str) -> None:
+    # Results held for it, then the stall ends the session: at EOF the server exits
+    # rather than wait forever to write what nobody will read.
+    calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+              "params": {"name": "big", "arguments": {"megabytes": 4}}} for n in range(1, 9)]
+    proc = subprocess.Popen([sys.executable, FLOOD, driver, "stdio"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n"
+                                  for line in [INITIALIZE, INITIALIZED, *calls]))
+        proc.stdin.close()
+        assert proc.wait(timeout=PATIENCE) == 0  # stdout was never read
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _proc_kb(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as lines:
         for line in lines:
