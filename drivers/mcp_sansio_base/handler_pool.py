@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -120,6 +121,6 @@ class HandlerPool:
             if not job.cancelled:
                 value, error = job._run()
                 with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits for it
-                    soon(lambda job=job, value=value, error=error: job._complete(value, error))
+                    soon(functools.partial(job._complete, value, error))
             del job
             self._idle.release()
