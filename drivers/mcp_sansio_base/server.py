@@ -613,8 +613,9 @@ class ServerRunner:
 
     def _rearm(self) -> None:
         deadline = self.endpoint.next_deadline()
-        if deadline == self._timer_at:
-            return
+        armed = self._timer_at
+        if deadline == armed or (armed is not None and (deadline is None or deadline > armed)):
+            return  # the timer armed fires no later: its pump arms the next one (no churn per call)
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = deadline
