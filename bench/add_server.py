@@ -16,16 +16,16 @@ from mcp_sansio_asgi import AsgiApp
 app = MCPServer("add-server", version="1.0.0")
 
 
-if os.environ.get("BENCH_ASYNC_ADD") == "1":
-    @app.tool()
-    async def add(a: float, b: float) -> str:
-        """Add two numbers."""
-        return repr(a + b)
-else:
-    @app.tool()
-    def add(a: float, b: float) -> str:
-        """Add two numbers."""
-        return repr(a + b)
+def add(a: float, b: float) -> str:
+    """Add two numbers."""
+    return repr(a + b)
 
+
+async def add_async(a: float, b: float) -> str:
+    """Add two numbers."""
+    return repr(a + b)
+
+
+app.tool(name="add")(add_async if os.environ.get("BENCH_ASYNC_ADD") == "1" else add)
 
 asgi = AsgiApp(app)
