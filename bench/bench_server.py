@@ -15,6 +15,9 @@ divided by the number of calls; the client's CPU is not counted. Rows:
   (``mcp-sansio serve ... --http``, asyncio and blocking drivers); our ASGI app under uvicorn.
 - Streamable HTTP, SSE answers: the SDK under uvicorn (its default); ours and our ASGI app
   with ``response_mode="sse"``.
+- Every HTTP row of ours is run twice: with the plain ``def add`` (the default policy runs it
+  in a worker thread) and, marked "async def", with ``async def add`` (``BENCH_ASYNC_ADD=1``:
+  run on the loop), so the transport's own cost shows apart from the thread handoff.
 
 ``--baseline DIR`` adds a "(before)" row beside each of ours, run from the source tree in
 ``DIR`` (e.g. ``git worktree add /tmp/before main``; its ``mcp_sansio`` and ``drivers``
@@ -201,6 +204,30 @@ def with_baseline(table: list[tuple[str, str, Callable[[], float]]],
     return out
 
 
+def with_env(run: Callable[[], float], name: str, value: str) -> Callable[[], float]:
+    """``run`` with ``name=value`` in the environment its server inherits."""
+    def wrapped() -> float:
+        saved = os.environ.get(name)
+        os.environ[name] = value
+        try:
+            return run()
+        finally:
+            if saved is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = saved
+    return wrapped
+
+
+def with_async_add(table: Iterator[tuple[str, str, Callable[[], float]]]
+                   ) -> Iterator[tuple[str, str, Callable[[], float]]]:
+    """``table`` with an "async def" twin of each of our HTTP rows (``BENCH_ASYNC_ADD=1``)."""
+    for transport, server, run in table:
+        yield transport, server, run
+        if server.startswith("mcp-sansio") and transport.startswith("HTTP"):
+            yield transport, f"{server} async def", with_env(run, "BENCH_ASYNC_ADD", "1")
+
+
 def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
     warm = max(50, calls // 10)
     serve = [PY, "-m", "mcp_sansio_cli", "serve", ADD]
@@ -243,7 +270,8 @@ def main() -> None:
     parser.add_argument("--only", help="run only the rows whose transport starts with this")
     parser.add_argument("--baseline", help="a source tree to run a (before) twin of each of our rows from")
     options = parser.parse_args()
-    table = [r for r in rows(options.calls) if options.only is None or r[0].startswith(options.only)]
+    table = [r for r in with_async_add(rows(options.calls))
+             if options.only is None or r[0].startswith(options.only)]
     if options.baseline:
         table = with_baseline(table, options.baseline)
     best: dict[tuple[str, str], float] = {}
@@ -251,7 +279,7 @@ def main() -> None:
         for transport, server, run in table:
             us = run()
             best[transport, server] = min(us, best.get((transport, server), us))
-            print(f"  {transport:10} {server:28} {us:8.1f} us", file=sys.stderr, flush=True)
+            print(f"  {transport:10} {server:40} {us:8.1f} us", file=sys.stderr, flush=True)
     results = [{"transport": t, "server": n, "us_per_call": us} for (t, n), us in best.items()]
     print(f"\nServer CPU per tools/call ({options.calls} sequential calls after a warm-up, best of "
           f"{options.rounds} alternated rounds; load {os.getloadavg()[0]:.2f})\n")

@@ -22,6 +22,7 @@ from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.fdout import FdOutput
+from mcp_sansio_base.handler_pool import HandlerPool
 from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
 from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
@@ -43,6 +44,14 @@ class _Primitives:
         self._tasks: set[asyncio.Task[None]] = set()
         self.threads = DEFAULT_HANDLER_THREADS if threads is None else threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._handlers: HandlerPool | None = None
+
+    @property
+    def handler_pool(self) -> HandlerPool:
+        """Where the runner runs plain ``def`` handlers (cheaper per call than ``to_thread``)."""
+        if self._handlers is None:
+            self._handlers = HandlerPool(self.threads, self._loop.call_soon_threadsafe)
+        return self._handlers
 
     def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
         if self._pool is None:
@@ -56,6 +65,8 @@ class _Primitives:
         """Stop the pool (threads still running finish on their own)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._handlers is not None:
+            self._handlers.close()
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
         task = self._loop.create_task(coro)

@@ -64,6 +64,7 @@ from mcp_sansio.server import (
 )
 from mcp_sansio.types import EmptyResult
 
+from .handler_pool import HandlerPool
 from .telemetry import server_telemetry
 
 __all__ = ["DEFAULT_HANDLER_THREADS", "Cancellable", "FutureLike", "Primitives", "ServerRunner"]
@@ -394,6 +395,10 @@ class ServerRunner:
         if not handler.is_async and self._p.threads:
             work = functools.partial(handler.fn, **kwargs)
             self._threaded += 1
+            pool: HandlerPool | None = getattr(self._p, "handler_pool", None)
+            if pool is not None:  # no task: one queue put, one wake-up of the loop
+                self._submit(pool, call, work, ctx, None if telemetry is None else event)
+                return
             self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx,
                                                                  None if telemetry is None else event))
             return
@@ -412,6 +417,33 @@ class ServerRunner:
             return
         self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
                                                     None if telemetry is None else event))
+
+    def _submit(self, pool: HandlerPool, call: int, work: Callable[[], object], ctx: Context | None,
+                traced: HandlerCallReceived | None) -> None:
+        """Run ``work`` in ``pool``; its outcome concludes ``call`` on the loop, as
+        :meth:`_run_threaded` would, without a task awaiting it."""
+        telemetry = self.telemetry
+        token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
+        try:  # the job copies the context here: the span is current in the worker
+
+            def done(value: object, error: BaseException | None) -> None:
+                self._tasks.pop(call, None)
+                self._threaded -= 1
+                try:
+                    self._conclude(call, ctx, value, error)
+                finally:
+                    self._maybe_settled()
+                self.pump()
+
+            def cancelled() -> None:
+                self._tasks.pop(call, None)
+                self._threaded -= 1
+                self._maybe_settled()
+
+            self._tasks[call] = pool.submit(work, done, cancelled)
+        finally:
+            if token is not None and telemetry is not None:
+                telemetry.leave(token)
 
     async def _run_threaded(self, call: int, work: Callable[[], object], ctx: Context | None,
                             traced: HandlerCallReceived | None) -> None:
@@ -583,8 +615,9 @@ class ServerRunner:
 
     def _rearm(self) -> None:
         deadline = self.endpoint.next_deadline()
-        if deadline == self._timer_at:
-            return
+        armed = self._timer_at
+        if deadline == armed or (armed is not None and (deadline is None or deadline > armed)):
+            return  # the timer armed fires no later: its pump arms the next one (no churn per call)
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = deadline

@@ -39,3 +39,34 @@ def test_the_runner_runs_calls_and_passes_on_the_events_it_does_not_act_on() -> 
     server.receive_data(b"", 1.0)
     runner.pump()
     assert runner.terminated and isinstance(seen[-1], ConnectionTerminated)
+
+
+def test_a_later_deadline_keeps_the_armed_timer_and_is_armed_when_that_fires() -> None:
+    server = server_for(_app())
+    now = [0.0]
+    loop = StepLoop(lambda: now[0])
+    runner = ServerRunner(server, loop)
+    deadline: list[float | None] = [5.0]
+    fired: list[float] = []
+    server.next_deadline = lambda: deadline[0]  # type: ignore[method-assign]
+    server.handle_timeout = fired.append  # type: ignore[method-assign, assignment]
+
+    def armed() -> list[float]:
+        return sorted(t.when for t in loop.timers if not t.cancelled)
+
+    runner.pump()
+    assert armed() == [5.0]
+    deadline[0] = 7.0  # later (a request moved an idle timeout): no new timer per pump
+    runner.pump()
+    runner.pump()
+    assert armed() == [5.0] and len(loop.timers) == 1
+    deadline[0] = 3.0  # sooner: armed at once
+    runner.pump()
+    assert armed() == [3.0]
+    deadline[0] = 7.0
+    now[0] = 3.0
+    loop.fire_due()  # fires early for the core (nothing due), whose pump arms the later one
+    assert fired == [3.0] and armed() == [7.0]
+    deadline[0] = None
+    runner.pump()
+    assert armed() == [7.0]  # no deadline: the armed timer fires once, harmlessly
