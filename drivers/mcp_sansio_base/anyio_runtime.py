@@ -68,6 +68,11 @@ class AnyioPrimitives:
         self._limiter = anyio.CapacityLimiter(max(self.threads, 1))
         self._token = anyio.lowlevel.current_token()
 
+    @property
+    def handler_pool(self) -> None:
+        """None: plain ``def`` handlers run through :meth:`to_thread`."""
+        return None
+
     async def to_thread(self, fn: Callable[[], object]) -> object:
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter, abandon_on_cancel=True)
 

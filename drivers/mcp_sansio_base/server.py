@@ -154,6 +154,12 @@ class Primitives(Protocol):
         """Run ``fn`` in a worker thread (at most ``threads`` at once); its value."""
         ...
 
+    @property
+    def handler_pool(self) -> HandlerPool | None:
+        """Where plain ``def`` handlers run with no task per call, or ``None``: in
+        :meth:`to_thread`, awaited by a task."""
+        ...
+
     def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` on the loop's thread soon (from any thread)."""
         ...
@@ -395,7 +401,7 @@ class ServerRunner:
         if not handler.is_async and self._p.threads:
             work = functools.partial(handler.fn, **kwargs)
             self._threaded += 1
-            pool: HandlerPool | None = getattr(self._p, "handler_pool", None)
+            pool = self._p.handler_pool
             if pool is not None:  # no task: one queue put, one wake-up of the loop
                 self._submit(pool, call, work, ctx, None if telemetry is None else event)
                 return

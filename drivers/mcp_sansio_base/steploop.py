@@ -125,6 +125,11 @@ class StepLoop:
         self._incoming: deque[Callable[[], None]] = deque()  # appends and pops are thread-safe
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
+    @property
+    def handler_pool(self) -> None:
+        """None: plain ``def`` handlers run through :meth:`to_thread`."""
+        return None
+
     def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
         """Run ``fn`` in the pool; a future the loop resolves with its value."""
         if self._pool is None:

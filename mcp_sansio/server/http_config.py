@@ -61,9 +61,7 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
         """Settings for a server bound to loopback: DNS-rebinding protection on (only
         ``localhost``, ``127.0.0.1`` and ``[::1]`` as ``Host``, so only pages of this very
         server as ``Origin``, unless ``allowed_origins`` names more)."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
-        fields.update(overrides)
-        return cls(**fields)  # type: ignore[arg-type]
+        return msgspec.structs.replace(cls(allowed_hosts=LOOPBACK_HOSTS), **overrides)
 
     def __post_init__(self) -> None:
         check_origins(self.allowed_origins)

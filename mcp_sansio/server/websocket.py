@@ -74,9 +74,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
     def loopback(cls, **overrides: object) -> WebSocketConfig:
         """Settings for a loopback bind: only loopback names as ``Host`` (so only this
         server's own pages as ``Origin``, unless ``allowed_origins`` names more)."""
-        fields: dict[str, object] = {"allowed_hosts": LOOPBACK_HOSTS}
-        fields.update(overrides)
-        return cls(**fields)  # type: ignore[arg-type]
+        return msgspec.structs.replace(cls(allowed_hosts=LOOPBACK_HOSTS), **overrides)
 
     def __post_init__(self) -> None:
         check_origins(self.allowed_origins)
