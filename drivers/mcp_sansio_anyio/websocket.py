@@ -1,17 +1,10 @@
-"""anyio driver for MCP over WebSocket (asyncio or trio): one TCP/TLS socket, the pump.
-
-Every WebSocket decision (the upgrade, frames, pings, the closing handshake, failures)
-is made by :class:`mcp_sansio.websocket.WebSocketClient`; the shared socket driver opens
-the socket it asks for and copies bytes both ways (STYLE.md section 8).
-"""
+"""anyio driver for MCP over WebSocket (asyncio or trio): the shared connection
+(:mod:`mcp_sansio_base.websocket`) on this driver's socket driver, in its task group."""
 
 from __future__ import annotations
 
-from typing import Unpack
-
-from mcp_sansio_base._async.connect import Connect
-from mcp_sansio_base._async.handlers import WebSocketOptions, resolve
-from mcp_sansio_base.websocket import CONNECT_DOC, WebSocketParts, websocket_core
+from mcp_sansio_base._async.connect import websocket_connector
+from mcp_sansio_base.websocket import WebSocketParts
 
 from ._sockets import SocketDriver
 
@@ -21,14 +14,5 @@ __all__ = ["WebSocketConnection", "connect_websocket"]
 class WebSocketConnection(WebSocketParts, SocketDriver):
     """A client connected over WebSocket; use it through :func:`connect_websocket`."""
 
-    def __init__(self, url: str, options: WebSocketOptions) -> None:
-        settings = resolve(options)
-        self._client = websocket_core(url, settings.config, settings.handlers.capabilities(), options)
-        super().__init__(self._client, settings.handlers, options.get("ssl_context"))
 
-
-def connect_websocket(url: str, **options: Unpack[WebSocketOptions]) -> Connect[WebSocketConnection]:
-    return Connect(lambda: WebSocketConnection(url, options))
-
-
-connect_websocket.__doc__ = CONNECT_DOC
+connect_websocket = websocket_connector(WebSocketConnection)

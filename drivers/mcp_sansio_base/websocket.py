@@ -1,6 +1,11 @@
 """The loop-neutral half of every driver's WebSocket connection: the core built from the
 ``connect_websocket`` options, and the properties the connection shows; a driver mixes
-:class:`WebSocketParts` in before its socket driver and only moves bytes.
+:class:`WebSocketParts` in before its socket driver, and ``websocket_connector`` (in
+``_async/connect.py``) makes its ``connect_websocket``.
+
+Every WebSocket decision (the upgrade, frames, pings, the closing handshake, failures) is
+made by :class:`mcp_sansio.websocket.WebSocketClient`; a driver's socket driver opens the
+socket it asks for and copies bytes both ways (STYLE.md section 8).
 """
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import os
 
 from mcp_sansio.config import ClientConfig
+from mcp_sansio.front import SessionFront
 from mcp_sansio.proxy import proxy_settings
 from mcp_sansio.types import ClientCapabilities
 from mcp_sansio.websocket import WebSocketClient
@@ -32,17 +38,23 @@ Raises (on entering):
 class WebSocketParts:
     """``url`` and ``subprotocol`` of a WebSocket connection."""
 
-    _client: WebSocketClient
+    _core: SessionFront
 
     @property
     def url(self) -> str:
         """The server's ``ws://`` or ``wss://`` URL, normalised."""
-        return self._client.url
+        return self._websocket.url
 
     @property
     def subprotocol(self) -> str | None:
         """The subprotocol the server accepted: ``"mcp"`` (or ``None`` if it named none)."""
-        return self._client.subprotocol
+        return self._websocket.subprotocol
+
+    @property
+    def _websocket(self) -> WebSocketClient:
+        core = self._core
+        assert isinstance(core, WebSocketClient)  # what websocket_connector builds
+        return core
 
 
 

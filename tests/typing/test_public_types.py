@@ -235,3 +235,34 @@ def test_driver_calls_return_their_methods_result_type() -> None:
     assert_type(LIST_SKILLS.method, str)
     assert GET_SKILL.method == "skills/get"
     assert all(RESULT_TYPES[method] is kind.type for method, kind in RESULTS.items())
+
+
+def test_every_drivers_connect_websocket_yields_its_connection_class() -> None:
+    """``connect_websocket`` is written once (``websocket_connector``) yet typed per driver:
+    mypy sees each driver's own connection class, with its ``url`` and the client calls."""
+    import mcp_sansio_anyio
+    import mcp_sansio_asyncio
+    import mcp_sansio_sync
+    from mcp_sansio.types import CallToolResult
+
+    async def asyncio_client() -> None:  # checked by mypy, never run
+        async with mcp_sansio_asyncio.connect_websocket("ws://h/mcp", ping_interval=5.0) as client:
+            assert_type(client, mcp_sansio_asyncio.WebSocketConnection)
+            assert_type(client.url, str)
+            assert_type(client.subprotocol, str | None)
+            assert_type(await client.call_tool("t"), CallToolResult)
+
+    async def anyio_client() -> None:  # checked by mypy, never run
+        async with mcp_sansio_anyio.connect_websocket("ws://h/mcp") as client:
+            assert_type(client, mcp_sansio_anyio.WebSocketConnection)
+
+    def blocking_client() -> None:  # checked by mypy, never run
+        with mcp_sansio_sync.connect_websocket(url="ws://h/mcp", headers={"x": "1"}) as client:
+            assert_type(client, mcp_sansio_sync.WebSocketConnection)
+            assert_type(client.call_tool("t"), CallToolResult)
+
+    assert callable(asyncio_client) and callable(anyio_client) and callable(blocking_client)
+    for driver in (mcp_sansio_asyncio, mcp_sansio_anyio, mcp_sansio_sync):
+        connect = driver.connect_websocket
+        assert connect.__module__ == f"{driver.__name__}.websocket"
+        assert connect.__doc__ is not None and "ws://" in connect.__doc__
