@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 import msgspec
@@ -98,6 +99,8 @@ class _ToolOptions(_PromptOptions, total=False):
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 _MODERN_ONLY: Final = frozenset({TASKS_EXTENSION})
+DRIVER_ENTRY_POINTS: Final = "mcp_sansio.drivers"
+"""The entry-point group where drivers offer themselves to the core (``asgi``)."""
 
 
 class MCPServer:
@@ -148,6 +151,25 @@ class MCPServer:
         runs: ``initialize``, the lists, ``ping``, errors): telemetry turns it on."""
         self.mask_error_details = mask_error_details
         self._listeners: list[Listener] = []
+
+    # ------------------------------------------------------------------ serving
+
+    def asgi(self, **options: Any) -> Callable[..., Awaitable[None]]:
+        """This server as an ASGI 3 application: ``asgi = app.asgi(store="redis://...")`` for
+        ``uvicorn module:asgi --workers 3``; the same as ``mcp_sansio_asgi.AsgiApp(app,
+        **options)``, whose arguments these are (call it directly to have them type-checked).
+
+        The ASGI driver is found through the ``asgi`` entry point of the ``mcp_sansio.drivers``
+        group, so that the core names no driver (an installed alternative may take its place).
+
+        Raises:
+            LookupError: no ASGI driver is installed.
+        """
+        found = entry_points(group=DRIVER_ENTRY_POINTS, name="asgi")
+        if not found:
+            raise LookupError(f"no ASGI driver is installed (no 'asgi' entry point in {DRIVER_ENTRY_POINTS})")
+        make: Callable[..., Callable[..., Awaitable[None]]] = next(iter(found)).load()
+        return make(self, **options)
 
     # ------------------------------------------------------------------ announcing changes
 

@@ -77,7 +77,7 @@ async def confirm(ctx: Context) -> str:
 
 def _asgi() -> object:
     store = os.environ.get("MCP_SANSIO_STORE")
-    return AsgiApp(app, store=store) if store else AsgiApp(app)
+    return app.asgi(store=store) if store else AsgiApp(app)  # both spellings, one app
 
 
 asgi = _asgi()
