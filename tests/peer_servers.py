@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -102,12 +103,35 @@ def sdk_server(name: str, *args: str) -> tuple[str, list[str]]:
     return sys.executable, [str(script), *args]
 
 
+def _ephemeral_ports() -> range:
+    """The range the kernel hands out to sockets that bind port 0 or connect."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """Return a TCP port on 127.0.0.1 that was free a moment ago, chosen outside the
+    kernel's ephemeral range.
+
+    A port the kernel handed out for ``bind(0)`` is handed out again to the next outgoing
+    connection of any process on the machine, so between this function and the child's
+    ``listen`` a busy machine's client socket could take it ("port already in use"); a
+    random port below that range is only ever taken by another listener that picked it.
+    """
+    ephemeral = _ephemeral_ports()
+    for _ in range(200):
+        port = random.randrange(10000, ephemeral.start) if ephemeral.start > 11000 \
+            else random.randrange(ephemeral.stop, 65536)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port outside the ephemeral range")
 
 
 def stop_process(proc: subprocess.Popen[bytes], grace: float = 2.0) -> int:

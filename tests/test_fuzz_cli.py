@@ -17,6 +17,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from peer_servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "fuzz_servers" / "planted.py"
@@ -272,9 +273,7 @@ PLANTED_HTTP = ROOT / "tests" / "fuzz_servers" / "planted_http.py"
 def http_server(bug: str, mode: str = "") -> Iterator[str]:
     """The planted server over Streamable HTTP on a free loopback port (``mode`` ``auth``:
     it wants ``Bearer token-a`` or ``Bearer token-b``)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(PLANTED_HTTP), bug, str(port), *([mode] if mode else [])])
     try:
         deadline = time.monotonic() + 10
@@ -322,9 +321,7 @@ def test_a_clean_http_server_has_no_findings(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_url_exits_2(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     done = cli("fuzz", "--url", f"http://127.0.0.1:{port}/mcp", "--budget", "2s", cwd=tmp_path)
     assert done.returncode == 2
     assert "did not open a session" in done.stderr

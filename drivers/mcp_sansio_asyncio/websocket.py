@@ -3,7 +3,7 @@ on this driver's socket driver, one timer and the core's pump."""
 
 from __future__ import annotations
 
-from mcp_sansio_base._async.connect import websocket_connector
+from mcp_sansio_base._async.connect_websocket import websocket_connector
 from mcp_sansio_base.websocket import WebSocketParts
 
 from ._sockets import SocketDriver

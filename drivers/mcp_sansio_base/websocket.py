@@ -1,7 +1,7 @@
 """The loop-neutral half of every driver's WebSocket connection: the core built from the
 ``connect_websocket`` options, and the properties the connection shows; a driver mixes
 :class:`WebSocketParts` in before its socket driver, and ``websocket_connector`` (in
-``_async/connect.py``) makes its ``connect_websocket``.
+``_async/connect_websocket.py``) makes its ``connect_websocket``.
 
 Every WebSocket decision (the upgrade, frames, pings, the closing handshake, failures) is
 made by :class:`mcp_sansio.websocket.WebSocketClient`; a driver's socket driver opens the

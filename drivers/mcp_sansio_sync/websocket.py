@@ -3,7 +3,7 @@ on one non-blocking socket watched by ``selectors``."""
 
 from __future__ import annotations
 
-from mcp_sansio_base._sync.connect import websocket_connector
+from mcp_sansio_base._sync.connect_websocket import websocket_connector
 from mcp_sansio_base.websocket import WebSocketParts
 
 from ._sockets import SocketConnection

@@ -1,20 +1,13 @@
 # Generated from drivers/mcp_sansio_base/_async/connect.py by scripts/unasync.py: do not edit.
-"""``with connect_*(...) as client``: start on entry, close on exit, for every driver;
-and ``connect_websocket``, written once for every driver's socket connection class."""
+"""``with connect_*(...) as client``: start on entry, close on exit, for every driver."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from ssl import SSLContext
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar, Unpack
+from typing import Generic, Protocol, TypeVar
 
-from mcp_sansio.websocket import WebSocketClient
-
-from ..websocket import CONNECT_DOC, websocket_core
-from .handlers import Handlers, WebSocketOptions, resolve
-
-__all__ = ["Connect", "ConnectWebSocket", "websocket_connector"]
+__all__ = ["Connect"]
 
 
 class _Startable(Protocol):
@@ -43,27 +36,3 @@ class Connect(Generic[C]):
                         tb: TracebackType | None) -> None:
         if self._conn is not None:
             self._conn.close()
-
-
-class ConnectWebSocket(Protocol[C]):
-    """The signature of a driver's ``connect_websocket``, ``C`` its connection class."""
-
-    def __call__(self, url: str, **options: Unpack[WebSocketOptions]) -> Connect[C]: ...
-
-
-def websocket_connector(connection: Callable[[WebSocketClient, Handlers, SSLContext | None], C]
-                        ) -> ConnectWebSocket[C]:
-    """The ``connect_websocket`` of a driver whose socket connection class is ``connection``:
-    the WebSocket core is built from the options here, the class only moves its bytes."""
-
-    def connect_websocket(url: str, **options: Unpack[WebSocketOptions]) -> Connect[C]:
-        def make() -> C:
-            settings = resolve(options)
-            core = websocket_core(url, settings.config, settings.handlers.capabilities(), options)
-            return connection(core, settings.handlers, options.get("ssl_context"))
-
-        return Connect(make)
-
-    connect_websocket.__doc__ = CONNECT_DOC
-    connect_websocket.__module__ = connection.__module__
-    return connect_websocket
