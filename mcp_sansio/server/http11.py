@@ -388,6 +388,11 @@ class HttpConnections:
                 if size > limits.max_header_bytes:  # h11 bounds only a head still arriving
                     self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
                     return
+                if length is not None and any(name == "transfer-encoding" for name, _ in headers):
+                    # RFC 9112 section 6.1: framed twice (request smuggling?); the server MAY
+                    # reject it and MUST close after responding, so its leftovers are never read.
+                    self._refuse(conn, 400, "a request with both Transfer-Encoding and Content-Length")
+                    return
                 if length is not None and length > limits.max_body_bytes:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
                     return
