@@ -173,11 +173,19 @@ class HttpConnections:
         self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
 
-    def idle_connection(self, among: Iterable[int]) -> int | None:
+    def idle_connection(self, among: Iterable[int], *, arriving: bool = False) -> int | None:
         """Of the open connections ``among``, the one idle longest (no request begun, none
-        being answered), or ``None``; changes nothing."""
-        idle = [conn for c in among if (conn := self._connections.get(c)) is not None
-                and conn.state is _State.READING and not conn.head_started and conn.deadline is not None]
+        being answered); with ``arriving``, when none is idle, the one whose request (head
+        or body) is closest to its deadline, never one handed over; ``None`` if there is
+        none. Changes nothing."""
+        idle: list[_Connection] = []
+        slow: list[_Connection] = []
+        for c in among:
+            conn = self._connections.get(c)
+            if conn is not None and conn.state is _State.READING and conn.deadline is not None:
+                (slow if conn.head_started or conn.request is not None else idle).append(conn)
+        if not idle and arriving:
+            idle = slow
         return min(idle, key=lambda conn: conn.deadline or 0.0).id if idle else None
 
     def close(self, connection: int) -> None:
