@@ -18,7 +18,7 @@ import msgspec
 
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
 
-__all__ = ["Url", "is_loopback", "parse_url", "resolve_url", "same_origin"]
+__all__ = ["Url", "is_loopback", "is_loopback_host", "parse_url", "resolve_url", "same_origin"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 # RFC 3986 appendix B: scheme, authority, path, query, fragment (None when absent).
@@ -122,10 +122,22 @@ def is_loopback(url: Url) -> bool:
 
     Only literal addresses and the name ``localhost`` count; no name is resolved here.
     """
+    return is_loopback_host(url.host)
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets, in any
+    spelling: ``0:0:0:0:0:0:0:1``, ``::ffff:127.0.0.1``, ``LOCALHOST.``) names this machine.
+
+    Only literal addresses and the name ``localhost`` count; no name is resolved here.
+    """
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     try:
-        address = ipaddress.ip_address(url.host)
+        address = ipaddress.ip_address(host)
     except ValueError:
-        return url.host == "localhost"
+        return host in ("localhost", "localhost.")
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped.is_loopback
     return address.is_loopback

@@ -49,6 +49,7 @@ from mcp_sansio.server.flow import FlowLimits
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
+from mcp_sansio.urls import is_loopback_host
 
 __all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
            "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
@@ -119,8 +120,9 @@ def peer_host(address: object) -> str | None:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback name or address (DNS-rebinding protection applies)."""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether ``host`` is a loopback name or address in any spelling (DNS-rebinding
+    protection applies)."""
+    return is_loopback_host(host)
 
 
 def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float,

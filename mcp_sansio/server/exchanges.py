@@ -6,7 +6,9 @@ the same side that ``HttpServer`` answers through (``respond``, ``start_stream``
 whole request heads and body chunks instead of bytes, and read as response parts per
 exchange instead of bytes per connection. Under uvicorn, hypercorn or granian the host
 parses HTTP/1.1 or HTTP/2 and bounds slow heads; this keeps the bounds that are MCP's
-to keep, as over plain sockets: the body's size and time (``max_body_bytes``, 413;
+to keep, as over plain sockets: the head's size (``max_header_bytes``, 431: a host may
+allow more, and a huge ``Authorization`` header would reach the token verifier), the
+body's size and time (``max_body_bytes``, 413;
 ``body_timeout`` from the head, 408: hosts leave a body that never ends open), and the
 bytes of response a client that does not read may have waiting (``flow.py``: congested
 over ``high_water_bytes``, dropped past ``max_buffer_bytes`` or after ``stall_timeout``).
@@ -101,7 +103,8 @@ class HttpExchanges:
               peer: str | None = None, *, now: float) -> int:
         """A request head arrived (ASGI's scope) from ``peer`` (the client's address, if
         known) at ``now``; its exchange id. Header names are lower-cased and values decoded
-        as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``."""
+        as Latin-1, as HTTP/1.1 carries them. Its body must be in by ``now + body_timeout``.
+        A head over ``max_header_bytes`` is answered 431 at once (none of its body is read)."""
         self._next_exchange += 1
         exchange = self._next_exchange
         head = RequestReceived(
@@ -110,7 +113,11 @@ class HttpExchanges:
                           for name, value in headers),
             body=b"", peer=peer,
         )
-        self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
+        ex = self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
+        size = len(method) + len(target) + 12 + sum(len(n) + len(v) + 4 for n, v in head.headers)
+        if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
+            self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
+                        f"the request head exceeds {self.limits.max_header_bytes} bytes\n".encode())
         return exchange
 
     def receive_body(self, exchange: int, data: bytes, *, more: bool) -> bool:

@@ -155,9 +155,10 @@ class HttpServer(SessionRouter):
         """A client connected from ``peer`` (its address, if known); its connection id.
 
         Past ``max_connections_per_peer`` the peer's own idle connection is closed, past
-        ``max_connections`` the idle one of the peer holding the most; if none is idle,
-        the new connection is closed at once. A flood of connections thus displaces idle
-        ones, never a request in progress.
+        ``max_connections`` the idle one of the peer holding the most or, when it has none
+        idle and the new connection is another client's, its request still arriving
+        closest to its deadline (a slowloris flood locks nobody else out); else the new
+        connection is closed at once. A request being answered is never cut.
 
         Actions: ``CloseConnection``.
         """
@@ -168,12 +169,14 @@ class HttpServer(SessionRouter):
         config = self.config
         if self._peer_connections[peer] > config.max_connections_per_peer:
             among: list[int] = [c for c, p in self._peers.items() if p == peer and c != conn]
+            arriving = False
         elif len(self._peers) > config.max_connections:
             heaviest = max(self._peer_connections, key=lambda p: self._peer_connections[p])
             among = [c for c, p in self._peers.items() if p == heaviest and c != conn]
+            arriving = heaviest != peer
         else:
             return conn
-        wire.close(wire.idle_connection(among) or conn)
+        wire.close(wire.idle_connection(among, arriving=arriving) or conn)
         self._pump(now)
         return conn
 

@@ -173,11 +173,19 @@ class HttpConnections:
         self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
         return self._next_connection
 
-    def idle_connection(self, among: Iterable[int]) -> int | None:
+    def idle_connection(self, among: Iterable[int], *, arriving: bool = False) -> int | None:
         """Of the open connections ``among``, the one idle longest (no request begun, none
-        being answered), or ``None``; changes nothing."""
-        idle = [conn for c in among if (conn := self._connections.get(c)) is not None
-                and conn.state is _State.READING and not conn.head_started and conn.deadline is not None]
+        being answered); with ``arriving``, when none is idle, the one whose request (head
+        or body) is closest to its deadline, never one handed over; ``None`` if there is
+        none. Changes nothing."""
+        idle: list[_Connection] = []
+        slow: list[_Connection] = []
+        for c in among:
+            conn = self._connections.get(c)
+            if conn is not None and conn.state is _State.READING and conn.deadline is not None:
+                (slow if conn.head_started or conn.request is not None else idle).append(conn)
+        if not idle and arriving:
+            idle = slow
         return min(idle, key=lambda conn: conn.deadline or 0.0).id if idle else None
 
     def close(self, connection: int) -> None:
@@ -387,6 +395,11 @@ class HttpConnections:
                 conn.headers = headers
                 if size > limits.max_header_bytes:  # h11 bounds only a head still arriving
                     self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
+                    return
+                if length is not None and any(name == "transfer-encoding" for name, _ in headers):
+                    # RFC 9112 section 6.1: framed twice (request smuggling?); the server MAY
+                    # reject it and MUST close after responding, so its leftovers are never read.
+                    self._refuse(conn, 400, "a request with both Transfer-Encoding and Content-Length")
                     return
                 if length is not None and length > limits.max_body_bytes:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")

@@ -26,8 +26,10 @@ class HttpConfig(msgspec.Struct, frozen=True, kw_only=True):
         response_mode: ``"auto"`` (JSON when the answer is all there is, SSE otherwise),
             ``"json"`` or ``"sse"`` (always).
         max_connections: connections served at once. A connection past it takes the
-            place of the connection idle longest (of the peer holding the most), and is
-            closed at once only when none is idle.
+            place of the connection idle longest of the peer holding the most (or, for
+            another client, of its request still arriving closest to its deadline: a
+            slow head or body), and is closed at once only when none can go; a request
+            being answered is never cut.
         max_connections_per_peer: connections one peer (client address) may hold; past
             it, its own idle connection goes, or the new one.
         max_sessions: handshake-era sessions at once. Past it, an ``initialize`` ends

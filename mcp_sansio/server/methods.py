@@ -201,7 +201,8 @@ def _round(session: SessionPort, req: Request, target: str, arguments: object,
     if not req.modern:
         return None, {}
     params: RetryParams = req.params
-    binding = binding_digest(req.method, target, arguments)
+    binding = binding_digest(req.method, target, arguments,
+                             None if req.principal is None else req.principal.identity)
     answers: dict[str, dict[str, object]] = {}
     state: Mapping[str, object] = {}
     if params.request_state is not UNSET:

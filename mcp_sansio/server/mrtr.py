@@ -4,9 +4,10 @@ When a handler needs answers it does not have, the server answers ``input_requir
 with the questions and a ``requestState`` the client must echo on its retry. The state
 carries what the retry needs and nothing else lives on the server: the answers gathered
 in earlier rounds, the values the handler kept (``ctx.state``), an expiry, and a digest
-binding it to the request (method, target, arguments). The client can read it (base64
-JSON) but not alter it: it is authenticated with HMAC-SHA256 under the server's key, and
-a state that fails the check, has expired, or belongs to another request is refused with
+binding it to the request (method, target, arguments) and, with authorization on, to the
+principal that made it. The client can read it (base64 JSON) but not alter it: it is
+authenticated with HMAC-SHA256 under the server's key, and a state that fails the check,
+has expired, or belongs to another request (or another principal) is refused with
 ``-32602`` (the spec's "MUST reject state that fails verification"). The key is an
 argument: the core draws no entropy (STYLE.md law 2).
 """
@@ -51,10 +52,13 @@ _encoder: Final = msgspec.json.Encoder(order="sorted")
 _decoder: Final = msgspec.json.Decoder(SealedState)
 
 
-def binding_digest(method: str, target: str, arguments: object) -> str:
+def binding_digest(method: str, target: str, arguments: object, principal: str | None = None) -> str:
     """A digest naming one request: its method, target (tool or prompt name, or resource
-    URI) and arguments (as canonical JSON, key order ignored)."""
-    body = _encoder.encode([method, target, arguments])
+    URI) and arguments (as canonical JSON, key order ignored), and who asked: the
+    ``Principal.identity`` when authorization is on (the spec's "SHOULD include the
+    authenticated principal, rejecting state presented by a different principal")."""
+    body = _encoder.encode([method, target, arguments] if principal is None else
+                           [method, target, arguments, principal])
     return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:18]).decode()
 
 

@@ -576,3 +576,46 @@ def test_a_refusal_for_an_unknown_key_is_not_remembered_since_a_rotation_may_pub
     again = RawHttp(server)
     assert again.request(body=INIT, headers=bearer(), now=1.0) is None  # asked again
     assert verified(server, again, ALICE, now=1.0).status == 200  # the new key was fetched meanwhile
+
+
+# ---------------------------------------------------------------- requestState bound to the principal
+
+
+def _confirming_app() -> MCPServer:
+    app = MCPServer("s")
+
+    @app.tool()
+    async def wipe(ctx: Context) -> str:
+        answer = await ctx.elicit("Wipe everything?", {"type": "object"})
+        assert ctx.principal is not None
+        return f"{answer.action} by {ctx.principal.subject}"
+
+    return app
+
+
+def _wipe(server: HttpServer, runner: _Runner, token: str, rid: int, **params: object) -> dict[str, Any]:
+    conn = RawHttp(server)
+    body = modern_body(rid, "tools/call", {"name": "wipe", "arguments": {}, **params},
+                       capabilities={"elicitation": {}})
+    conn.request(body=body, headers=bearer(token, **MODERN_HEADERS, **{"mcp-method": "tools/call",
+                                                                        "mcp-name": "wipe"}))
+    runner.pump()
+    answer = conn.read()
+    assert answer is not None and answer.status == 200
+    return answer.json()  # type: ignore[no-any-return]
+
+
+def test_a_request_state_minted_for_one_principal_is_refused_to_another() -> None:
+    # MCP 2026-07-28 "Multi Round-Trip Requests": to prevent replay, servers SHOULD bind
+    # the state to the authenticated principal and reject it from a different one.
+    server = protected(_confirming_app(), verifier=Table({TOKEN: ALICE, OTHER: BOB}))
+    runner = _runner(server)
+    first = _wipe(server, runner, TOKEN, 1)["result"]
+    assert first["resultType"] == "input_required"
+    [key] = first["inputRequests"]
+    answers = {key: {"action": "accept", "content": {}}}
+    stolen = _wipe(server, runner, OTHER, 2, requestState=first["requestState"], inputResponses=answers)
+    assert stolen["error"] == {"code": -32602,
+                               "message": "Invalid params: requestState belongs to another request"}
+    own = _wipe(server, runner, TOKEN, 3, requestState=first["requestState"], inputResponses=answers)
+    assert own["result"]["content"][0]["text"] == "accept by alice"

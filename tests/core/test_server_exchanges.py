@@ -49,6 +49,25 @@ def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
     assert exchanges.exchanges_with_output() == []
 
 
+def test_a_head_over_the_limit_is_answered_431_and_its_body_not_read() -> None:
+    # As over plain sockets (http11): a host such as uvicorn on httptools lets a 40 KB
+    # Authorization header through, which would reach the token verifier.
+    exchanges = HttpExchanges(HttpLimits(max_header_bytes=200))
+    ex = exchanges.begin("POST", "/mcp", [*HEAD, (b"Authorization", b"Bearer " + b"a" * 200)], now=0.0)
+    assert not exchanges.receive_body(ex, b"{}", more=False)
+    assert exchanges.next_event() is None
+    start, body = parts(exchanges, ex)
+    assert isinstance(start, ResponseStart) and start.status == 431
+    assert isinstance(body, ResponseBody) and not body.more and b"a" * 20 not in body.data
+
+
+def test_a_head_within_the_limit_is_served() -> None:
+    exchanges = HttpExchanges(HttpLimits(max_header_bytes=400))
+    ex = exchanges.begin("POST", "/mcp", [*HEAD, (b"Authorization", b"Bearer " + b"a" * 200)], now=0.0)
+    assert not exchanges.receive_body(ex, b"{}", more=False)
+    assert isinstance(exchanges.next_event(), RequestReceived)
+
+
 def test_a_whole_response_is_a_head_with_its_length_and_one_final_body() -> None:
     exchanges = HttpExchanges()
     ex = exchanges.begin("POST", "/mcp", HEAD, now=0.0)

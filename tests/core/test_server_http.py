@@ -626,6 +626,32 @@ def test_a_new_connection_past_the_limit_is_closed_when_none_is_idle() -> None:
     assert extra.closed and not busy.closed
 
 
+def test_slow_requests_of_the_peer_holding_the_most_connections_make_room_for_another_client() -> None:
+    # slowloris: every connection of the flood is still sending its head (or body), so none is
+    # idle; another client's connection takes the place of the flood's oldest, not the flood's.
+    server = http_server(_app(), max_connections=3)
+    flood = [RawHttp(server, peer="10.6.6.6") for _ in range(3)]
+    flood[0].send_raw(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\n{")
+    for conn in flood[1:]:
+        conn.send_raw(b"POST /mcp HTTP/1.1\r\nX-Slow: ")
+    victim = RawHttp(server, peer="10.0.0.2")
+    for conn in [victim, *flood]:
+        conn.read()
+    assert not victim.closed and [conn.closed for conn in flood] == [False, True, False]
+    assert _status(victim.request(body=INIT)) == 200
+
+
+def test_a_request_being_answered_is_never_cut_for_another_client() -> None:
+    server = http_server(_app(), max_connections=1)
+    busy = RawHttp(server, peer="10.6.6.6")
+    busy.request(body=modern_body(1, "tools/call", {"name": "work"}),
+                 headers=_modern_headers("tools/call", **{"mcp-name": "work"}))
+    victim = RawHttp(server, peer="10.0.0.2")
+    victim.read()
+    busy.read()
+    assert victim.closed and not busy.closed
+
+
 def test_a_connection_flood_from_one_peer_displaces_only_its_own_idle_connections() -> None:
     server = http_server(_app(), max_connections_per_peer=2)
     victim = RawHttp(server, peer="10.0.0.2")

@@ -90,6 +90,17 @@ def test_a_request_that_cannot_be_served_gets_an_error_and_a_close(data: bytes, 
     assert _closed(http) == [conn] and http.next_event() is None
 
 
+def test_a_request_framed_by_both_transfer_encoding_and_content_length_gets_400_and_a_close() -> None:
+    # RFC 9112 section 6.1: such a message may be smuggling; the server MUST close the
+    # connection after responding (it MAY reject it): the request after it is never read.
+    http, conn = _connections()
+    smuggled = (b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"2\r\n{}\r\n0\r\n\r\n" + GET)
+    http.receive_data(conn, smuggled, 0.0)
+    assert http.data_to_send(conn).startswith(b"HTTP/1.1 400 ")
+    assert _closed(http) == [conn] and http.next_event() is None
+
+
 def test_a_slow_head_gets_408() -> None:
     http, conn = _connections(header_timeout=5.0)
     http.receive_data(conn, b"GET / HTTP/1.1\r\nHo", 1.0)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio.errors import LocalProtocolError, RemoteProtocolError
-from mcp_sansio.urls import Url, is_loopback, parse_url, resolve_url, same_origin
+from mcp_sansio.urls import Url, is_loopback, is_loopback_host, parse_url, resolve_url, same_origin
 
 RFC_BASE = parse_url("http://a/b/c/d;p?q")
 
@@ -270,3 +270,13 @@ def test_same_origin_compares_scheme_host_and_port(a: str, b: str, expected: boo
 )
 def test_is_loopback(text: str, expected: bool) -> None:
     assert is_loopback(parse_url(text)) is expected
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("127.0.0.1", True), ("127.9.9.9", True), ("localhost", True), ("LocalHost.", True), ("::1", True),
+    ("[::1]", True), ("0:0:0:0:0:0:0:1", True), ("::ffff:127.0.0.1", True), ("[::FFFF:7F00:1]", True),
+    ("0.0.0.0", False), ("::", False), ("127.example.com", False), ("localhost.example.com", False),
+    ("[::1", False), ("", False),
+])
+def test_is_loopback_host_takes_every_spelling_of_a_loopback_address(host: str, expected: bool) -> None:
+    assert is_loopback_host(host) is expected
