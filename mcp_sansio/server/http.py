@@ -79,6 +79,7 @@ _JSON: Final[Header] = ("content-type", "application/json")
 _SESSION_NOT_FOUND: Final = -32001
 _ADMISSIONS: Final = 1024  # (Host, Origin) verdicts remembered
 _FINISHED_STREAMS: Final = 1024
+_GATED: Final = frozenset({"authorization"})
 
 
 class _PeekMeta(msgspec.Struct):
@@ -332,7 +333,8 @@ class HttpServer(SessionRouter):
         path = req.target.partition("?")[0]
         headers = dict(req.headers)
         if len(headers) != len(req.headers):  # a header repeated: ambiguous, or a list to join
-            repeated = repeated_header(req.headers)
+            # with a gate, two Authorization fields get its RFC 6750 invalid_request challenge
+            repeated = repeated_header(req.headers, _GATED if self.gate is not None else frozenset())
             if repeated is not None:
                 self._repeated(req, repeated, now)
                 return

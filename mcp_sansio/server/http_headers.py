@@ -139,12 +139,13 @@ def check_origins(origins: Iterable[str] | None) -> None:
                 f"'http://localhost:3000' (scheme, host and port), not {entry!r}")
 
 
-def repeated_header(headers: Iterable[tuple[str, str]]) -> str | None:
+def repeated_header(headers: Iterable[tuple[str, str]], skip: frozenset[str] = frozenset()) -> str | None:
     """The first header (lower-case name) that names one thing, such as ``host``,
-    ``origin`` or ``mcp-session-id``, and that ``headers`` carry more than once, or ``None``."""
+    ``origin`` or ``mcp-session-id``, and that ``headers`` carry more than once, or ``None``
+    (headers named in ``skip`` are judged elsewhere)."""
     seen: set[str] = set()
     for name, _ in headers:
-        if name in _SINGLE or name.startswith(_SINGLE_PREFIX):
+        if (name in _SINGLE or name.startswith(_SINGLE_PREFIX)) and name not in skip:
             if name in seen:
                 return name
             seen.add(name)
