@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import h11
@@ -81,8 +81,9 @@ class RawHttp:
 
     def request(self, method: str = "POST", body: object = None, *, headers: Mapping[str, str] | None = None,
                 target: str = "/mcp", now: float = 0.0, accept: str = "application/json, text/event-stream",
-                raw_body: bytes | None = None) -> Response | None:
-        """Send one request; its response so far (``None`` when none began yet)."""
+                raw_body: bytes | None = None, repeated: Sequence[tuple[str, str]] = ()) -> Response | None:
+        """Send one request (``repeated``: more header lines, after ``headers``); its response
+        so far (``None`` when none began yet)."""
         before = len(self.responses)
         if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
             self.h11.start_next_cycle()
@@ -93,7 +94,8 @@ class RawHttp:
             fields["content-length"] = str(len(data))
         fields.update(headers or {})
         wire = self.h11.send(h11.Request(method=method, target=target,
-                                         headers=[(k, v) for k, v in fields.items() if v is not None]))
+                                         headers=[*((k, v) for k, v in fields.items() if v is not None),
+                                                  *repeated]))
         wire += self.h11.send(h11.Data(data=data)) if data else b""
         wire += self.h11.send(h11.EndOfMessage())
         self.send_raw(wire, now)

@@ -99,11 +99,12 @@ class _FdWriter(FdOutput):
 class _Conn:
     """One accepted connection: its stream, what waits to be written, whether to close."""
 
-    __slots__ = ("closing", "id", "out", "read_all", "stream", "wake")
+    __slots__ = ("closing", "id", "out", "read_all", "scope", "stream", "wake")
 
     def __init__(self, conn: int, stream: anyio.abc.SocketStream) -> None:
         self.id = conn
         self.stream = stream
+        self.scope = anyio.CancelScope()  # its reader's and writer's: ends it past the linger
         self.out = bytearray()
         self.closing = False  # the core closed it (or it broke): write the rest, then close
         self.wake = anyio.Event()
@@ -129,6 +130,9 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 conn.out += endpoint.data_to_send(action.connection)
                 conn.closing = True
                 conn.wake.set()
+                # a client that does not read never lets its last bytes go: the connection
+                # ends after the linger whatever its writer waits for
+                conn.scope.deadline = min(conn.scope.deadline, anyio.current_time() + LINGER_SECONDS)
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
         peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
@@ -136,6 +140,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         conns[conn.id] = conn
         runner.pump()
         async with stream, anyio.create_task_group() as tasks:
+            conn.scope = tasks.cancel_scope
             tasks.start_soon(writer, conn, tasks.cancel_scope)
             try:
                 while True:

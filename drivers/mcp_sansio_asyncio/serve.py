@@ -212,10 +212,11 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             link = links.pop(action.connection, None)
             if link is not None:  # its last bytes, our side's end, then read and drop until the client's
                 link.transport.write(endpoint.data_to_send(action.connection))
-                if link.transport.can_write_eof() and _half_close(link.transport):
-                    loop.call_later(LINGER_SECONDS, link.transport.close)
-                else:
+                if not (link.transport.can_write_eof() and _half_close(link.transport)):
                     link.transport.close()
+                # close() and write_eof() wait for the transport's buffer to drain, which a
+                # client that does not read never lets happen: abort ends it after the linger
+                loop.call_later(LINGER_SECONDS, link.transport.abort)
 
     primitives = _Primitives(loop, write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)

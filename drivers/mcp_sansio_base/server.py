@@ -182,10 +182,6 @@ class ServerRunner:
         self._tasks: dict[int, Cancellable] = {}
         self._answers: dict[int, FutureLike[msgspec.Struct]] = {}
         self._draining: list[tuple[int, FutureLike[msgspec.Struct]]] = []  # handlers awaiting a drain
-        # Results held back while their stream is congested (a stdout or WebSocket shared by
-        # pipelined calls): answered in order as the driver takes output, so the bytes queued
-        # stay near the high-water mark rather than every finished result at once.
-        self._parked: list[tuple[int, object]] = []
         self._timer: Cancellable | None = None
         self._timer_at: float | None = None
         self._thread = threading.get_ident()  # the loop's: the core is touched there only
@@ -214,7 +210,7 @@ class ServerRunner:
     def unsettled(self) -> bool:
         """Whether a plain ``def`` handler runs in a worker thread or a result is held back
         for a congested stream (see :meth:`settled`)."""
-        return bool(self._threaded or self._parked)
+        return bool(self._threaded or self.endpoint.holding)
 
     async def settled(self) -> None:
         """Wait until no plain ``def`` handler runs in a worker thread and no result is held
@@ -280,8 +276,8 @@ class ServerRunner:
         """The driver took output (or a stream ended): held results are answered and
         handlers waiting for their stream to drain go on, once the core no longer calls
         it congested."""
-        if self._parked:
-            self._unpark()
+        if self.endpoint.holding:
+            self._release()
         if not self._draining:
             return
         waiting, self._draining = self._draining, []
@@ -513,35 +509,24 @@ class ServerRunner:
         self.pump()
 
     def _respond(self, call: int, value: object) -> None:
-        if self._parked or self.endpoint.congested(call):
-            self._parked.append((call, value))  # (behind those held already: answers keep their order)
-            self._unpark()
-            return
-        self._answer_call(call, value)
-
-    def _unpark(self) -> None:
-        """Answer the held results whose stream can take them, oldest first (congestion is
-        asked again after each answer, so those behind one that must wait on its stream
-        wait too). A call whose stream is gone is not congested: the core discards it."""
-        while self._parked:
-            parked, self._parked = self._parked, []
-            for call, value in parked:
-                if self.endpoint.congested(call):
-                    self._parked.append((call, value))
-                else:
-                    self._answer_call(call, value)
-            if len(self._parked) == len(parked):
-                return
-            self._p.write()  # a pipe or socket with room takes it at once: then more may go
-        self._maybe_settled()
-
-    def _answer_call(self, call: int, value: object) -> None:
+        """Answer ``call``; the core holds the answer, encoded and bounded in bytes, while
+        its stream is congested (a stdout or WebSocket shared by pipelined calls), so the
+        bytes queued stay near the high-water mark rather than every finished result at once."""
         now = self._p.clock()
         try:
-            outcome = self.endpoint.respond(call, value, now=now)
+            outcome = self.endpoint.hold(call, value, now=now)
         except LocalProtocolError as exc:  # a value the method cannot send
             outcome = self.endpoint.fail(call, exc, now=now)
         self._ended(call, outcome)
+        if self.endpoint.holding:
+            self._release()
+
+    def _release(self) -> None:
+        """Send the held answers their streams can take, writing between rounds (a pipe or
+        socket with room takes them at once: then more may go)."""
+        while self.endpoint.release(self._p.clock()):
+            self._p.write()
+        self._maybe_settled()
 
     def _fail(self, call: int, error: BaseException) -> None:
         """Answer ``call`` for its handler's ``error``; when the app masks error details the

@@ -22,6 +22,7 @@ from ..errors import LocalProtocolError
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
 from .events import CallOutcome, ServerEvent
+from .flow import FlowLimits
 from .port import Outlet
 from .registry import ListKind
 
@@ -134,6 +135,9 @@ class Endpoint(abc.ABC):
         self._tombstones: OrderedDict[int, None] = OrderedDict()
         self._next_call = 0
         self._next_ticket = 0
+        # Answers held, encoded, while their stream is congested (see ``hold``), oldest first.
+        self._held: deque[tuple[int, bytes]] = deque()
+        self._held_bytes = 0
 
     # ------------------------------------------------------------ host side (for sessions)
 
@@ -307,6 +311,67 @@ class Endpoint(abc.ABC):
         owner = self._calls.get(call)
         if owner is not None:
             owner.send_log(call, level, data, logger)
+
+    @property
+    def flow_limits(self) -> FlowLimits:
+        """The bounds of output waiting for a client (``flow.py``) on this transport."""
+        return FlowLimits()
+
+    @property
+    def holding(self) -> bool:
+        """Whether an answer is held for a congested stream (see :meth:`hold`)."""
+        return bool(self._held)
+
+    def hold(self, call: int, value: object, *, now: float) -> CallOutcome | None:
+        """Answer ``call`` with its handler's return value as :meth:`respond` does, but
+        hold the answer, encoded, while answers are held already or ``call``'s stream is
+        congested, so that pipelined calls finishing at once do not pile their results
+        onto a stream a client reads slowly; :meth:`release` sends it when the stream can
+        take it. Held answers are bounded in bytes by ``flow_limits.max_held_bytes``
+        (beyond one answer): an answer that would pass the bound sends every held one at
+        once, and a stream that cannot take them passes its own ``max_buffer_bytes`` and
+        is dropped, as a stream whose client stopped reading is (stdio: the session ends).
+
+        Raises:
+            LocalProtocolError: as :meth:`respond`; nothing was held or sent.
+        """
+        if not self._held and not self.congested(call):
+            return self.respond(call, value, now=now)
+        session = self._owner(call)
+        if session is None:
+            return None
+        outcome, data = session.encode_answer(call, value, now=now)
+        if data is None:  # a task's result: kept in its store, not written to a stream
+            return outcome
+        self._held.append((call, data))
+        self._held_bytes += len(data)
+        if len(self._held) > 1 and self._held_bytes > self.flow_limits.max_held_bytes:
+            self._send_held(now, everything=True)
+        return outcome
+
+    def release(self, now: float) -> bool:
+        """Send the held answers whose stream can take them, oldest first (those behind
+        one whose stream is congested wait with it, so answers keep their order); whether
+        any was sent (the driver writes, then calls again). Call it whenever the driver
+        took output or a stream ended."""
+        return self._send_held(now, everything=False)
+
+    def _send_held(self, now: float, *, everything: bool) -> bool:
+        held = self._held
+        sent = False
+        while held:
+            call, data = held[0]
+            session = self._calls.get(call)
+            if session is not None and not everything and self.congested(call):
+                break
+            held.popleft()
+            self._held_bytes -= len(data)
+            if session is not None:  # (else cancelled, or its session ended: discarded)
+                session.send_answer(call, data, now)
+                sent = True
+        if not held:
+            self._held_bytes = 0
+        return sent
 
     def congested(self, call: int) -> bool:
         """Whether the stream ``call`` writes to holds more than its high-water mark of

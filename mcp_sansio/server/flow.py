@@ -13,6 +13,12 @@ backlog is what a client that does not read costs. Three bounds apply (:class:`F
   transport's (an HTTP stream ends as a closed connection, a WebSocket connection closes,
   stdio ends the session).
 
+Finished answers for a congested stream are held, encoded, by the transport
+(``Endpoint.hold``) rather than piled onto it, and answered as it drains: pipelined calls
+finishing at once cost at most ``max_held_bytes`` (beyond one answer). An answer that
+would pass it sends every held one at once, and a stream that cannot take them passes
+``max_buffer_bytes`` and is dropped as above.
+
 The stall clock starts when the driver first hears of the congestion: a congested
 backlog not yet stamped asks for a timeout at once (:meth:`Backlog.deadline` returns
 :data:`AT_ONCE`, a time every driver's clock is past), and :meth:`Backlog.stamp` records
@@ -42,11 +48,13 @@ class FlowLimits(msgspec.Struct, frozen=True, kw_only=True):
             stream wait until it is taken down to this again.
         max_buffer_bytes: a backlog that would pass this drops the stream.
         stall_timeout: seconds a stream may stay congested before it is dropped.
+        max_held_bytes: finished answers (encoded) held for congested streams, beyond one.
     """
 
     high_water_bytes: int = 256 * 1024
     max_buffer_bytes: int = 4 * 1024 * 1024
     stall_timeout: float = 30.0
+    max_held_bytes: int = 8 * 1024 * 1024
 
 
 class Backlog:

@@ -52,6 +52,8 @@ from .http_headers import (
     host_allowed,
     origin_allowed,
     param_mismatch,
+    repeated_header,
+    single_headers,
     standard_mismatch,
 )
 from .http_respond import JSON
@@ -77,6 +79,7 @@ _JSON: Final[Header] = ("content-type", "application/json")
 _SESSION_NOT_FOUND: Final = -32001
 _ADMISSIONS: Final = 1024  # (Host, Origin) verdicts remembered
 _FINISHED_STREAMS: Final = 1024
+_GATED: Final = frozenset({"authorization"})
 
 
 class _PeekMeta(msgspec.Struct):
@@ -331,7 +334,14 @@ class HttpServer(SessionRouter):
     def _request(self, req: RequestReceived, now: float) -> None:
         config = self.config
         path = req.target.partition("?")[0]
-        headers = dict(req.headers)  # the last of a repeated header, as RequestReceived.header
+        headers = dict(req.headers)
+        if len(headers) != len(req.headers):  # a header repeated: ambiguous, or a list to join
+            # with a gate, two Authorization fields get its RFC 6750 invalid_request challenge
+            repeated = repeated_header(req.headers, _GATED if self.gate is not None else frozenset())
+            if repeated is not None:
+                self._repeated(req, repeated, now)
+                return
+            headers = single_headers(req.headers)
         if path != config.path and path not in self._metadata_paths:
             self._plain(req, 404, "Not Found", now)
             return
@@ -350,6 +360,17 @@ class HttpServer(SessionRouter):
             outcome = self.gate.check(credentials, req, now)
             if outcome is not None:  # else held until its token's verdict
                 self._admit(req, outcome, now)
+
+    def _repeated(self, req: RequestReceived, name: str, now: float) -> None:
+        """Refuse a request carrying ``name`` more than once: 403 for ``Origin`` (MCP
+        "Streamable HTTP": an invalid Origin gets 403), 400 for any other."""
+        label = "-".join(part.capitalize() for part in name.split("-"))
+        if name == "origin":
+            self._error(req, 403, None, jsonrpc.INVALID_REQUEST,
+                        "Forbidden: the Origin header is repeated", now)
+        else:
+            self._error(req, 400, None, jsonrpc.INVALID_REQUEST,
+                        f"Bad Request: the {label} header is repeated", now)
 
     def _admit_origin(self, host: str | None, origin: str | None) -> int:
         """0 when ``Host`` and ``Origin`` pass, else the status refusing them (421: the
@@ -403,7 +424,7 @@ class HttpServer(SessionRouter):
     def _guarded(self, req: RequestReceived, principal: Principal | None, now: float,
                  headers: dict[str, str] | None = None) -> None:
         try:
-            self._dispatch(req, dict(req.headers) if headers is None else headers, principal, now)
+            self._dispatch(req, single_headers(req.headers) if headers is None else headers, principal, now)
         except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
             self._plain(req, 503, f"Service Unavailable: {exc}", now)
 

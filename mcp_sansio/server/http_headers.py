@@ -7,7 +7,11 @@ the loopback names, so a page on another site reaching it through DNS rebinding 
 refused). In 2026-07-28 a request mirrors its method, name and annotated tool arguments
 into ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers, which the server checks
 against the body (a mismatch is ``-32020`` HeaderMismatch, HTTP 400), decoding the
-``=?base64?...?=`` form strictly. All functions are pure.
+``=?base64?...?=`` form strictly. A request carrying a header that names one thing
+(``Host``, ``Origin``, ``Authorization``, ``Mcp-Session-Id``, ...) more than once is
+ambiguous, since a proxy may judge the first while the server reads the last, and is
+refused whole (RFC 9112 section 3.2 for ``Host``; RFC 9110 section 5.3: only list-valued
+fields may repeat). All functions are pure.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ __all__ = [
     "normalize_origin",
     "origin_allowed",
     "param_mismatch",
+    "repeated_header",
+    "single_headers",
     "standard_mismatch",
 ]
 
@@ -41,6 +47,11 @@ _NAMED: Final[Mapping[str, str]] = {
     "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
 }
 _MAX_SAFE_INT: Final = 2**53 - 1
+_SINGLE: Final = frozenset({
+    "host", "origin", "authorization", "content-type", "content-length", "mcp-session-id",
+    "mcp-protocol-version", "last-event-id", "mcp-method", "mcp-name",
+})
+_SINGLE_PREFIX: Final = "mcp-param-"
 _DEFAULT_PORTS: Final[Mapping[str, int]] = {"http": 80, "https": 443}
 
 
@@ -126,6 +137,28 @@ def check_origins(origins: Iterable[str] | None) -> None:
             raise LocalProtocolError(
                 f"allowed_origins takes origins such as 'https://app.example.com' or "
                 f"'http://localhost:3000' (scheme, host and port), not {entry!r}")
+
+
+def repeated_header(headers: Iterable[tuple[str, str]], skip: frozenset[str] = frozenset()) -> str | None:
+    """The first header (lower-case name) that names one thing, such as ``host``,
+    ``origin`` or ``mcp-session-id``, and that ``headers`` carry more than once, or ``None``
+    (headers named in ``skip`` are judged elsewhere)."""
+    seen: set[str] = set()
+    for name, _ in headers:
+        if (name in _SINGLE or name.startswith(_SINGLE_PREFIX)) and name not in skip:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
+
+
+def single_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """``headers`` by name, the values of a repeated (list-valued) one joined with ``", "``
+    as RFC 9110 section 5.3 combines them; call :func:`repeated_header` first."""
+    found: dict[str, str] = {}
+    for name, value in headers:
+        found[name] = f"{found[name]}, {value}" if name in found else value
+    return found
 
 
 def accepts(accept: str | None) -> tuple[bool, bool]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 from .. import jsonrpc
 from .endpoint import Endpoint
 from .exchanges import HttpExchanges
+from .flow import FlowLimits
 from .http11 import HttpConnections, RequestReceived
 from .http_config import HttpConfig
 from .http_streams import JSON_HEAD, SSE_HEAD, Exchange, Legacy, LegacyHost, Mode, sse_event
@@ -74,6 +75,11 @@ class ResponseWriter(Endpoint):
         if ex is not None:
             self._emit(ex, data, None, status, now)
             self._pump(now)
+
+    @property
+    def flow_limits(self) -> FlowLimits:
+        """The bounds of response bytes waiting for a client."""
+        return self.http.limits.flow
 
     def congested(self, call: int) -> bool:
         """Whether the response stream ``call`` writes to is congested (see ``flow.py``)."""

@@ -249,7 +249,32 @@ class ServerSession:
 
     def respond(self, call: int, value: object, *, now: float) -> CallOutcome:
         """Answer ``call`` with its handler's return value (see :meth:`Endpoint.respond`)."""
+        outcome, data = self.encode_answer(call, value, now=now)
+        if data is not None:
+            self.send_answer(call, data, now)
+        return outcome
+
+    def encode_answer(self, call: int, value: object, *, now: float) -> tuple[CallOutcome, bytes | None]:
+        """The outcome and encoded response answering ``call`` with ``value``, not yet sent
+        (:meth:`send_answer` sends it); for a task, no response: its result is stored."""
         rec = self._call(call)
+        result = self._result_of(rec, value)
+        outcome = replies.outcome_of(result)
+        if rec.task is not None:
+            self.finish_call(rec)
+            tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
+            return outcome, None
+        return outcome, self.encode_result(rec.request_id, result, rec.modern_rules, cache=rec.cache)
+
+    def send_answer(self, call: int, data: bytes, now: float) -> None:
+        """Send ``data``, the response :meth:`encode_answer` made, ending ``call`` (nothing
+        when ``call`` ended meanwhile: cancelled, or its session closed)."""
+        rec = self._calls.get(call)
+        if rec is not None:
+            self.finish_call(rec)
+            self._deliver(rec, data, 200, now)
+
+    def _result_of(self, rec: Call, value: object) -> msgspec.Struct:
         kind = rec.kind
         if kind is CallKind.TOOL:
             assert rec.tool is not None  # set for every TOOL call
@@ -261,15 +286,7 @@ class ServerSession:
             result = read_result(rec.uri, rec.mime_type, value)
         else:
             result = completion_result(value)
-        outcome = replies.outcome_of(result)
-        if rec.task is not None:
-            self.finish_call(rec)
-            tasks.finish(self, rec, now, result=msgspec.to_builtins(result))
-            return outcome
-        data = self.encode_result(rec.request_id, result, rec.modern_rules, cache=rec.cache)
-        self.finish_call(rec)
-        self._deliver(rec, data, 200, now)
-        return outcome
+        return result
 
     def fail(self, call: int, error: BaseException, *, now: float) -> CallOutcome:
         """Answer ``call`` for a handler that raised ``error`` (see :meth:`Endpoint.fail`)."""

@@ -108,6 +108,11 @@ class StdioServer(Endpoint):
         """Queue a response as a line."""
         self._queue(data)
 
+    @property
+    def flow_limits(self) -> FlowLimits:
+        """The bounds of output waiting for the client."""
+        return self.flow
+
     def congested(self, call: int) -> bool:
         """Whether stdout holds more than ``high_water_bytes`` the client has not read."""
         return self._backlog.congested(self.flow)

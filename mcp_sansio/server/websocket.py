@@ -257,6 +257,11 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, closing)
             self._drop(link, now, "the server is shutting down")
 
+    @property
+    def flow_limits(self) -> FlowLimits:
+        """The bounds of output waiting for a client."""
+        return self.config.flow
+
     def congested(self, call: int) -> bool:
         """Whether the connection ``call`` came on is congested (see ``flow.py``)."""
         session = self._calls.get(call)

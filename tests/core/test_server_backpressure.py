@@ -13,7 +13,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
 from mcp_sansio.events import ConnectionTerminated
-from mcp_sansio.server import Context, MCPServer
+from mcp_sansio.server import Context, MCPServer, ToolCallReceived
 from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
 from mcp_sansio.server.flow import AT_ONCE, Backlog, FlowLimits
 from mcp_sansio.server.http11 import ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
@@ -458,3 +458,57 @@ def test_a_message_of_any_size_fits_a_backlog_under_the_high_water_mark() -> Non
     assert backlog.fits(5000, limits)
     backlog.add(20)  # over the mark: only up to the bound
     assert backlog.fits(890, limits) and not backlog.fits(891, limits)
+
+
+# ---------------------------------------------------------------- held answers
+
+
+def _big_calls(flow: FlowLimits, count: int, size: int) -> tuple[StdioServer, list[int]]:
+    """A stdio server whose client initialized and asked ``count`` calls of a tool answering
+    ``size`` bytes, reading nothing since; the calls' handles."""
+    app = MCPServer("s")
+    app.add_tool(lambda: "x" * size, name="big")
+    server = StdioServer(app, secret=SECRET, entropy=ENTROPY, flow=flow)
+    server.receive_data(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+                        b'"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n', 0.0)
+    server.data_to_send()
+    lines = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "big"}})
+             for n in range(1, count + 1)]
+    server.receive_data("\n".join(lines).encode() + b"\n", 0.0)
+    calls = []
+    while (event := server.next_event()) is not None:
+        if isinstance(event, ToolCallReceived):
+            calls.append(event.call)
+    assert len(calls) == count
+    return server, calls
+
+
+def test_answers_for_a_congested_stream_are_held_and_sent_in_order_as_it_drains() -> None:
+    server, calls = _big_calls(FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000), 4, 3000)
+    for call in calls:
+        server.hold(call, "x" * 3000, now=0.0)
+    assert server.holding  # the first went out and congested stdout: the others wait, encoded
+    ids = []
+    for _ in range(10):
+        ids += [json.loads(line)["id"] for line in server.data_to_send().splitlines()]
+        while server.release(0.0):
+            pass
+    assert ids == [1, 2, 3, 4] and not server.holding
+
+
+def test_held_answers_past_their_byte_bound_end_the_session_as_an_unread_stdout_does() -> None:
+    # 20 answers of 10 kB for a client that never reads: never more than max_held_bytes
+    # (beyond one answer) wait, and the session ends at once instead of at the stall timeout.
+    flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000, max_held_bytes=30_000,
+                      stall_timeout=60.0)
+    server, calls = _big_calls(flow, 20, 10_000)
+    for call in calls:
+        server.hold(call, "x" * 10_000, now=0.0)
+        assert server._held_bytes <= flow.max_held_bytes + 10_100
+    assert server.next_deadline() == AT_ONCE
+    server.handle_timeout(0.5)
+    assert server.abandoned and not server.holding
+    events = []
+    while (event := server.next_event()) is not None:
+        events.append(event)
+    assert any(isinstance(e, ConnectionTerminated) for e in events)

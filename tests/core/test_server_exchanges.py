@@ -190,3 +190,16 @@ def test_an_http_server_over_exchanges_checks_the_host_header() -> None:
     start, _ = _serve(server, exchanges, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                       [(b"host", b"evil.example"), *HEAD[1:]])
     assert start.status == 421
+
+
+@pytest.mark.parametrize(("name", "status"), [(b"host", 400), (b"origin", 403), (b"mcp-session-id", 400)])
+def test_an_http_server_over_exchanges_refuses_a_repeated_header(name: bytes, status: int) -> None:
+    # A host server (uvicorn with httptools) may pass two Host fields; RFC 9112 3.2 says 400.
+    exchanges = HttpExchanges()
+    server = HttpServer(MCPServer("asgi"), secret=SECRET, entropy=ENTROPY, config=HttpConfig.loopback(),
+                        exchanges=exchanges)
+    values = [b"http://evil.example", b"http://127.0.0.1:8000"] if name == b"origin" else [b"127.0.0.1"] * 2
+    start, body = _serve(server, exchanges, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                         [*HEAD, *((name, value) for value in values)])
+    assert start.status == status
+    assert "header is repeated" in json.loads(body)["error"]["message"]

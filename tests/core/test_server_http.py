@@ -159,6 +159,56 @@ def test_dns_rebinding_is_refused(headers: dict[str, Any], status: int) -> None:
     assert answer is not None and answer.status == status
 
 
+def test_a_repeated_origin_is_refused_whichever_comes_last() -> None:
+    # A proxy judging the first Origin and a server reading the last would disagree.
+    for origins in (["http://evil.example", "http://localhost"], ["http://localhost", "http://evil.example"]):
+        answer = RawHttp(http_server(_app())).request(
+            body=INIT, repeated=[("origin", value) for value in origins])
+        assert answer is not None and answer.status == 403
+        assert answer.json()["error"]["code"] == -32600
+        assert "Origin header is repeated" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("mcp-session-id", "x"), ("mcp-protocol-version", "2025-11-25"),
+    ("authorization", "Bearer t"), ("last-event-id", "1"), ("content-type", "application/json"),
+    ("mcp-method", "initialize"), ("mcp-name", "x"), ("mcp-param-region", "x"),
+])
+def test_a_header_naming_one_thing_repeated_gets_400_naming_it(name: str, value: str) -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, headers={name: value}, repeated=[(name, value)])
+    assert answer is not None and answer.status == 400
+    error = answer.json()["error"]
+    assert error["code"] == -32600 and f"{name} header is repeated" in error["message"].lower()
+
+
+def test_a_repeated_host_over_bytes_gets_400_from_h11() -> None:
+    conn = RawHttp(http_server(_app()))
+    conn.send_raw(b"GET /mcp HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n")
+    assert conn.server.data_to_send(conn.id).startswith(b"HTTP/1.1 400 ")
+
+
+def test_a_list_valued_header_repeated_is_joined_not_refused() -> None:
+    answer = RawHttp(http_server(_app())).request(body=INIT, accept="application/json",
+                                                  repeated=[("accept", "text/event-stream")])
+    assert answer is not None and answer.status == 200
+
+
+def test_repeated_identical_content_lengths_reach_the_server_as_one() -> None:
+    # h11 folds equal Content-Length fields into one and refuses differing ones (400).
+    conn = RawHttp(http_server(_app()))
+    body = json.dumps(INIT).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    conn.send_raw(head + body)
+    answer = conn.read()
+    assert answer is not None and answer.status == 200
+    other = RawHttp(http_server(_app()))
+    other.send_raw(head.replace(f"Content-Length: {len(body)}\r\n\r\n".encode(), b"Content-Length: 1\r\n\r\n")
+                   + body)
+    assert other.server.data_to_send(other.id).startswith(b"HTTP/1.1 400 ")
+
+
 @pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "[::1]:1234", "LOCALHOST"])
 def test_loopback_names_are_accepted(host: str) -> None:
     answer = RawHttp(http_server(_app())).request(body=INIT, headers={"host": host,

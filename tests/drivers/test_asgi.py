@@ -11,6 +11,7 @@ from mcp_sansio import ClientConfig
 from mcp_sansio.types import ElicitRequestParams, ElicitResult
 
 from .driver_adapter import Driver, text_of
+from .test_serve import INIT, post, raw
 
 pytestmark = [pytest.mark.anyio]
 
@@ -55,3 +56,12 @@ async def test_stateless_input_rounds_hold_across_workers_sharing_the_secret(dri
     async with driver.connect_http(workers_url, on_elicitation=name_ada) as client:
         for _ in range(6):  # each round may come back to the other worker
             assert text_of(await client.call_tool("ask", {})) == "hello Ada"
+
+
+def test_uvicorn_passes_repeated_headers_and_the_app_refuses_them(uvicorn_url: str) -> None:
+    port = uvicorn_url.split(":")[2].split("/", maxsplit=1)[0]
+    origins = f"Origin: http://evil.example\r\nOrigin: http://127.0.0.1:{port}\r\n"
+    two_origins = raw(uvicorn_url, post(INIT, extra=origins))
+    assert two_origins.startswith(b"HTTP/1.1 403 ") and b"Origin header is repeated" in two_origins
+    two_hosts = raw(uvicorn_url, post(INIT, extra="Host: evil.example\r\n"))
+    assert two_hosts.startswith(b"HTTP/1.1 400 ")

@@ -293,6 +293,9 @@ def test_a_websocket_client_that_never_reads_a_flood_costs_bounded_memory(driver
             while (now := probe.status())["cancelled"] == 0:  # the stall timeout drops it
                 assert time.monotonic() < deadline, now
                 time.sleep(0.05)
+            while probe.status()["fds"] > before["fds"]:  # and closes it, though it never reads
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
         finally:
             deaf.close()
             probe.sock.close()
@@ -300,6 +303,33 @@ def test_a_websocket_client_that_never_reads_a_flood_costs_bounded_memory(driver
              "peak_after_kb": now["VmHWM"], "produced_mb": now["produced"] // 2**20, "cancelled": True})
     assert now["VmHWM"] - before["VmRSS"] < BOUND_KB, (before, now)
     assert now["running"] == 0
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_results_held_for_a_websocket_client_that_never_reads_are_bounded_in_bytes(driver: str) -> None:
+    # Twenty pipelined 4 MiB results: past max_held_bytes of held answers the connection
+    # is dropped at once, as one past max_buffer_bytes is, long before the stall timeout.
+    port = free_port()
+    env = {**os.environ, "FLOOD_STALL": "600"}
+    with running_http_server(sys.executable, [FLOOD, driver, "websocket", str(port)], env, port, "/"):
+        probe = _WsProbe(port)
+        before = probe.status()
+        deaf = _deaf(port)
+        try:
+            client = _upgrade(deaf)  # the last it reads
+            calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                      "params": {"name": "big", "arguments": {"megabytes": 4}}} for n in range(1, 21)]
+            for message in [INITIALIZE, INITIALIZED, *calls]:
+                deaf.sendall(client.send(ws.Message(data=json.dumps(message))))
+            deadline = time.monotonic() + PATIENCE / 3
+            while (now := probe.status())["fds"] > before["fds"]:  # the deaf connection is closed
+                assert time.monotonic() < deadline, now
+                time.sleep(0.05)
+        finally:
+            deaf.close()
+            probe.sock.close()
+    _record({"driver": driver, "transport": "websocket-held", "rss_before_kb": before["VmRSS"],
+             "peak_after_kb": now["VmHWM"], "rss_after_kb": now["VmRSS"]})
 
 
 @pytest.mark.parametrize("driver", SOCKET_DRIVERS)

@@ -140,6 +140,11 @@ def post(body: bytes, *, extra: str = "") -> bytes:
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
+INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "c", "version": "1"}}}).encode()
+
+
 def still_serves(url: str) -> None:
     with connect_http(url) as client:
         assert text(client.call_tool("add", {"a": 1, "b": 1})) == "2"
@@ -173,6 +178,16 @@ def test_bad_json_rpc_gets_json_rpc_errors(http_url: str) -> None:
         "requestId": 999, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                                     "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
     assert raw(http_url, post(unknown_cancel)).startswith(b"HTTP/1.1 202 ")
+    still_serves(http_url)
+
+
+def test_a_repeated_origin_or_session_header_is_refused_and_the_server_stays_up(http_url: str) -> None:
+    port = http_url.split(":")[2].split("/", maxsplit=1)[0]
+    origins = f"Origin: http://evil.example\r\nOrigin: http://127.0.0.1:{port}\r\n"
+    two_origins = raw(http_url, post(INIT, extra=origins))
+    assert two_origins.startswith(b"HTTP/1.1 403 ") and b"Origin header is repeated" in two_origins
+    two_sessions = raw(http_url, post(INIT, extra="Mcp-Session-Id: a\r\nMcp-Session-Id: b\r\n"))
+    assert two_sessions.startswith(b"HTTP/1.1 400 ") and b"Mcp-Session-Id header is repeated" in two_sessions
     still_serves(http_url)
 
 

@@ -6,8 +6,8 @@ DRIVER: asyncio, anyio, trio, sync, or asgi (uvicorn; HTTP only). TRANSPORT: htt
 websocket or stdio. Tools: ``flood`` (``megabytes`` of progress notifications in pieces of
 ``piece`` bytes, awaiting each one when ``wait``), ``add``, and ``status`` (this
 process's memory, open descriptors, and how many floods run, ended or were cancelled).
-The limits are the defaults but for a short ``stall_timeout`` and ``body_timeout``, so
-a stalled stream or body is dropped within the test's patience.
+The limits are the defaults but for a short ``stall_timeout`` (``FLOOD_STALL`` seconds
+if set) and ``body_timeout``, so a stalled stream or body is dropped within the test's patience.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mcp_sansio.server.http import HttpConfig
 from mcp_sansio.server.http11 import HttpLimits
 from mcp_sansio.server.websocket import WebSocketConfig
 
-STALL = 2.0
+STALL = float(os.environ.get("FLOOD_STALL", "2.0"))
 BODY_TIMEOUT = 1.0
 app = MCPServer("flood", version="1.0.0")
 STATE = {"running": 0, "finished": 0, "cancelled": 0, "produced": 0}
