@@ -33,7 +33,7 @@ class Handshake:
     """
 
     __slots__ = ("_capabilities", "_client_info", "_log_level", "_phase", "_rules", "_session_id",
-                 "_subscriptions", "_version")
+                 "_subscriptions", "_version", "revision")
 
     def __init__(self, session_id: str | None = None) -> None:
         self._phase = Phase.NEW
@@ -44,6 +44,9 @@ class Handshake:
         self._capabilities: ClientCapabilities = _NO_CAPABILITIES
         self._log_level: LoggingLevel | None = None
         self._subscriptions: set[str] = set()
+        self.revision = 0
+        """Moves whenever what a session store keeps of the session changes (its version,
+        client, capabilities, log level, subscriptions): unchanged, nothing needs saving."""
 
     @property
     def phase(self) -> Phase:
@@ -106,6 +109,7 @@ class Handshake:
         self._phase = step(TRANSITIONS, self._phase, Trigger.RECV_INITIALIZE, peer=PEER, subject=_SUBJECT)
         self._version, self._rules = version, rules
         self._client_info, self._capabilities = client_info, capabilities
+        self.revision += 1
 
     def resume(self, *, protocol_version: str, client_info: Implementation | None,
                client_capabilities: ClientCapabilities, log_level: LoggingLevel | None,
@@ -119,15 +123,19 @@ class Handshake:
         self._version, self._rules = protocol_version, VERSIONS.get(protocol_version)
         self._client_info, self._capabilities = client_info, client_capabilities
         self._log_level, self._subscriptions = log_level, set(subscriptions)
+        self.revision += 1
 
     def set_log_level(self, level: LoggingLevel) -> None:
         """``logging/setLevel``: the client wants logs at ``level`` and above."""
         self._log_level = level
+        self.revision += 1
 
     def subscribe(self, uri: str) -> None:
         """The client subscribed to ``uri``."""
         self._subscriptions.add(uri)
+        self.revision += 1
 
     def unsubscribe(self, uri: str) -> None:
         """The client no longer wants updates of ``uri``."""
         self._subscriptions.discard(uri)
+        self.revision += 1

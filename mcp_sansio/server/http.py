@@ -545,12 +545,12 @@ class HttpServer(SessionRouter):
         ex.request_id = peek.id if isinstance(peek.id, int | str) and isinstance(peek.method, str) else None
         self._exchanges[req.exchange] = ex
         if legacy is None:
-            self.modern.receive_message(req.body, now, req.exchange, principal)
+            self.modern.receive_message(req.body, now, req.exchange, principal, utf8_checked=True)
         else:
             self._touch(legacy, now)
             if peek.id is not UNSET and isinstance(peek.method, str) and peek.method != "initialize":
                 legacy.used = True
-            legacy.session.receive_message(req.body, now, req.exchange, principal)
+            legacy.session.receive_message(req.body, now, req.exchange, principal, utf8_checked=True)
             self._remember(legacy)
             if self.event_store.shared and (peek.method == "notifications/cancelled" or (
                     peek.id is not UNSET and not isinstance(peek.method, str))):

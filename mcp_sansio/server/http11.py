@@ -161,6 +161,7 @@ class HttpConnections:
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._actions: deque[CloseConnection] = deque()
         self._closing: dict[int, list[bytes]] = {}  # closed connections' last bytes, until drained
+        self._waiting: dict[int, None] = {}  # open connections with bytes waiting (no scan per pump)
         self._next_connection = 0
         self._next_exchange = 0
         self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
@@ -261,10 +262,16 @@ class HttpConnections:
         if not conn.backlog.fits(len(body), self._flow):  # earlier responses were never read
             self._lost(conn, "the client does not read its responses")
             return
-        self._send(conn, self._response(status, headers, len(body)))
-        if body:
-            self._send(conn, h11.Data(data=body))
-        self._end(conn, now)
+        h = conn.h11
+        try:  # head, body and end in one pass, queued as one piece
+            data = h.send(self._response(status, headers, len(body))) or b""
+            if body:
+                data += h.send(h11.Data(data=body)) or b""
+            data += h.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(f"invalid response: {exc}") from exc
+        self._queue(conn, data)
+        self._next_cycle(conn, now)
 
     def start_stream(self, exchange: int, status: int, headers: list[Header]) -> None:
         """Begin a streamed response (chunked); :meth:`send` its pieces, :meth:`end` it.
@@ -316,15 +323,19 @@ class HttpConnections:
         conn = self._connections.get(connection)
         if conn is None:
             return b"".join(self._closing.pop(connection, ()))
-        data = b"".join(conn.out)
-        conn.out.clear()
+        out = conn.out
+        if not out:
+            return b""
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        del self._waiting[connection]
         conn.backlog.taken(len(data), self._flow)
-        self._congested.discard(conn.id)  # all of it was taken
+        self._congested.discard(connection)  # all of it was taken
         return data
 
     def connections_with_data(self) -> list[int]:
         """The connections with bytes waiting; changes nothing."""
-        return [*(conn.id for conn in self._connections.values() if conn.out), *self._closing]
+        return [*self._waiting, *self._closing]
 
     def next_event(self) -> RequestReceived | ExchangeClosed | None:
         """Pop the next event."""
@@ -340,10 +351,16 @@ class HttpConnections:
 
     def next_deadline(self) -> float | None:
         """The earliest read or stall deadline of any connection; changes nothing."""
-        deadlines = [c.deadline for c in self._connections.values() if c.deadline is not None]
-        deadlines += [d for c in self._congested
-                      if (d := self._connections[c].backlog.deadline(self._flow)) is not None]
-        return min(deadlines) if deadlines else None
+        earliest = None
+        for conn in self._connections.values():
+            deadline = conn.deadline
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        for c in self._congested:
+            deadline = self._connections[c].backlog.deadline(self._flow)
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def congested(self, exchange: int) -> bool:
         """Whether the connection carrying ``exchange`` holds more than
@@ -405,7 +422,7 @@ class HttpConnections:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
                     return
                 if conn.h11.they_are_waiting_for_100_continue:
-                    conn.out.append(conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+                    self._queue(conn, conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
             else:
                 assert isinstance(event, h11.EndOfMessage)  # EOF never reaches h11: no ConnectionClosed
                 self._deliver(conn)
@@ -433,13 +450,23 @@ class HttpConnections:
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(f"invalid response: {exc}") from exc
         if data:
-            conn.out.append(data)
-            conn.backlog.add(len(data))
-            if conn.backlog.congested(self._flow):
-                self._congested.add(conn.id)
+            self._queue(conn, data)
+
+    def _queue(self, conn: _Connection, data: bytes) -> None:
+        """``data`` waits for ``conn``'s client."""
+        conn.out.append(data)
+        self._waiting[conn.id] = None
+        backlog = conn.backlog
+        backlog.add(len(data))
+        if backlog.congested(self._flow):
+            self._congested.add(conn.id)
 
     def _end(self, conn: _Connection, now: float) -> None:
         self._send(conn, h11.EndOfMessage())
+        self._next_cycle(conn, now)
+
+    def _next_cycle(self, conn: _Connection, now: float) -> None:
+        """``conn``'s response is complete: serve its next request (or close it)."""
         self._exchanges.pop(conn.exchange, None)
         conn.request = None
         h = conn.h11
@@ -459,11 +486,10 @@ class HttpConnections:
         """Answer a request that cannot be served with ``status``, then close (a connection
         still reading its request can always be answered: h11 is IDLE or has sent 100)."""
         body = (message[:200] + "\n").encode("utf-8", "replace")
-        conn.out.append(conn.h11.send(h11.Response(status_code=status, headers=[
+        self._queue(conn, b"".join([conn.h11.send(h11.Response(status_code=status, headers=[
             ("content-type", "text/plain; charset=utf-8"), ("content-length", str(len(body))),
-            ("connection", "close")], reason=_REASONS.get(status, b""))))
-        conn.out.append(conn.h11.send(h11.Data(data=body)))
-        conn.out.append(conn.h11.send(h11.EndOfMessage()))
+            ("connection", "close")], reason=_REASONS.get(status, b""))) or b"",
+            conn.h11.send(h11.Data(data=body)) or b"", conn.h11.send(h11.EndOfMessage()) or b""]))
         self._lost(conn, message)
 
     def _lost(self, conn: _Connection, reason: str) -> None:
@@ -475,6 +501,7 @@ class HttpConnections:
     def _close(self, conn: _Connection) -> None:
         del self._connections[conn.id]
         self._congested.discard(conn.id)
+        self._waiting.pop(conn.id, None)
         self._exchanges.pop(conn.exchange, None)
         conn.state = _State.CLOSING
         conn.deadline = None

@@ -234,6 +234,8 @@ class SessionRouter(ResponseWriter):
     def _remember(self, legacy: Legacy) -> None:
         """Keep the session's identity in the store when it changed."""
         session = legacy.session.handshake
+        if legacy.saved_revision == session.revision:
+            return  # nothing it keeps changed since it was saved (or found the same)
         if session.protocol_version is None or session.client_info is None:
             return
         saved = legacy.saved
@@ -243,6 +245,7 @@ class SessionRouter(ResponseWriter):
                 and saved.log_level == session.log_level
                 and saved.owner == legacy.owner and len(saved.subscriptions) == len(session.subscriptions)
                 and all(uri in session.subscriptions for uri in saved.subscriptions)):
+            legacy.saved_revision = session.revision
             return  # (what each request would otherwise build and compare)
         record = SessionRecord(
             session_id=legacy.id, protocol_version=session.protocol_version, client_info=session.client_info,
@@ -255,6 +258,7 @@ class SessionRouter(ResponseWriter):
             except StoreUnavailable:
                 return  # served here all the same; the next request tries again
             legacy.saved = record
+        legacy.saved_revision = session.revision
 
     def _end_session(self, legacy: Legacy, now: float, reason: str, *, forget: bool = True) -> None:
         """End ``legacy`` here; ``forget``: in the stores too (else other workers go on

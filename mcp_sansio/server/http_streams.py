@@ -75,6 +75,7 @@ class Legacy:
         finished_streams: the latest streams whose final response was sent (bounded).
         next_stream: the last stream number given.
         saved: what the session store holds of it.
+        saved_revision: the handshake's ``revision`` ``saved`` matches (``-1``: none yet).
         peer: the client address that opened it, or its principal's identity with auth
             (``None``: unknown, or rebuilt from a store).
         used: it served a request beyond ``initialize`` (or a stream): one never used is
@@ -86,8 +87,8 @@ class Legacy:
     """
 
     __slots__ = ("expires_at", "finished_streams", "get_exchange", "head", "host", "id", "inbox_after",
-                 "json_head", "live", "next_stream", "owner", "peer", "saved", "session", "sse_head",
-                 "stream_of", "used")
+                 "json_head", "live", "next_stream", "owner", "peer", "saved", "saved_revision", "session",
+                 "sse_head", "stream_of", "used")
 
     def __init__(self, session_id: str, expires_at: float, peer: str | None) -> None:
         self.id = session_id
@@ -105,6 +106,7 @@ class Legacy:
         self.finished_streams: OrderedDict[int, None] = OrderedDict()
         self.next_stream = 0
         self.saved: SessionRecord | None = None
+        self.saved_revision = -1
         self.owner: str | None = None
         self.inbox_after: str | None = None
 

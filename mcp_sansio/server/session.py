@@ -149,9 +149,10 @@ class ServerSession:
     # ---------------------------------------------------------------- input
 
     def receive_message(self, data: bytes, now: float, channel: int | None = None,
-                        principal: Principal | None = None) -> None:
+                        principal: Principal | None = None, *, utf8_checked: bool = False) -> None:
         """One JSON-RPC message (or batch) from the client, on ``channel``, on behalf of
-        ``principal`` (the verified access token's, when the transport checks them).
+        ``principal`` (the verified access token's, when the transport checks them);
+        ``utf8_checked``: the transport found ``data`` valid UTF-8 already.
 
         Raises:
             LocalProtocolError: the session is closed.
@@ -162,7 +163,7 @@ class ServerSession:
         """
         if self.handshake.phase is Phase.CLOSED:
             raise LocalProtocolError("the session is closed")
-        problem = invalid_utf8(data)
+        problem = None if utf8_checked else invalid_utf8(data)
         if problem is not None:  # JSON text is UTF-8 (RFC 8259 section 8.1); the envelope's
             # decoder leaves params unread (Raw), so the whole message is checked here
             self.error(channel, None, jsonrpc.PARSE_ERROR, f"Parse error: {problem}", now=now)

@@ -500,3 +500,19 @@ def test_a_worker_making_room_drops_only_its_copy_of_a_shared_session(limits: di
     assert first != second and sessions.load(first) is not None
     _, answer = _post(two, first, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
     assert answer is not None and answer.status == 200  # it lives on elsewhere
+
+
+def test_what_a_session_changes_after_it_was_saved_is_saved_again() -> None:
+    sessions, events = _shared()
+    app = MCPServer("s")
+    worker = Worker(app, sessions, events, b"1" * 32)
+    session_id = _open(worker)
+    first = sessions.load(session_id)
+    assert first is not None and first.log_level is None
+    _post(worker, session_id, {"jsonrpc": "2.0", "id": 2, "method": "ping"})  # nothing changed: kept
+    assert sessions.load(session_id) == first
+    _post(worker, session_id, {"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+                               "params": {"level": "error"}})
+    _post(worker, session_id, {"jsonrpc": "2.0", "id": 4, "method": "ping"})
+    saved = sessions.load(session_id)
+    assert saved is not None and saved.log_level == "error"
