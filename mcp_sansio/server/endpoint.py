@@ -15,7 +15,7 @@ import base64
 import hashlib
 import hmac
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import LocalProtocolError
@@ -135,8 +135,10 @@ class Endpoint(abc.ABC):
         self._tombstones: OrderedDict[int, None] = OrderedDict()
         self._next_call = 0
         self._next_ticket = 0
-        # Answers held, encoded, while their stream is congested (see ``hold``), oldest first.
-        self._held: deque[tuple[int, bytes]] = deque()
+        # Answers held, encoded, while their stream is congested (see ``hold``), oldest first
+        # per stream (``answer_stream``): one client's congestion holds nobody else's answers.
+        self._held: dict[Hashable, deque[tuple[int, bytes]]] = {}
+        self._held_count = 0
         self._held_bytes = 0
 
     # ------------------------------------------------------------ host side (for sessions)
@@ -324,10 +326,11 @@ class Endpoint(abc.ABC):
 
     def hold(self, call: int, value: object, *, now: float) -> CallOutcome | None:
         """Answer ``call`` with its handler's return value as :meth:`respond` does, but
-        hold the answer, encoded, while answers are held already or ``call``'s stream is
-        congested, so that pipelined calls finishing at once do not pile their results
-        onto a stream a client reads slowly; :meth:`release` sends it when the stream can
-        take it. Held answers are bounded in bytes by ``flow_limits.max_held_bytes``
+        hold the answer, encoded, while answers for the same stream are held already or
+        ``call``'s stream is congested, so that pipelined calls finishing at once do not
+        pile their results onto a stream a client reads slowly; :meth:`release` sends it
+        when the stream can take it. Answers for other streams (other clients) are never
+        held behind it. Held answers are bounded in bytes by ``flow_limits.max_held_bytes``
         (beyond one answer): an answer that would pass the bound sends every held one at
         once, and a stream that cannot take them passes its own ``max_buffer_bytes`` and
         is dropped, as a stream whose client stopped reading is (stdio: the session ends).
@@ -335,7 +338,8 @@ class Endpoint(abc.ABC):
         Raises:
             LocalProtocolError: as :meth:`respond`; nothing was held or sent.
         """
-        if not self._held and not self.congested(call):
+        stream = self.answer_stream(call)
+        if stream not in self._held and not self.congested(call):
             return self.respond(call, value, now=now)
         session = self._owner(call)
         if session is None:
@@ -343,35 +347,45 @@ class Endpoint(abc.ABC):
         outcome, data = session.encode_answer(call, value, now=now)
         if data is None:  # a task's result: kept in its store, not written to a stream
             return outcome
-        self._held.append((call, data))
+        self._held.setdefault(stream, deque()).append((call, data))
+        self._held_count += 1
         self._held_bytes += len(data)
-        if len(self._held) > 1 and self._held_bytes > self.flow_limits.max_held_bytes:
+        if self._held_count > 1 and self._held_bytes > self.flow_limits.max_held_bytes:
             self._send_held(now, everything=True)
         return outcome
 
     def release(self, now: float) -> bool:
-        """Send the held answers whose stream can take them, oldest first (those behind
-        one whose stream is congested wait with it, so answers keep their order); whether
-        any was sent (the driver writes, then calls again). Call it whenever the driver
-        took output or a stream ended."""
+        """Send the held answers whose stream can take them, oldest first per stream (those
+        behind one whose stream is congested wait with it, so a stream's answers keep their
+        order); whether any was sent (the driver writes, then calls again). Call it
+        whenever the driver took output or a stream ended."""
         return self._send_held(now, everything=False)
 
     def _send_held(self, now: float, *, everything: bool) -> bool:
-        held = self._held
         sent = False
-        while held:
-            call, data = held[0]
-            session = self._calls.get(call)
-            if session is not None and not everything and self.congested(call):
-                break
-            held.popleft()
-            self._held_bytes -= len(data)
-            if session is not None:  # (else cancelled, or its session ended: discarded)
-                session.send_answer(call, data, now)
-                sent = True
-        if not held:
-            self._held_bytes = 0
+        for stream in list(self._held):
+            held = self._held.get(stream)
+            while held:
+                call, data = held[0]
+                session = self._calls.get(call)
+                if session is not None and not everything and self.congested(call):
+                    break
+                held.popleft()
+                self._held_count -= 1
+                self._held_bytes -= len(data)
+                if session is not None:  # (else cancelled, or its session ended: discarded)
+                    session.send_answer(call, data, now)
+                    sent = True
+            if not held:
+                self._held.pop(stream, None)
+        if not self._held:
+            self._held_count = self._held_bytes = 0
         return sent
+
+    def answer_stream(self, call: int) -> Hashable:
+        """What carries ``call``'s answer (a connection, a response stream): answers held for
+        one stream keep their order and wait only for it. One stream here (stdio)."""
+        return None
 
     def congested(self, call: int) -> bool:
         """Whether the stream ``call`` writes to holds more than its high-water mark of

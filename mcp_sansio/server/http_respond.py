@@ -12,6 +12,7 @@ the session table, ``http`` the requests and the driver's side).
 from __future__ import annotations
 
 import abc
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Final
 
 from .. import jsonrpc
@@ -90,6 +91,10 @@ class ResponseWriter(Endpoint):
         if isinstance(session.host, LegacyHost):
             return session.host.congested(record.channel)
         return record.channel is not None and self.http.congested(record.channel)
+
+    def answer_stream(self, call: int) -> Hashable:
+        """Every request has a response of its own (no batches): ``call`` alone."""
+        return call
 
     def legacy_congested(self, legacy: Legacy, channel: int | None) -> bool:
         """Whether the exchange now carrying ``channel``'s stream of ``legacy`` is congested."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -266,6 +266,11 @@ class WebSocketServer(Endpoint):
         """Whether the connection ``call`` came on is congested (see ``flow.py``)."""
         session = self._calls.get(call)
         return session is not None and isinstance(session.host, _LinkHost) and session.host.congested()
+
+    def answer_stream(self, call: int) -> Hashable:
+        """The connection ``call`` came on (its answers keep their order)."""
+        session = self._calls.get(call)
+        return None if session is None else session.host
 
     # ------------------------------------------------------------ Endpoint
 

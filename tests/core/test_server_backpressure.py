@@ -16,6 +16,7 @@ from mcp_sansio.events import ConnectionTerminated
 from mcp_sansio.server import Context, MCPServer, ToolCallReceived
 from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, ResponseBody, ResponseStart
 from mcp_sansio.server.flow import AT_ONCE, Backlog, FlowLimits
+from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.http11 import ExchangeClosed, HttpConnections, HttpLimits, RequestReceived
 from mcp_sansio.server.stdio import StdioServer
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
@@ -512,3 +513,70 @@ def test_held_answers_past_their_byte_bound_end_the_session_as_an_unread_stdout_
     while (event := server.next_event()) is not None:
         events.append(event)
     assert any(isinstance(e, ConnectionTerminated) for e in events)
+
+
+def _big_and_add() -> MCPServer:
+    app = MCPServer("s")
+    app.add_tool(lambda: "x" * 3000, name="big")
+    app.add_tool(lambda: "added", name="add")
+    return app
+
+
+def _calls(server: HttpServer | WebSocketServer) -> list[int]:
+    return [event.call for event in iter(server.next_event, None) if isinstance(event, ToolCallReceived)]
+
+
+def test_an_answer_held_for_one_http_client_holds_up_no_other() -> None:
+    server = http_server(_big_and_add(), limits=LIMITS)
+    deaf, other = RawHttp(server), RawHttp(server)
+    body = json.dumps(modern_body(1, "tools/call", {"name": "big"})).encode()
+    big = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: application/json, text/event-stream\r\n"
+           b"Content-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+           b"Mcp-Name: big\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    deaf.send_raw(big + big)  # pipelined: the second is read once the first is answered
+    [first] = _calls(server)
+    server.hold(first, "x" * 3000, now=0.0)  # answered: it congests the connection (never read)
+    [second] = _calls(server)
+    server.hold(second, "x" * 3000, now=0.0)
+    assert server.holding
+    answer = other.request(body=modern_body(2, "tools/call", {"name": "add"}),
+                           headers=MODERN_HEADERS | {"mcp-method": "tools/call", "mcp-name": "add"})
+    assert answer is None
+    [add] = _calls(server)
+    server.hold(add, "added", now=0.0)
+    answer = other.read()
+    assert answer is not None and answer.status == 200 and answer.json()["id"] == 2
+    assert server.holding  # the deaf client's answer still waits for it to read
+    server.data_to_send(deaf.id)
+    assert server.release(0.0) and not server.holding
+
+
+def test_an_answer_held_for_one_websocket_client_holds_up_no_other() -> None:
+    flow = FlowLimits(high_water_bytes=2000, max_buffer_bytes=20_000)
+    config = WebSocketConfig(flow=flow)
+    server = WebSocketServer(_big_and_add(), secret=SECRET, entropy=ENTROPY, config=config)
+    links = [_ws_connected(server) for _ in range(2)]
+    for conn, client in links:
+        for message in [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ]:
+            server.receive_data(conn, client.send(ws.Message(data=json.dumps(message))), 0.0)
+        server.data_to_send(conn)
+    (deaf, deaf_client), (other, other_client) = links
+    for rid in (2, 3):
+        call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "big"}}
+        server.receive_data(deaf, deaf_client.send(ws.Message(data=json.dumps(call))), 0.0)
+    first, second = _calls(server)
+    server.hold(first, "x" * 3000, now=0.0)
+    server.hold(second, "x" * 3000, now=0.0)
+    assert server.holding
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "add"}}
+    server.receive_data(other, other_client.send(ws.Message(data=json.dumps(call))), 0.0)
+    [add] = _calls(server)
+    server.hold(add, "added", now=0.0)
+    other_client.receive_data(server.data_to_send(other))
+    texts = [json.loads(e.data) for e in other_client.events() if isinstance(e, ws.TextMessage)]
+    assert [t["id"] for t in texts] == [9] and server.holding

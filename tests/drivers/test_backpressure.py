@@ -184,6 +184,37 @@ def test_clients_that_reset_their_connections_do_not_bring_the_server_down(
         assert _text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_answer_held_for_a_client_that_never_reads_holds_up_no_other_client(driver: str) -> None:
+    # A client pipelines eight 2 MiB results and never reads: the first ones fill the
+    # socket (and the transport's buffer), the next congests the connection, and the one
+    # after it is held until the stall timeout (600 s here); the rest are not read. Another
+    # client's answers are not held behind it (they waited for that timeout).
+    port = free_port()
+    env = {**os.environ, "FLOOD_STALL": "600"}
+    big = b"".join(_post(port, {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+        "name": "big", "arguments": {"megabytes": 2}, "_meta": STATELESS}},
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "big"})
+        for n in range(1, 9))
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], env, port, "/mcp") as url, \
+            connect_http(url, config=ClientConfig(request_timeout=20.0)) as other:
+        deaf = _deaf(port)
+        try:
+            deaf.sendall(big)
+            deadline = time.monotonic() + PATIENCE
+            began, steady, served = 0, time.monotonic(), 0
+            while time.monotonic() < steady + 1.0 or began < 3:  # until no big call began for 1 s
+                assert _text(other.call_tool("add", {"a": served, "b": 1})) == str(served + 1)
+                served += 1
+                if (now := _status(other)["big"]) != began:
+                    began, steady = now, time.monotonic()
+                assert time.monotonic() < deadline, began
+                time.sleep(0.02)
+        finally:
+            deaf.close()
+    assert began < 8  # one was held: those behind it were never read
+
+
 # ---------------------------------------------------------------- slow request bodies
 
 BODY_TIMEOUT = 1.0  # flood_server.py's

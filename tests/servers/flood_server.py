@@ -4,8 +4,9 @@
 
 DRIVER: asyncio, anyio, trio, sync, or asgi (uvicorn; HTTP only). TRANSPORT: http,
 websocket or stdio. Tools: ``flood`` (``megabytes`` of progress notifications in pieces of
-``piece`` bytes, awaiting each one when ``wait``), ``add``, and ``status`` (this
-process's memory, open descriptors, and how many floods run, ended or were cancelled).
+``piece`` bytes, awaiting each one when ``wait``), ``add``, ``big`` (a result of
+``megabytes`` MiB), and ``status`` (this process's memory, open descriptors, how many
+floods run, ended or were cancelled, and how many ``big`` calls began).
 The limits are the defaults but for a short ``stall_timeout`` (``FLOOD_STALL`` seconds
 if set) and ``body_timeout``, so a stalled stream or body is dropped within the test's patience.
 """
@@ -29,7 +30,7 @@ from mcp_sansio.server.websocket import WebSocketConfig
 STALL = float(os.environ.get("FLOOD_STALL", "2.0"))
 BODY_TIMEOUT = 1.0
 app = MCPServer("flood", version="1.0.0")
-STATE = {"running": 0, "finished": 0, "cancelled": 0, "produced": 0}
+STATE = {"running": 0, "finished": 0, "cancelled": 0, "produced": 0, "big": 0}
 
 
 @app.tool()
@@ -62,6 +63,7 @@ def add(a: int, b: int) -> int:
 @app.tool()
 def big(megabytes: int = 1) -> str:
     """A result of ``megabytes`` MiB: several at once pass the stream's byte bound."""
+    STATE["big"] += 1
     return "x" * (megabytes << 20)
 
 
