@@ -31,6 +31,10 @@ from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
 _READ: Final = 65536
+# A socket is received from in pieces as large as asyncio's transport reads (256 KiB): with
+# smaller ones anyio queued the rest of each read and went on reading meanwhile (a client
+# writing without end made it queue about 100 MB).
+_RECEIVE: Final = 256 * 1024
 
 
 async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
@@ -145,7 +149,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             try:
                 while True:
                     try:
-                        data = await stream.receive(_READ)
+                        data = await stream.receive(_RECEIVE)
                     except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                         data = b""
                     if not data:

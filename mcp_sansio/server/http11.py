@@ -4,8 +4,10 @@
 body, both bounded: a head over ``max_header_bytes`` gets 431, a body over
 ``max_body_bytes`` 413, a malformed request 400, and a head or body that does not arrive
 in time 408: slow clients cannot hold a connection), one exchange at a time per
-connection (RFC 9112, no pipelining: a request sent early waits its turn). Responses are
-written whole or streamed (SSE). What waits to be written is bounded as ``flow.py``
+connection (RFC 9112, no pipelining: a request sent early waits its turn, but a client
+sending more than ``max_header_bytes`` ahead of its response is dropped, as what it sends
+is kept meanwhile). Responses are written whole
+or streamed (SSE). What waits to be written is bounded as ``flow.py``
 says: over ``high_water_bytes`` the connection is congested (:meth:`congested`), and it
 is dropped when its backlog would pass ``max_buffer_bytes`` or stays congested for
 ``stall_timeout``. It knows nothing of MCP.
@@ -43,7 +45,8 @@ class HttpLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Bounds of the HTTP layer.
 
     Attributes:
-        max_header_bytes: the largest request head.
+        max_header_bytes: the largest request head, and the most a client may send ahead
+            of the response it awaits (a pipelined request; more, and it is dropped).
         max_body_bytes: the largest request body.
         header_timeout: seconds a request head may take to arrive (from the connection,
             or from the end of the previous response).
@@ -124,8 +127,8 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("backlog", "body", "deadline", "exchange", "h11", "head_started", "headers", "id", "out",
-                 "peer", "request", "state")
+    __slots__ = ("ahead", "backlog", "body", "deadline", "exchange", "h11", "head_started", "headers", "id",
+                 "out", "peer", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
         self.id = connection
@@ -139,6 +142,7 @@ class _Connection:
         self.out: list[bytes] = []
         self.backlog = Backlog()
         self.head_started = False  # bytes of the next request arrived
+        self.ahead = 0  # bytes received while a request is answered (pipelined), kept by h11
         self.deadline: float | None = now + limits.header_timeout
 
 
@@ -218,6 +222,13 @@ class HttpConnections:
                 conn.head_started = True
                 conn.deadline = now + self.limits.header_timeout
             self._read(conn, now)
+        else:
+            conn.ahead += len(data)
+            if conn.ahead > self.limits.max_header_bytes:
+                # h11 would keep all of it (a client writing without end while its request
+                # is answered), and each request it holds costs a copy of the rest.
+                conn.out.clear()
+                self._lost(conn, "the client sent too much ahead of its response")
 
     def connection_lost(self, connection: int, now: float) -> None:
         """The connection broke (reset, write error): its exchange ends.
@@ -475,10 +486,13 @@ class HttpConnections:
             return
         h.start_next_cycle()
         conn.state = _State.READING
+        conn.ahead = 0
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
         if conn.head_started:  # (else h11 has nothing to parse: no second drain)
             conn.deadline = now + self.limits.header_timeout
             self._read(conn, now)
+            if conn.state is not _State.READING:  # what h11 keeps beyond it was sent ahead too
+                conn.ahead = len(h.trailing_data[0])
         else:
             conn.deadline = now + self.limits.idle_timeout
 

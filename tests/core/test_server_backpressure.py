@@ -107,6 +107,49 @@ def test_responses_a_client_never_reads_are_bounded_too() -> None:
     assert http.next_action() is not None  # dropped: the first answer is still unread
 
 
+def test_a_client_sending_more_than_a_head_ahead_of_its_response_is_dropped() -> None:
+    http = HttpConnections(HttpLimits(max_header_bytes=1000))
+    conn = http.connection_made(0.0)
+    http.receive_data(conn, GET, 0.0)
+    first = http.next_event()
+    assert isinstance(first, RequestReceived)
+    http.receive_data(conn, GET * (1000 // len(GET)), 0.0)  # a head's worth waits (h11 keeps it)
+    assert http.next_action() is None
+    http.receive_data(conn, GET, 0.0)
+    reason = "the client sent too much ahead of its response"
+    assert http.next_event() == ExchangeClosed(exchange=first.exchange, reason=reason)
+    assert http.next_action() is not None
+
+
+def test_a_client_pipelining_a_request_at_a_time_is_served() -> None:
+    http = HttpConnections(HttpLimits(max_header_bytes=1000))
+    conn = http.connection_made(0.0)
+    http.receive_data(conn, GET, 0.0)
+    for _ in range(100):
+        event = http.next_event()
+        assert isinstance(event, RequestReceived)
+        http.receive_data(conn, GET, 0.0)
+        http.respond(event.exchange, 200, [], now=0.0)
+        http.data_to_send(conn)
+    assert http.next_action() is None
+
+
+def test_requests_still_kept_from_the_last_response_count_as_sent_ahead() -> None:
+    # Each response takes one request of those kept: sending a head's worth per response
+    # would pile them up without end.
+    http = HttpConnections(HttpLimits(max_header_bytes=1000))
+    conn = http.connection_made(0.0)
+    http.receive_data(conn, GET, 0.0)
+    for _ in range(10):
+        event = http.next_event()
+        if not isinstance(event, RequestReceived):
+            break
+        http.receive_data(conn, GET * (600 // len(GET)), 0.0)
+        http.respond(event.exchange, 200, [], now=0.0)
+        http.data_to_send(conn)
+    assert http.next_action() is not None
+
+
 # ---------------------------------------------------------------- the runner and the HTTP server
 
 

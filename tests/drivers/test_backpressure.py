@@ -215,6 +215,37 @@ def test_an_answer_held_for_a_client_that_never_reads_holds_up_no_other_client(d
     assert began < 8  # one was held: those behind it were never read
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_client_that_writes_without_end_while_its_request_is_answered_costs_bounded_memory(
+    driver: str
+) -> None:
+    # Its flood is answered (and never read: the stall timeout is 600 s here) while it sends
+    # 128 MB of pipelined requests: they are not all kept; past one request ahead it is
+    # dropped (uvicorn stops reading instead).
+    port = free_port()
+    env = {**os.environ, "FLOOD_STALL": "600"}
+    add = _post(port, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": STATELESS}},
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add"})
+    chunk = add * (2**20 // len(add))
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], env, port, "/mcp") as url, \
+            connect_http(url) as other:
+        before = _status(other)
+        deaf = _deaf(port)
+        try:
+            deaf.sendall(_post(port, _flood_call(True, STATELESS), {
+                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "flood"}))
+            deaf.settimeout(2.0)
+            sent = 0
+            with contextlib.suppress(OSError):  # reset, or a server that stopped reading
+                while sent < 128 * 2**20:
+                    sent += deaf.send(chunk)
+            now = _status(other)
+        finally:
+            deaf.close()
+    assert now["VmHWM"] - before["VmRSS"] < 32 * 1024, (sent, before, now)
+
+
 # ---------------------------------------------------------------- slow request bodies
 
 BODY_TIMEOUT = 1.0  # flood_server.py's

@@ -8,7 +8,8 @@ websocket or stdio. Tools: ``flood`` (``megabytes`` of progress notifications in
 ``megabytes`` MiB), and ``status`` (this process's memory, open descriptors, how many
 floods run, ended or were cancelled, and how many ``big`` calls began).
 The limits are the defaults but for a short ``stall_timeout`` (``FLOOD_STALL`` seconds
-if set) and ``body_timeout``, so a stalled stream or body is dropped within the test's patience.
+if set) and ``body_timeout``, so a stalled stream or body is dropped within the test's patience;
+``FLOOD_MAX_CONNECTIONS`` and ``FLOOD_HEADER_TIMEOUT`` set those HTTP limits.
 """
 
 from __future__ import annotations
@@ -82,21 +83,24 @@ def status() -> str:
 def main() -> None:
     driver, transport = sys.argv[1], sys.argv[2]
     port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    limits = HttpLimits(stall_timeout=STALL, body_timeout=BODY_TIMEOUT)
+    limits = HttpLimits(stall_timeout=STALL, body_timeout=BODY_TIMEOUT,
+                        header_timeout=float(os.environ.get("FLOOD_HEADER_TIMEOUT", "10")))
+    config = HttpConfig.loopback(limits=limits,
+                                 max_connections=int(os.environ.get("FLOOD_MAX_CONNECTIONS", "1024")))
     flow = FlowLimits(stall_timeout=STALL)
     if driver == "asgi":
         import uvicorn
 
         from mcp_sansio_asgi import AsgiApp
 
-        asgi = AsgiApp(app, config=HttpConfig.loopback(limits=limits))
+        asgi = AsgiApp(app, config=config)
         uvicorn.run(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         return
     module = {"asyncio": "mcp_sansio_asyncio", "anyio": "mcp_sansio_anyio", "trio": "mcp_sansio_anyio",
               "sync": "mcp_sansio_sync"}[driver]
     serve = __import__(f"{module}.serve", fromlist=["serve"])
     if transport == "http":
-        call = functools.partial(serve.serve_http, app, port=port, config=HttpConfig.loopback(limits=limits))
+        call = functools.partial(serve.serve_http, app, port=port, config=config)
     elif transport == "websocket":
         call = functools.partial(serve.serve_websocket, app, port=port,
                                  config=WebSocketConfig.loopback(flow=flow))
