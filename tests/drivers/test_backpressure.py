@@ -246,6 +246,33 @@ def test_a_client_that_writes_without_end_while_its_request_is_answered_costs_bo
     assert now["VmHWM"] - before["VmRSS"] < 32 * 1024, (sent, before, now)
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_slowloris_flood_from_one_address_locks_no_other_client_out(driver: str) -> None:
+    # Twenty heads trickling in from 127.0.0.2 (a line per round, never ending within the
+    # test) against 16 connections at most: a client from 127.0.0.1 takes the place of
+    # one of them each time it connects (uvicorn sets no such bound: it is served anyway).
+    port = free_port()
+    env = {**os.environ, "FLOOD_MAX_CONNECTIONS": "16", "FLOOD_HEADER_TIMEOUT": "300"}
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], env, port, "/mcp") as url:
+        slow: list[socket.socket] = []
+        try:
+            for _ in range(20):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                slow.append(sock)
+                sock.bind(("127.0.0.2", 0))
+                sock.connect(("127.0.0.1", port))
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            for n in range(3):
+                for sock in slow:
+                    with contextlib.suppress(OSError):  # one that took the place of another
+                        sock.sendall(b"X-Slow: 1\r\n")
+                with connect_http(url, config=ClientConfig(request_timeout=20.0)) as client:
+                    assert _text(client.call_tool("add", {"a": n, "b": 1})) == str(n + 1)
+        finally:
+            for sock in slow:
+                sock.close()
+
+
 # ---------------------------------------------------------------- slow request bodies
 
 BODY_TIMEOUT = 1.0  # flood_server.py's
