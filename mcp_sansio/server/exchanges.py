@@ -7,11 +7,12 @@ whole request heads and body chunks instead of bytes, and read as response parts
 exchange instead of bytes per connection. Under uvicorn, hypercorn or granian the host
 parses HTTP/1.1 or HTTP/2 and bounds slow heads; this keeps the bounds that are MCP's
 to keep, as over plain sockets: the head's size (``max_header_bytes``, 431: a host may
-allow more, and a huge ``Authorization`` header would reach the token verifier), the
-body's size and time (``max_body_bytes``, 413;
-``body_timeout`` from the head, 408: hosts leave a body that never ends open), and the
-bytes of response a client that does not read may have waiting (``flow.py``: congested
-over ``high_water_bytes``, dropped past ``max_buffer_bytes`` or after ``stall_timeout``).
+allow more, and a huge ``Authorization`` header would reach the token verifier), a
+request framed by both ``Transfer-Encoding`` and ``Content-Length`` (400, closing), the
+body's size and time (``max_body_bytes``, 413; ``body_timeout`` from the head, 408:
+hosts leave a body that never ends open), and the bytes of response a client that does
+not read may have waiting (``flow.py``: congested over ``high_water_bytes``, dropped past
+``max_buffer_bytes`` or after ``stall_timeout``).
 A part counts as waiting until the driver takes it with :meth:`HttpExchanges.next_part`,
 which it does only once the host took the previous one (its ``send`` returned).
 """
@@ -118,6 +119,12 @@ class HttpExchanges:
         if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
             self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
                         f"the request head exceeds {self.limits.max_header_bytes} bytes\n".encode())
+        elif {"transfer-encoding", "content-length"} <= {name for name, _ in head.headers}:
+            # As http11 refuses it (RFC 9112 section 6.1: perhaps smuggling; the server MUST
+            # close after responding): a host may take the chunked body (uvicorn on h11 did)
+            # and read what follows it as the next request.
+            self._whole(ex, 400, [("content-type", "text/plain; charset=utf-8"), ("connection", "close")],
+                        b"a request with both Transfer-Encoding and Content-Length\n")
         return exchange
 
     def receive_body(self, exchange: int, data: bytes, *, more: bool) -> bool:

@@ -259,6 +259,18 @@ def test_an_asgi_body_that_does_not_arrive_in_time_gets_408_and_close() -> None:
     assert exchanges.next_event() is None and exchanges.next_deadline() is None
 
 
+def test_an_asgi_request_framed_by_both_transfer_encoding_and_content_length_gets_400_and_close() -> None:
+    # As over plain sockets (RFC 9112 section 6.1): uvicorn on h11 took the chunked body
+    # and read what followed it as the next request.
+    exchanges = HttpExchanges()
+    head = [(b"host", b"a"), (b"Transfer-Encoding", b"chunked"), (b"content-length", b"5")]
+    ex = exchanges.begin("POST", "/mcp", head, now=0.0)
+    start = exchanges.next_part(ex)
+    assert isinstance(start, ResponseStart) and start.status == 400
+    assert (b"connection", b"close") in start.headers
+    assert not exchanges.receive_body(ex, b"{}", more=False) and exchanges.next_event() is None
+
+
 def test_an_asgi_stream_congested_for_the_stall_timeout_is_dropped() -> None:
     exchanges = HttpExchanges(LIMITS)
     ex = exchanges.begin("GET", "/mcp", [], now=0.0)

@@ -305,6 +305,31 @@ def test_a_request_body_that_does_not_end_in_time_gets_408(
     assert elapsed >= BODY_TIMEOUT * 0.9
 
 
+# ---------------------------------------------------------------- request smuggling
+
+
+def test_a_request_framed_by_both_transfer_encoding_and_content_length_gets_400_and_close(
+    flood_server: tuple[str, str]
+) -> None:
+    # RFC 9112 section 6.1: the server MUST close after responding, so the request hidden
+    # after the chunked body is never read (uvicorn on h11 answered both).
+    port = _port(flood_server[1])
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2}, "_meta": STATELESS}}).encode()
+    hidden = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+    smuggled = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                f"Mcp-Method: tools/call\r\nMcp-Name: add\r\nTransfer-Encoding: chunked\r\n"
+                f"Content-Length: 5\r\n\r\n{len(body):x}\r\n").encode() + body + b"\r\n0\r\n\r\n" + hidden
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(smuggled)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 400 "), got[:200]
+    assert got.count(b"HTTP/1.1 ") == 1, got
+
+
 # ---------------------------------------------------------------- invalid UTF-8
 
 BAD_UTF8 = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":"\xc3("}}}'
