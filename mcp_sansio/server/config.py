@@ -31,7 +31,8 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
         modern_versions: stateless revisions a request's ``_meta`` may name.
         max_line_bytes: longest stdio line (and WebSocket message) accepted.
         max_in_flight: client requests one connection may have unanswered at once;
-            more are refused with a JSON-RPC error.
+            more are refused with a JSON-RPC error. (Stateless HTTP requests each have
+            an exchange of their own: ``max_connections`` and ``max_tasks`` bound them.)
         request_timeout: how long a request the server sends the client (sampling,
             elicitation, roots) may go unanswered.
         page_size: items per page of ``tools/list`` and the other lists; ``None``

@@ -441,7 +441,10 @@ class ServerSession:
         version = None if meta is None else meta.protocol_version
         modern = version is not None
         handler = spec.modern if modern else spec.legacy
-        if len(self._calls) >= self.config.max_in_flight:
+        # One connection's bound: the stateless HTTP session is every client's (each request
+        # on a channel of its own, bounded by max_connections, tasks by max_tasks), where it
+        # let one client's running tasks or slow calls refuse everyone else's requests.
+        if not self._channel_ids and len(self._calls) >= self.config.max_in_flight:
             self.error(channel, rid, jsonrpc.INTERNAL_ERROR,
                        f"too many requests in progress (at most {self.config.max_in_flight})", now=now)
             return

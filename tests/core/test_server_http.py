@@ -1080,3 +1080,31 @@ def test_host_and_origin_verdicts_hold_for_every_pair_however_many_a_client_send
                            ({"host": f"evil{i}.example"}, 421),
                            ({"host": "localhost:8000", "origin": f"http://evil{i}.example"}, 403)][i % 3]
         assert _status(conn.request(body=ping, headers=headers)) == status
+
+
+def test_one_clients_running_tasks_do_not_refuse_another_clients_stateless_requests() -> None:
+    # max_in_flight bounds one connection's requests; every stateless request shares one
+    # session, so counting them there let one client's tasks lock out everyone else.
+    from mcp_sansio.server import TASKS_EXTENSION, ServerConfig
+
+    app = MCPServer("s", config=ServerConfig(max_in_flight=4))
+    app.add_tool(lambda: "done", name="slow", task_support="optional")
+    app.add_tool(lambda: "ok", name="add")
+    server = http_server(app)
+
+    def post(conn: RawHttp, rid: int, name: str, capabilities: dict[str, Any] | None = None) -> None:
+        conn.request(body=modern_body(rid, "tools/call", {"name": name}, capabilities=capabilities),
+                     headers=MODERN_HEADERS | {"mcp-method": "tools/call", "mcp-name": name})
+
+    tasks = RawHttp(server, peer="10.0.0.1")
+    for rid in range(1, 5):
+        post(tasks, rid, "slow", {"extensions": {TASKS_EXTENSION: {}}})
+        [event] = [e for e in iter(server.next_event, None) if isinstance(e, ToolCallReceived)]
+        assert server.start_task(event.call, now=0.0) is not None
+        tasks.read()  # the task's handle
+    other = RawHttp(server, peer="10.0.0.2")
+    post(other, 9, "add")
+    [event] = [e for e in iter(server.next_event, None) if isinstance(e, ToolCallReceived)]
+    server.respond(event.call, "ok", now=0.0)
+    answer = other.read()
+    assert answer is not None and "result" in answer.json(), answer.body
