@@ -270,7 +270,8 @@ class WebSocketServer(Endpoint):
     def answer_stream(self, call: int) -> Hashable:
         """The connection ``call`` came on (its answers keep their order)."""
         session = self._calls.get(call)
-        return None if session is None else session.host
+        host = None if session is None else session.host
+        return host._link.id if isinstance(host, _LinkHost) else None
 
     # ------------------------------------------------------------ Endpoint
 
