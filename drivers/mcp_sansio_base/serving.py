@@ -39,6 +39,7 @@ import contextlib
 import logging
 import os
 import secrets
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -121,8 +122,17 @@ def peer_host(address: object) -> str | None:
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback name or address in any spelling (DNS-rebinding
-    protection applies)."""
-    return is_loopback_host(host)
+    protection applies), also those only the socket layer reads as an address, as the
+    bind does (``127.1``, ``0x7f.0.0.1``, ``2130706433``: inet_aton's forms); no name is
+    resolved."""
+    if is_loopback_host(host):
+        return True
+    try:
+        found = socket.getaddrinfo(host.strip().strip("[]"), None, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError, ValueError):
+        return False
+    return bool(found) and all(is_loopback_host(str(address[4][0])) for address in found)
 
 
 def stdio_endpoint(app: MCPServer, secret: bytes | None, now: float,

@@ -14,7 +14,8 @@ from mcp_sansio_base.serving import http_endpoint, is_loopback
 from mcp_sansio_cli.serve_cmd import _bind_options
 
 LOOPBACK = ["127.0.0.1", "127.1.2.3", "localhost", "LOCALHOST", "localhost.", "::1", "[::1]",
-            "0:0:0:0:0:0:0:1", "::0:1", "::ffff:127.0.0.1"]
+            "0:0:0:0:0:0:0:1", "::0:1", "::ffff:127.0.0.1",
+            "127.1", "127.0.1", "0x7f.0.0.1", "0177.0.0.1", "2130706433"]  # the bind reads these as 127.0.0.1
 PUBLIC = ["0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1", "example.com", "localhost.example.com",
           "127.example.com", ""]
 
