@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from peer_servers import free_port, running_http_server
 
+from mcp_sansio.types import TextContent
 from mcp_sansio_sync import connect_http
 
 SERVER = '''
@@ -83,7 +84,23 @@ def test_http_serves_the_file_and_a_taken_port_is_reported(server_file: Path) ->
     with running_http_server(command[0], command[1:], None, port, "/mcp") as url:
         with connect_http(url) as client:
             assert client.server_info.name == "served"
-            assert client.call_tool("add", {"a": 1, "b": 2}).content[0].text == "3"  # type: ignore[union-attr]
+            assert client.call_tool("add", {"a": 1, "b": 2}).content == [TextContent(text="3")]
         taken = serve(str(server_file), "--http", str(port))
     assert taken.returncode == 1
     assert b"address already in use" in taken.stderr and b"Traceback" not in taken.stderr
+
+
+def test_an_ipv6_bind_announces_a_url_a_client_can_use(server_file: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_sansio_cli", "serve", str(server_file),
+                             "--http", str(port), "--host", "::1"], stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    try:
+        announced = proc.stderr.readline().decode().strip()
+        assert announced == f"mcp-sansio serve: Streamable HTTP at http://[::1]:{port}/mcp"
+        with connect_http(announced.rsplit(" ", 1)[1]) as client:
+            assert client.call_tool("add", {"a": 1, "b": 2}).content == [TextContent(text="3")]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stderr.close()

@@ -212,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
     threads: dict[str, Any] = {} if args.threads is None else {"handler_threads": args.threads}
     if args.http is not None:
         def listening(port: int) -> None:
-            print(f"mcp-sansio serve: Streamable HTTP at http://{args.host}:{port}/mcp", file=sys.stderr,
-                  flush=True)
+            print(f"mcp-sansio serve: Streamable HTTP at http://{_authority(args.host, port)}/mcp",
+                  file=sys.stderr, flush=True)
         try:
             store = None if args.store is None else open_shared(args.store)
         except (ValueError, ImportError) as exc:
@@ -223,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
                                  config=HttpConfig(**options), secret=secret, store=store, **threads)
     elif args.websocket is not None:
         def listening_ws(port: int) -> None:
-            print(f"mcp-sansio serve: WebSocket at ws://{args.host}:{port}/", file=sys.stderr, flush=True)
+            print(f"mcp-sansio serve: WebSocket at ws://{_authority(args.host, port)}/", file=sys.stderr,
+                  flush=True)
         call = functools.partial(serve.serve_websocket, app, host=args.host, port=args.websocket,
                                  ready=listening_ws, config=WebSocketConfig(**options), secret=secret,
                                  **threads)
@@ -251,3 +252,7 @@ def run(args: argparse.Namespace) -> int:
         return _EXIT_FAILURE
     return 0
 
+
+def _authority(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:8000``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
