@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
@@ -49,21 +50,39 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class _LoopPrimitives(AnyioPrimitives):
-    """On asyncio: the loop's own clock and timers (``loop.time()`` is anyio's clock there).
-    anyio arms a timer as a task in a cancel scope, and cancelling one formats the current
-    task's repr; the runner re-arms its one timer on most requests (a body's deadline comes
-    and goes), so this is a cost every request would pay."""
+    """On asyncio: the loop's own clock, timers and tasks (``loop.time()`` is anyio's clock
+    there). anyio arms a timer as a task in a cancel scope, and cancelling one formats the
+    current task's repr; the runner re-arms its one timer on most requests (a body's
+    deadline comes and goes), so this is a cost every request would pay. A handler's task
+    is the loop's own too (a task group's ``start_soon`` costs a cancel scope, a weak
+    reference and a name per call): :meth:`close` cancels those still running at shutdown,
+    as the lifespan's task group cancelled them."""
 
     def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None], threads: int | None,
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(group, write, threads)
         self._loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def clock(self) -> float:
         return self._loop.time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
         return self._loop.call_at(when, callback)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)  # a strong reference until it ends
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        """Cancel the tasks still running and wait for them to end."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
 
 def _primitives(group: anyio.abc.TaskGroup, write: Callable[[], None],
@@ -145,6 +164,8 @@ class AsgiApp:
             server.close(self._clock())
             self._runner.pump()
             self._runner.cancel_all()
+            if isinstance(primitives, _LoopPrimitives):
+                await primitives.close()
             group.cancel_scope.cancel()
         await send({"type": "lifespan.shutdown.complete"})
 
@@ -177,7 +198,6 @@ class AsgiApp:
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
         exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
                                    now=self._clock())
-        self._waiters[exchange] = anyio.Event()
         try:
             runner.pump()  # arms the body's deadline
             with anyio.CancelScope() as self._reading[exchange]:
@@ -192,6 +212,14 @@ class AsgiApp:
             runner.pump()
             with anyio.CancelScope() as cancel:
                 self._scopes[exchange] = cancel
+                # An answer already there, or given by a handler (an async def) that runs at
+                # the next turn of the loop, is sent with no watcher: the client leaving
+                # matters only while the response waits (no task and task group per request).
+                if await self._send_ready(exchange, send):
+                    return
+                await anyio.lowlevel.checkpoint()
+                if await self._send_ready(exchange, send):
+                    return
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._watch, exchange, receive, group.cancel_scope)
                     await self._respond(exchange, send)
@@ -207,24 +235,29 @@ class AsgiApp:
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
-        exchanges, runner = self._exchanges, self._runner
-        assert runner is not None  # the lifespan made it before any request
         while True:
             waiter = self._waiters[exchange] = anyio.Event()
-            while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
-                # parts not yet taken are what the core's backpressure counts
-                if isinstance(part, ResponseStart):
-                    start = {"type": "http.response.start", "status": part.status, "headers": part.headers}
-                    await send(start)
-                elif isinstance(part, ResponseBody):
-                    await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
-                    if not part.more:
-                        return
-                    runner.wake()
-                else:
-                    assert isinstance(part, ResponseAborted)
-                    return  # the host closes a response left unfinished
+            if await self._send_ready(exchange, send):
+                return
             await waiter.wait()
+
+    async def _send_ready(self, exchange: int, send: Send) -> bool:
+        """Send the response's parts waiting now; whether the response ended."""
+        exchanges, runner = self._exchanges, self._runner
+        assert runner is not None  # the lifespan made it before any request
+        while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
+            # parts not yet taken are what the core's backpressure counts
+            if isinstance(part, ResponseStart):
+                await send({"type": "http.response.start", "status": part.status, "headers": part.headers})
+            elif isinstance(part, ResponseBody):
+                await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
+                if not part.more:
+                    return True
+                runner.wake()
+            else:
+                assert isinstance(part, ResponseAborted)
+                return True  # the host closes a response left unfinished
+        return False
 
     async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope) -> None:
         """The client left mid-response: tell the core, stop responding."""
