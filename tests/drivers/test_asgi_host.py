@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -206,3 +207,32 @@ async def test_a_blocking_def_tool_does_not_stall_another_request() -> None:
         with anyio.fail_after(10):
             await blocked.wait()
         await host.stop()
+
+
+async def test_a_handler_still_running_at_shutdown_has_ended_when_the_lifespan_completes() -> None:
+    app = MCPServer("in-process")
+    running = anyio.Event()
+    ended: list[str] = []
+
+    @app.tool()
+    async def nap() -> str:
+        running.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.1)  # its cleanup takes a while
+            ended.append("cancelled")
+            raise
+        return "rested"
+
+    host = Host(AsgiApp(app))
+    headers = {**HEADERS, "mcp-method": "tools/call", "mcp-name": "nap"}
+    async with anyio.create_task_group() as group:
+        await host.start(group)
+        call = modern(1, "tools/call", {"name": "nap", "arguments": {}})
+        group.start_soon(functools.partial(host.request, call, headers=headers))
+        with anyio.fail_after(5):
+            await running.wait()
+        await host.stop()
+        assert ended == ["cancelled"]  # before lifespan.shutdown.complete was sent
