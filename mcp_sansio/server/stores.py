@@ -275,7 +275,7 @@ class MemoryEventStore:
         self._sizes: dict[str, int] = {}
         self._next: dict[str, int] = {}
         self._requests: dict[tuple[str, int], int | str] = {}  # of the streams with events kept
-        self._kept: dict[tuple[str, int], int] = {}  # (session, stream) -> its events kept
+        self._last: dict[tuple[str, int], int] = {}  # (session, stream) -> its newest event's sequence
         self._max = max_events
         self._max_bytes = max_bytes
         self.shared = False
@@ -286,10 +286,10 @@ class MemoryEventStore:
         key = (session_id, stream)
         if request_id is not None:
             self._requests[key] = request_id
-        kept = self._kept
-        kept[key] = kept.get(key, 0) + 1
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
+        last = self._last
+        last[key] = seq
         events = self._events.setdefault(session_id, deque())
         events.append((stream, seq, data, final))
         size = self._sizes.get(session_id, 0) + len(data)
@@ -297,10 +297,8 @@ class MemoryEventStore:
             gone = events.popleft()
             size -= len(gone[2])
             key = (session_id, gone[0])
-            if kept[key] > 1:
-                kept[key] -= 1
-            else:  # the stream's last event went: so does what it was kept with (its request)
-                del kept[key]
+            if last.get(key) == gone[1]:  # the stream's newest event went, so every one of them
+                del last[key]
                 self._requests.pop(key, None)
         self._sizes[session_id] = size
         return f"{stream}-{seq}"
@@ -326,7 +324,7 @@ class MemoryEventStore:
         self._sizes.pop(session_id, None)
         self._next.pop(session_id, None)
         for stream in {event[0] for event in events or ()}:  # the session's streams with events kept
-            self._kept.pop((session_id, stream), None)
+            self._last.pop((session_id, stream), None)
             self._requests.pop((session_id, stream), None)
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
