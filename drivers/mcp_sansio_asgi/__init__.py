@@ -272,7 +272,8 @@ class AsgiApp:
             del self._reading[exchange]
             server.exchanges_changed(self._clock())
             runner.pump()
-            async with _Block(self._native) as self._scopes[exchange]:
+            async with _Block(self._native) as block:
+                self._scopes[exchange] = block
                 # An answer already there, or given by a handler (an async def) that runs at
                 # the next turn of the loop, is sent with no watcher: the client leaving
                 # matters only while the response waits (no task and task group per request).
@@ -280,6 +281,13 @@ class AsgiApp:
                     return
                 await (asyncio.sleep(0) if self._native else anyio.lowlevel.checkpoint())
                 if await self._send_ready(exchange, send):
+                    return
+                if self._native:  # the loop's own task watches (a task group costs twice as much)
+                    watcher = asyncio.get_running_loop().create_task(self._watch(exchange, receive, block))
+                    try:
+                        await self._respond(exchange, send)
+                    finally:
+                        watcher.cancel()
                     return
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._watch, exchange, receive, group.cancel_scope)
@@ -320,7 +328,7 @@ class AsgiApp:
                 return True  # the host closes a response left unfinished
         return False
 
-    async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope) -> None:
+    async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope | _Block) -> None:
         """The client left mid-response: tell the core, stop responding."""
         while (await receive())["type"] != "http.disconnect":
             pass
