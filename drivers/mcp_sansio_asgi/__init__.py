@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from mcp_sansio.events import Event
 from mcp_sansio.server import MCPServer
@@ -29,6 +31,7 @@ from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, Response
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
+from mcp_sansio_base.handler_pool import HandlerPool
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
 from mcp_sansio_base.serving import (
@@ -49,21 +52,51 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class _LoopPrimitives(AnyioPrimitives):
-    """On asyncio: the loop's own clock and timers (``loop.time()`` is anyio's clock there).
-    anyio arms a timer as a task in a cancel scope, and cancelling one formats the current
-    task's repr; the runner re-arms its one timer on most requests (a body's deadline comes
-    and goes), so this is a cost every request would pay."""
+    """On asyncio: the loop's own clock, timers and tasks (``loop.time()`` is anyio's clock
+    there). anyio arms a timer as a task in a cancel scope, and cancelling one formats the
+    current task's repr; the runner re-arms its one timer on most requests (a body's
+    deadline comes and goes), so this is a cost every request would pay. A handler's task
+    is the loop's own too (a task group's ``start_soon`` costs a cancel scope, a weak
+    reference and a name per call): :meth:`close` cancels those still running at shutdown,
+    as the lifespan's task group cancelled them. Plain ``def`` handlers run in a
+    :class:`HandlerPool`, as under the asyncio driver (no task and no thread-limiter
+    round trip per call)."""
 
     def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None], threads: int | None,
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(group, write, threads)
         self._loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers: HandlerPool | None = None
+
+    @property
+    def handler_pool(self) -> HandlerPool:
+        if self._handlers is None:
+            self._handlers = HandlerPool(self.threads, self._loop.call_soon_threadsafe)
+        return self._handlers
 
     def clock(self) -> float:
         return self._loop.time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
         return self._loop.call_at(when, callback)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)  # a strong reference until it ends
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        """Cancel the tasks still running and wait for them to end; stop the handler pool
+        (threads still running a handler finish on their own)."""
+        if self._handlers is not None:
+            self._handlers.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
 
 def _primitives(group: anyio.abc.TaskGroup, write: Callable[[], None],
@@ -74,6 +107,52 @@ def _primitives(group: anyio.abc.TaskGroup, write: Callable[[], None],
     except RuntimeError:  # not asyncio
         return AnyioPrimitives(group, write, threads)
     return _LoopPrimitives(group, write, threads, loop)
+
+
+class _Block:
+    """A stretch of a request's handling the core may end early (:meth:`cancel`: the body
+    will not be read, the response not written): anyio's cancel scope, or on asyncio the
+    loop's own ``asyncio.timeout`` (about a third of the cost; a request crosses two)."""
+
+    __slots__ = ("_open", "_scope", "_timeout")
+
+    def __init__(self, native: bool) -> None:
+        self._timeout = asyncio.timeout(None) if native else None
+        self._scope = None if native else anyio.CancelScope()
+        self._open = False
+
+    async def __aenter__(self) -> _Block:
+        if self._timeout is not None:
+            await self._timeout.__aenter__()
+        else:
+            assert self._scope is not None  # one of the two is made
+            self._scope.__enter__()
+        self._open = True
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> bool:
+        self._open = False
+        if self._timeout is None:
+            assert self._scope is not None  # one of the two is made
+            return bool(self._scope.__exit__(kind, error, trace))
+        try:
+            await self._timeout.__aexit__(kind, error, trace)
+        except TimeoutError:
+            if self._timeout.expired():  # ended by cancel(): the block just ends
+                return True
+            raise
+        return False
+
+    def cancel(self) -> None:
+        """End the block at its next await (nothing once it ended)."""
+        if not self._open:
+            return
+        if self._timeout is None:
+            assert self._scope is not None  # one of the two is made
+            self._scope.cancel()
+        elif self._timeout.when() is None:
+            self._timeout.reschedule(asyncio.get_running_loop().time())
 
 
 class AsgiApp:
@@ -113,8 +192,9 @@ class AsgiApp:
         self._server: HttpServer | None = None
         self._runner: ServerRunner | None = None
         self._waiters: dict[int, anyio.Event] = {}
-        self._scopes: dict[int, anyio.CancelScope] = {}
-        self._reading: dict[int, anyio.CancelScope] = {}  # exchanges whose body is being read
+        self._scopes: dict[int, _Block] = {}
+        self._reading: dict[int, _Block] = {}  # exchanges whose body is being read
+        self._native = False  # on asyncio: its own timeouts and sleep(0), cheaper than anyio's
         self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -132,6 +212,7 @@ class AsgiApp:
             sessions, events = self._stores
             primitives = _primitives(group, self._wake, self._threads)
             self._clock = primitives.clock
+            self._native = isinstance(primitives, _LoopPrimitives)
             offset = time.time() - self._clock()
             server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
                                 config=self.config,
@@ -145,6 +226,8 @@ class AsgiApp:
             server.close(self._clock())
             self._runner.pump()
             self._runner.cancel_all()
+            if isinstance(primitives, _LoopPrimitives):
+                await primitives.close()
             group.cancel_scope.cancel()
         await send({"type": "lifespan.shutdown.complete"})
 
@@ -177,10 +260,9 @@ class AsgiApp:
         target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
         exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
                                    now=self._clock())
-        self._waiters[exchange] = anyio.Event()
         try:
             runner.pump()  # arms the body's deadline
-            with anyio.CancelScope() as self._reading[exchange]:
+            async with _Block(self._native) as self._reading[exchange]:
                 while (message := await receive())["type"] == "http.request":
                     more = bool(message.get("more_body", False))
                     if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
@@ -190,8 +272,23 @@ class AsgiApp:
             del self._reading[exchange]
             server.exchanges_changed(self._clock())
             runner.pump()
-            with anyio.CancelScope() as cancel:
-                self._scopes[exchange] = cancel
+            async with _Block(self._native) as block:
+                self._scopes[exchange] = block
+                # An answer already there, or given by a handler (an async def) that runs at
+                # the next turn of the loop, is sent with no watcher: the client leaving
+                # matters only while the response waits (no task and task group per request).
+                if await self._send_ready(exchange, send):
+                    return
+                await (asyncio.sleep(0) if self._native else anyio.lowlevel.checkpoint())
+                if await self._send_ready(exchange, send):
+                    return
+                if self._native:  # the loop's own task watches (a task group costs twice as much)
+                    watcher = asyncio.get_running_loop().create_task(self._watch(exchange, receive, block))
+                    try:
+                        await self._respond(exchange, send)
+                    finally:
+                        watcher.cancel()
+                    return
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._watch, exchange, receive, group.cancel_scope)
                     await self._respond(exchange, send)
@@ -207,26 +304,31 @@ class AsgiApp:
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
-        exchanges, runner = self._exchanges, self._runner
-        assert runner is not None  # the lifespan made it before any request
         while True:
             waiter = self._waiters[exchange] = anyio.Event()
-            while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
-                # parts not yet taken are what the core's backpressure counts
-                if isinstance(part, ResponseStart):
-                    start = {"type": "http.response.start", "status": part.status, "headers": part.headers}
-                    await send(start)
-                elif isinstance(part, ResponseBody):
-                    await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
-                    if not part.more:
-                        return
-                    runner.wake()
-                else:
-                    assert isinstance(part, ResponseAborted)
-                    return  # the host closes a response left unfinished
+            if await self._send_ready(exchange, send):
+                return
             await waiter.wait()
 
-    async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope) -> None:
+    async def _send_ready(self, exchange: int, send: Send) -> bool:
+        """Send the response's parts waiting now; whether the response ended."""
+        exchanges, runner = self._exchanges, self._runner
+        assert runner is not None  # the lifespan made it before any request
+        while (part := exchanges.next_part(exchange)) is not None:  # one at a time: the
+            # parts not yet taken are what the core's backpressure counts
+            if isinstance(part, ResponseStart):
+                await send({"type": "http.response.start", "status": part.status, "headers": part.headers})
+            elif isinstance(part, ResponseBody):
+                await send({"type": "http.response.body", "body": part.data, "more_body": part.more})
+                if not part.more:
+                    return True
+                runner.wake()
+            else:
+                assert isinstance(part, ResponseAborted)
+                return True  # the host closes a response left unfinished
+        return False
+
+    async def _watch(self, exchange: int, receive: Receive, done: anyio.CancelScope | _Block) -> None:
         """The client left mid-response: tell the core, stop responding."""
         while (await receive())["type"] != "http.disconnect":
             pass

@@ -16,6 +16,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import msgspec
 
+from .handler_pool import HandlerPool
 from .server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike
 
 __all__ = ["AnyioFuture", "AnyioPrimitives"]
@@ -69,7 +70,7 @@ class AnyioPrimitives:
         self._token = anyio.lowlevel.current_token()
 
     @property
-    def handler_pool(self) -> None:
+    def handler_pool(self) -> HandlerPool | None:
         """None: plain ``def`` handlers run through :meth:`to_thread`."""
         return None
 

@@ -108,14 +108,11 @@ class HttpExchanges:
         A head over ``max_header_bytes`` is answered 431 at once (none of its body is read)."""
         self._next_exchange += 1
         exchange = self._next_exchange
-        head = RequestReceived(
-            exchange=exchange, connection=exchange, method=method, target=target,
-            headers=tuple((name.decode("latin-1").lower(), value.decode("latin-1"))
-                          for name, value in headers),
-            body=b"", peer=peer,
-        )
+        decoded, size = _decode_head(headers)
+        head = RequestReceived(exchange=exchange, connection=exchange, method=method, target=target,
+                               headers=decoded, body=b"", peer=peer)
         ex = self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
-        size = len(method) + len(target) + 12 + sum(len(n) + len(v) + 4 for n, v in head.headers)
+        size += len(method) + len(target) + 12
         if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
             self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
                         f"the request head exceeds {self.limits.max_header_bytes} bytes\n".encode())
@@ -334,3 +331,21 @@ class HttpExchanges:
                 self._heads.clear()
             self._heads[key] = encoded
         return list(encoded)
+
+
+def _decode_head(headers: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[Header, ...], int]:
+    """A host's header pairs, names lower-cased and values decoded as Latin-1, and their
+    size on the wire (``name: value`` and CRLF each). Decoded all at once, joined by a line
+    feed, unless a name or value holds one (HTTP/1.1 lets none in; another host might):
+    then pair by pair."""
+    pairs = headers if isinstance(headers, list) else list(headers)
+    if not pairs:
+        return (), 0
+    names = b"\n".join([name for name, _ in pairs])
+    values = b"\n".join([value for _, value in pairs])
+    size = len(names) + len(values) + 2 * len(pairs) + 2  # ": " and CRLF per line (not the joins)
+    keys = names.decode("latin-1").lower().split("\n")
+    texts = values.decode("latin-1").split("\n")
+    if len(keys) == len(texts) == len(pairs):
+        return tuple(zip(keys, texts, strict=True)), size
+    return tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in pairs), size

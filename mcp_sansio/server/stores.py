@@ -274,7 +274,8 @@ class MemoryEventStore:
         self._events: dict[str, deque[tuple[int, int, bytes, bool]]] = {}
         self._sizes: dict[str, int] = {}
         self._next: dict[str, int] = {}
-        self._requests: dict[tuple[str, int], int | str] = {}
+        self._requests: dict[tuple[str, int], int | str] = {}  # of the streams with events kept
+        self._last: dict[tuple[str, int], int] = {}  # (session, stream) -> its newest event's sequence
         self._max = max_events
         self._max_bytes = max_bytes
         self.shared = False
@@ -282,15 +283,23 @@ class MemoryEventStore:
     def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
                request_id: int | str | None = None) -> str:
         """Keep one event; its id."""
+        key = (session_id, stream)
         if request_id is not None:
-            self._requests[session_id, stream] = request_id
+            self._requests[key] = request_id
         seq = self._next.get(session_id, 0) + 1
         self._next[session_id] = seq
+        last = self._last
+        last[key] = seq
         events = self._events.setdefault(session_id, deque())
         events.append((stream, seq, data, final))
         size = self._sizes.get(session_id, 0) + len(data)
         while len(events) > self._max or (size > self._max_bytes and len(events) > 1):
-            size -= len(events.popleft()[2])
+            gone = events.popleft()
+            size -= len(gone[2])
+            key = (session_id, gone[0])
+            if last.get(key) == gone[1]:  # the stream's newest event went, so every one of them
+                del last[key]
+                self._requests.pop(key, None)
         self._sizes[session_id] = size
         return f"{stream}-{seq}"
 
@@ -311,11 +320,12 @@ class MemoryEventStore:
 
     def forget(self, session_id: str) -> None:
         """Drop every event of ``session_id``."""
-        self._events.pop(session_id, None)
+        events = self._events.pop(session_id, None)
         self._sizes.pop(session_id, None)
         self._next.pop(session_id, None)
-        for key in [k for k in self._requests if k[0] == session_id]:
-            del self._requests[key]
+        for stream in {event[0] for event in events or ()}:  # the session's streams with events kept
+            self._last.pop((session_id, stream), None)
+            self._requests.pop((session_id, stream), None)
 
     def follow(self, wants: Sequence[Follow], timeout: float) -> list[Relayed]:
         """The events of each of ``wants``' stream stored after its position (at once:

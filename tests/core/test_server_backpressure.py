@@ -507,6 +507,35 @@ def test_the_memory_event_store_keeps_a_bounded_number_of_bytes_per_session() ->
     assert store.replay("t", "1-100") is None and store.replay("t", "1-101") is not None
 
 
+def test_the_memory_event_store_of_a_long_session_stays_bounded_as_its_streams_come_and_go() -> None:
+    # Every SSE answer of a handshake-era session opens a stream whose first event carries
+    # its request id; a session making calls for days must not keep one per call forever.
+    import tracemalloc
+
+    from mcp_sansio.server.stores import MemoryEventStore
+
+    store = MemoryEventStore(max_events=50)
+
+    def calls(first: int, count: int) -> None:
+        for stream in range(first, first + count):
+            store.append("s", stream, b"", request_id=stream)
+            store.append("s", stream, b"{}", final=True)
+
+    calls(1, 1000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        calls(1001, 20_000)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 100_000  # about nothing (one entry per call was some 2 MB here)
+    latest = store.replay("s", "21000-41999")  # a kept stream still knows its request
+    assert latest is not None and latest.request_id == 21000 and latest.finished
+    store.forget("s")
+    assert store.replay("s", "21000-41999") is None
+
+
 def test_a_message_of_any_size_fits_a_backlog_under_the_high_water_mark() -> None:
     limits = FlowLimits(high_water_bytes=100, max_buffer_bytes=1000)
     backlog = Backlog()

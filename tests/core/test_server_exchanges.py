@@ -36,6 +36,33 @@ def test_a_whole_body_becomes_one_request_with_lower_case_headers() -> None:
     assert event.header("host") == "127.0.0.1:8000"
 
 
+@pytest.mark.parametrize("extra", [[], [(b"X-Odd", b"a\nb")], [(b"X-\nOdd", b"c")]])
+def test_every_header_keeps_its_name_and_value_and_the_head_its_size(
+        extra: list[tuple[bytes, bytes]]) -> None:
+    # A host other than an HTTP/1.1 one may hand over a line feed, which the decoding joins on.
+    head = [*HEAD, (b"X-Empty", b""), (b"X-Latin", b"caf\xe9"), *extra]
+    size = len("POST") + len("/mcp") + 12 + sum(len(n) + len(v) + 4 for n, v in head)
+    exchanges = HttpExchanges(HttpLimits(max_header_bytes=size))
+    ex = exchanges.begin("POST", "/mcp", iter(head), now=0.0)
+    assert not exchanges.receive_body(ex, b"{}", more=False)
+    event = exchanges.next_event()
+    assert isinstance(event, RequestReceived)
+    assert event.headers == tuple((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in head)
+    one_less = HttpExchanges(HttpLimits(max_header_bytes=size - 1))
+    refused = one_less.begin("POST", "/mcp", head, now=0.0)
+    assert not one_less.receive_body(refused, b"{}", more=False)
+    start = parts(one_less, refused)[0]
+    assert isinstance(start, ResponseStart) and start.status == 431
+
+
+def test_a_request_with_no_headers_is_taken() -> None:
+    exchanges = HttpExchanges()
+    ex = exchanges.begin("POST", "/mcp", [], now=0.0)
+    assert not exchanges.receive_body(ex, b"{}", more=False)
+    event = exchanges.next_event()
+    assert isinstance(event, RequestReceived) and event.headers == ()
+
+
 def test_a_body_over_the_limit_is_answered_413_and_read_no_further() -> None:
     exchanges = HttpExchanges(HttpLimits(max_body_bytes=4))
     ex = exchanges.begin("POST", "/mcp", HEAD, now=0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -206,3 +207,57 @@ async def test_a_blocking_def_tool_does_not_stall_another_request() -> None:
         with anyio.fail_after(10):
             await blocked.wait()
         await host.stop()
+
+
+async def test_a_handler_still_running_at_shutdown_has_ended_when_the_lifespan_completes() -> None:
+    app = MCPServer("in-process")
+    running = anyio.Event()
+    ended: list[str] = []
+
+    @app.tool()
+    async def nap() -> str:
+        running.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.1)  # its cleanup takes a while
+            ended.append("cancelled")
+            raise
+        return "rested"
+
+    host = Host(AsgiApp(app))
+    headers = {**HEADERS, "mcp-method": "tools/call", "mcp-name": "nap"}
+    async with anyio.create_task_group() as group:
+        await host.start(group)
+        call = modern(1, "tools/call", {"name": "nap", "arguments": {}})
+        group.start_soon(functools.partial(host.request, call, headers=headers))
+        with anyio.fail_after(5):
+            await running.wait()
+        await host.stop()
+        assert ended == ["cancelled"]  # before lifespan.shutdown.complete was sent
+
+
+async def test_a_blocking_def_handler_running_at_shutdown_does_not_hold_the_lifespan() -> None:
+    app = MCPServer("in-process")
+    started, release = threading.Event(), threading.Event()
+
+    @app.tool
+    def block() -> str:
+        started.set()
+        release.wait(10)
+        return "woke"
+
+    host = Host(AsgiApp(app))
+    headers = {**HEADERS, "mcp-method": "tools/call", "mcp-name": "block"}
+    try:
+        async with anyio.create_task_group() as group:
+            await host.start(group)
+            call = modern(1, "tools/call", {"name": "block", "arguments": {}})
+            group.start_soon(functools.partial(host.request, call, headers=headers))
+            assert await anyio.to_thread.run_sync(started.wait, 5)
+            begin = anyio.current_time()
+            await host.stop()  # its thread is left to finish on its own
+            assert anyio.current_time() - begin < 5
+    finally:
+        release.set()
