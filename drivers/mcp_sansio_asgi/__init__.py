@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from types import TracebackType
 from typing import Any
 
@@ -31,7 +31,7 @@ from mcp_sansio.server.exchanges import HttpExchanges, ResponseAborted, Response
 from mcp_sansio.server.http import HttpConfig, HttpServer
 from mcp_sansio.server.stores import EventStore, SessionStore
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
-from mcp_sansio_base.handler_pool import HandlerPool
+from mcp_sansio_base.asyncio_loop import LoopParts
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
 from mcp_sansio_base.serving import (
@@ -51,7 +51,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class _LoopPrimitives(AnyioPrimitives):
+class _LoopPrimitives(LoopParts, AnyioPrimitives):
     """On asyncio: the loop's own clock, timers and tasks (``loop.time()`` is anyio's clock
     there). anyio arms a timer as a task in a cancel scope, and cancelling one formats the
     current task's repr; the runner re-arms its one timer on most requests (a body's
@@ -64,34 +64,13 @@ class _LoopPrimitives(AnyioPrimitives):
 
     def __init__(self, group: anyio.abc.TaskGroup, write: Callable[[], None], threads: int | None,
                  loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(group, write, threads)
-        self._loop = loop
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._handlers: HandlerPool | None = None
-
-    @property
-    def handler_pool(self) -> HandlerPool:
-        if self._handlers is None:
-            self._handlers = HandlerPool(self.threads, self._loop.call_soon_threadsafe)
-        return self._handlers
-
-    def clock(self) -> float:
-        return self._loop.time()
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        return self._loop.call_at(when, callback)
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = self._loop.create_task(coro)
-        self._tasks.add(task)  # a strong reference until it ends
-        task.add_done_callback(self._tasks.discard)
-        return task
+        AnyioPrimitives.__init__(self, group, write, threads)
+        LoopParts.__init__(self, loop, self.threads)
 
     async def close(self) -> None:
         """Cancel the tasks still running and wait for them to end; stop the handler pool
         (threads still running a handler finish on their own)."""
-        if self._handlers is not None:
-            self._handlers.close()
+        self._stop_handlers()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()

@@ -11,8 +11,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import msgspec
 
@@ -21,10 +21,10 @@ from mcp_sansio.server import StdioServer
 from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
+from mcp_sansio_base.asyncio_loop import LoopParts
 from mcp_sansio_base.fdout import FdOutput
-from mcp_sansio_base.handler_pool import HandlerPool
 from mcp_sansio_base.relay import relay_asyncio
-from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, Cancellable, FutureLike, ServerRunner
+from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, FutureLike, ServerRunner
 from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -33,25 +33,15 @@ _READ = 65536
 T = TypeVar("T")
 
 
-class _Primitives:
+class _Primitives(LoopParts):
     """The runner's primitives on an asyncio loop; ``write`` is the transport's flush; plain
     handlers run in a pool of ``threads`` worker threads."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[], None],
                  threads: int | None = None) -> None:
-        self._loop = loop
+        super().__init__(loop, DEFAULT_HANDLER_THREADS if threads is None else threads)
         self.write = write
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.threads = DEFAULT_HANDLER_THREADS if threads is None else threads
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._handlers: HandlerPool | None = None
-
-    @property
-    def handler_pool(self) -> HandlerPool:
-        """Where the runner runs plain ``def`` handlers (cheaper per call than ``to_thread``)."""
-        if self._handlers is None:
-            self._handlers = HandlerPool(self.threads, self._loop.call_soon_threadsafe)
-        return self._handlers
 
     def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
         if self._pool is None:
@@ -65,23 +55,10 @@ class _Primitives:
         """Stop the pool (threads still running finish on their own)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._handlers is not None:
-            self._handlers.close()
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> Cancellable:
-        task = self._loop.create_task(coro)
-        self._tasks.add(task)  # a strong reference until it ends
-        task.add_done_callback(self._tasks.discard)
-        return task
+        self._stop_handlers()
 
     def future(self) -> FutureLike[msgspec.Struct]:
         return self._loop.create_future()
-
-    def clock(self) -> float:
-        return self._loop.time()
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> Cancellable:
-        return self._loop.call_at(when, callback)
 
     def run_blocking(self, fn: Callable[[], T]) -> Awaitable[T]:
         return self._loop.run_in_executor(None, fn)
