@@ -407,8 +407,8 @@ def _ws_connected(server: WebSocketServer) -> tuple[int, WSConnection]:
     return conn, client
 
 
-def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: ServerRunner,
-             loop: StepLoop) -> None:
+def _ws_initialized(server: WebSocketServer, conn: int, client: WSConnection) -> None:
+    """The client on ``conn`` makes the 2025-11-25 handshake; its answer is drained unread."""
     for message in [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -416,8 +416,13 @@ def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: S
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
     ]:
         server.receive_data(conn, client.send(ws.Message(data=json.dumps(message))), 0.0)
-    runner.pump()
     server.data_to_send(conn)
+
+
+def _ws_call(server: WebSocketServer, conn: int, client: WSConnection, runner: ServerRunner,
+             loop: StepLoop) -> None:
+    _ws_initialized(server, conn, client)
+    runner.pump()
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "flood",
                                                                       "_meta": {"progressToken": 1}}}
     server.receive_data(conn, client.send(ws.Message(data=json.dumps(call))), 0.0)
@@ -641,14 +646,7 @@ def test_an_answer_held_for_one_websocket_client_holds_up_no_other() -> None:
     server = WebSocketServer(_big_and_add(), secret=SECRET, entropy=ENTROPY, config=config)
     links = [_ws_connected(server) for _ in range(2)]
     for conn, client in links:
-        for message in [
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "c", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        ]:
-            server.receive_data(conn, client.send(ws.Message(data=json.dumps(message))), 0.0)
-        server.data_to_send(conn)
+        _ws_initialized(server, conn, client)
     (deaf, deaf_client), (other, other_client) = links
     for rid in (2, 3):
         call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "big"}}
