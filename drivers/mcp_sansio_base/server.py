@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
@@ -404,11 +405,14 @@ class ServerRunner:
             self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx,
                                                                  None if telemetry is None else event))
             return
-        if not handler.is_async:
+        if not handler.suspends:  # a plain def, or an async def that never awaits: inline
             token = None if telemetry is None else telemetry.enter(telemetry.start(event))
             try:
                 try:
-                    value = handler.fn(**kwargs)
+                    if handler.is_async:  # in a context of its own, as a task's would be
+                        value = contextvars.copy_context().run(_run_through, handler.fn(**kwargs))
+                    else:
+                        value = handler.fn(**kwargs)
                 except BaseException as exc:
                     self._conclude(call, ctx, None, exc)
                 else:
@@ -620,6 +624,17 @@ class ServerRunner:
         now = self._p.clock()
         self.endpoint.handle_timeout(max(now, deadline or now))
         self.pump()
+
+
+def _run_through(coro: Any) -> object:
+    """What the coroutine of an ``async def`` that never awaits returns (its first step
+    ends it: ``HandlerSignature.suspends``)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()  # pragma: no cover  # its code has no yield: it cannot get here
+    raise RuntimeError("a handler read as never suspending suspended")  # pragma: no cover
 
 
 class _Drain:

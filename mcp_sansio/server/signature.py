@@ -11,6 +11,7 @@ subclass) receives the request's context and is no argument.
 from __future__ import annotations
 
 import dataclasses
+import dis
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -26,6 +27,7 @@ _ALLOWED_KINDS: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parame
 _EMPTY_OBJECT: Final = b"{}"
 # Schema keys msgspec adds that say nothing to a client.
 _NOISE: Final = ("title",)
+_YIELDS: Final = frozenset({"YIELD_VALUE", "YIELD_FROM"})  # where a coroutine's code suspends
 
 
 class ContextParameter:
@@ -43,6 +45,11 @@ class HandlerSignature:
         fn: the handler itself, an opaque reference the core never calls.
         is_async: the handler is an ``async def`` (drivers await it) rather than a plain
             function (drivers call it).
+        suspends: an ``is_async`` handler may suspend: its code yields somewhere (an
+            ``await``, ``async for`` or ``async with``), or it is no plain ``async def`` whose
+            code can be read. One that cannot suspend runs to its end when first stepped, so
+            drivers run it inline, as a plain function on the loop: a task would only cost
+            a loop turn.
         context_param: the name of the parameter that receives the :class:`Context`.
         names: the argument parameters, in order.
         required: those without a default.
@@ -54,13 +61,14 @@ class HandlerSignature:
     """
 
     __slots__ = ("args_type", "context_param", "decoder", "descriptions", "fn", "is_async", "names",
-                 "required", "return_annotation", "var_keyword")
+                 "required", "return_annotation", "suspends", "var_keyword")
 
     def __init__(self, fn: Callable[..., object], *, name: str, kind: str = "handler") -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004  # an instance with an async __call__
         )
+        self.suspends = self.is_async and _may_suspend(fn)
         try:
             sig = inspect.signature(fn)
             annotated = fn if inspect.isroutine(fn) else type(fn).__call__  # an instance: its __call__
@@ -175,6 +183,18 @@ def _check_type(kind: str, name: str, param: str, annotation: object) -> None:
         raise LocalProtocolError(
             f"{kind} {name!r}: parameter {param!r} has type {inspect.formatannotation(annotation)}, "
             f"which cannot be a JSON argument ({reason})") from exc
+
+
+def _may_suspend(fn: Callable[..., object]) -> bool:
+    """Whether coroutine function ``fn`` may suspend: a coroutine suspends only where its
+    code yields (``await``, ``async for`` and ``async with`` all compile to a yield), so a
+    plain ``async def`` (or a method of one) whose code never yields runs to its end at
+    once. Anything else (a ``partial``, an instance, a function marked a coroutine
+    function) is taken to suspend."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None or not code.co_flags & inspect.CO_COROUTINE:
+        return True
+    return any(op.opname in _YIELDS for op in dis.get_instructions(code))
 
 
 def _is_context(annotation: object) -> bool:

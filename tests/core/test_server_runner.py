@@ -3,11 +3,18 @@ handler calls, keeps the core's own answers to itself, and passes every other ev
 
 from __future__ import annotations
 
+import contextvars
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 from pair import StepLoop
 from server_helpers import request, send, server_for, take
 
 from mcp_sansio.events import ConnectionTerminated, MessageDiscarded, NotificationReceived
-from mcp_sansio.server import ClientInitialized, MCPServer, ResourceSubscribed, ServerEvent
+from mcp_sansio.server import ClientInitialized, MCPServer, ResourceSubscribed, ServerEvent, ToolError
+from mcp_sansio.server.signature import HandlerSignature
 from mcp_sansio_base.server import ServerRunner
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
@@ -71,3 +78,90 @@ def test_a_later_deadline_keeps_the_armed_timer_and_is_armed_when_that_fires() -
     deadline[0] = None
     runner.pump()
     assert armed() == [7.0]  # no deadline: the armed timer fires once, harmlessly
+
+
+_seen: contextvars.ContextVar[str] = contextvars.ContextVar("_seen", default="unset")
+
+
+def test_an_async_def_that_never_awaits_is_answered_inline_in_a_context_of_its_own() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    async def inc(a: int) -> str:
+        _seen.set("set by the handler")  # would leak into the driver's context if run there
+        return str(a + 1)
+
+    server = server_for(app)
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    send(server, request(0, "initialize", INIT), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         request(1, "tools/call", {"name": "inc", "arguments": {"a": 1}}))
+    runner.pump()
+    answers = {message["id"]: message for message in take(server) if "id" in message}
+    assert answers[1]["result"]["content"] == [{"type": "text", "text": "2"}]
+    assert not loop.tasks  # answered in the pump: no task, no loop turn
+    assert _seen.get() == "unset"
+
+
+def test_an_async_def_that_never_awaits_fails_its_call_like_any_handler() -> None:
+    app = MCPServer("s")
+
+    @app.tool()
+    async def broken() -> str:
+        raise ToolError("no luck")
+
+    server = server_for(app)
+    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    send(server, request(0, "initialize", INIT), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         request(1, "tools/call", {"name": "broken", "arguments": {}}))
+    runner.pump()
+    answers = {message["id"]: message for message in take(server) if "id" in message}
+    assert answers[1]["result"]["isError"] is True
+    assert answers[1]["result"]["content"] == [{"type": "text", "text": "no luck"}]
+
+
+class _AsyncCallable:
+    async def __call__(self) -> str:
+        return "x"
+
+
+def _plain() -> str:
+    return "x"
+
+
+async def _returns() -> str:
+    return "x"
+
+
+async def _awaits() -> str:
+    return await _returns()
+
+
+async def _iterates(items: Any) -> None:
+    async for _ in items:
+        pass
+
+
+async def _enters(manager: Any) -> None:
+    async with manager:
+        pass
+
+
+class _Handlers:
+    async def method(self) -> str:
+        return "x"
+
+
+@pytest.mark.parametrize(("fn", "suspends"), [
+    (_plain, False),
+    (_returns, False),
+    (_Handlers().method, False),
+    (_awaits, True),
+    (_iterates, True),
+    (_enters, True),
+    (functools.partial(_returns), True),  # not read: taken to suspend
+    (_AsyncCallable(), True),
+])
+def test_a_handler_is_read_as_suspending_only_when_its_code_can_yield(
+        fn: Callable[..., object], suspends: bool) -> None:
+    assert HandlerSignature(fn, name="h").suspends is suspends
