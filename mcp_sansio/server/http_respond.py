@@ -21,7 +21,7 @@ from .exchanges import HttpExchanges
 from .flow import FlowLimits
 from .http11 import HttpConnections, RequestReceived
 from .http_config import HttpConfig
-from .http_streams import JSON_HEAD, SSE_HEAD, Exchange, Legacy, LegacyHost, Mode, sse_event
+from .http_streams import JSON_HEAD, SSE_ANSWER_HEAD, SSE_HEAD, Exchange, Legacy, LegacyHost, Mode, sse_event
 from .stores import INBOX_STREAM, EventStore, MemoryEventStore, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -158,14 +158,14 @@ class ResponseWriter(Endpoint):
         del self._exchanges[ex.id]
         ex.mode = Mode.DONE
         if legacy is None:
-            self.http.respond(ex.id, 200, SSE_HEAD, sse_event(data, None), now=now)
+            self.http.respond(ex.id, 200, SSE_ANSWER_HEAD, sse_event(data, None), now=now)
             return
         stream = self._open_stream(ex, legacy)
         priming = self._append(legacy, stream, b"", False, ex.request_id)
         body = sse_event(data, self._append(legacy, stream, data, True))
         if priming is not None:
             body = self._priming(priming) + body
-        self.http.respond(ex.id, 200, legacy.sse_head, body, now=now)
+        self.http.respond(ex.id, 200, legacy.sse_answer_head, body, now=now)
         self._stream_done(legacy, stream)
 
     def _stream_done(self, legacy: Legacy, stream: int) -> None:

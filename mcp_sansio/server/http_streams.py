@@ -20,14 +20,19 @@ if TYPE_CHECKING:
     from .session import ServerSession
     from .stores import SessionRecord
 
-__all__ = ["JSON_HEAD", "SSE_HEAD", "Exchange", "Legacy", "LegacyHost", "Mode", "sse_event"]
+__all__ = ["JSON_HEAD", "SSE_ANSWER_HEAD", "SSE_HEAD", "Exchange", "Legacy", "LegacyHost", "Mode",
+           "sse_event"]
 
 Header = tuple[str, str]
 JSON_HEAD: Final[list[Header]] = [("content-type", "application/json")]
 """The headers of a JSON response (built once; never mutated)."""
 SSE_HEAD: Final[list[Header]] = [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
                                  ("x-accel-buffering", "no")]
-"""The headers of an SSE response (built once; never mutated)."""
+"""The headers of an SSE stream (built once; never mutated)."""
+SSE_ANSWER_HEAD: Final[list[Header]] = [("content-type", "text/event-stream")]
+"""The headers of an SSE response written whole, with its length: no proxy buffering or
+caching to turn off for a response that is complete when its head goes out (a POST's
+response is not cached anyway), and each header costs h11 a check per response."""
 
 
 class Mode(enum.Enum):
@@ -82,19 +87,21 @@ class Legacy:
             the first to go when the server needs room.
         owner: the ``Principal.identity`` that opened it (auth on), else ``None``.
         inbox_after: where this worker reads the session's inbox from (a shared store).
-        head: the headers of its responses (``Mcp-Session-Id``); ``json_head`` and
-            ``sse_head`` with the content type: built once, never mutated.
+        head: the headers of its responses (``Mcp-Session-Id``); ``json_head``,
+            ``sse_head`` and ``sse_answer_head`` with the content type (and for a stream,
+            its other headers): built once, never mutated.
     """
 
     __slots__ = ("expires_at", "finished_streams", "get_exchange", "head", "host", "id", "inbox_after",
                  "json_head", "live", "next_stream", "owner", "peer", "saved", "saved_revision", "session",
-                 "sse_head", "stream_of", "used")
+                 "sse_answer_head", "sse_head", "stream_of", "used")
 
     def __init__(self, session_id: str, expires_at: float, peer: str | None) -> None:
         self.id = session_id
         self.head: list[Header] = [("mcp-session-id", session_id)]
         self.json_head = [*JSON_HEAD, *self.head]
         self.sse_head = [*SSE_HEAD, *self.head]
+        self.sse_answer_head = [*SSE_ANSWER_HEAD, *self.head]
         self.expires_at = expires_at
         self.peer = peer
         self.used = False
