@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 import h11
 import msgspec
@@ -419,12 +419,13 @@ class HttpConnections:
             elif type(event) is h11.Request:
                 conn.request = event
                 conn.deadline = now + limits.body_timeout
-                headers, size, length = _head(event)
-                conn.headers = headers
-                if size > limits.max_header_bytes:  # h11 bounds only a head still arriving
+                head = _head(event)
+                conn.headers = head.headers
+                length = head.length
+                if head.size > limits.max_header_bytes:  # h11 bounds only a head still arriving
                     self._refuse(conn, 431, f"the request head exceeds {limits.max_header_bytes} bytes")
                     return
-                if length is not None and any(name == "transfer-encoding" for name, _ in headers):
+                if length is not None and head.chunked:
                     # RFC 9112 section 6.1: framed twice (request smuggling?); the server MAY
                     # reject it and MUST close after responding, so its leftovers are never read.
                     self._refuse(conn, 400, "a request with both Transfer-Encoding and Content-Length")
@@ -432,7 +433,7 @@ class HttpConnections:
                 if length is not None and length > limits.max_body_bytes:
                     self._refuse(conn, 413, f"the body exceeds {limits.max_body_bytes} bytes")
                     return
-                if conn.h11.they_are_waiting_for_100_continue:
+                if head.expects and conn.h11.they_are_waiting_for_100_continue:
                     self._queue(conn, conn.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
             else:
                 assert isinstance(event, h11.EndOfMessage)  # EOF never reaches h11: no ConnectionClosed
@@ -559,14 +560,23 @@ def _takes_parsed_heads() -> bool:
 _PARSED: Final = _takes_parsed_heads()
 
 
-def _head(request: h11.Request) -> tuple[tuple[Header, ...], int, int | None]:
-    """A request head in one pass: its headers (names lower-case, Latin-1), its size in
-    bytes, and its ``Content-Length``. Names and values are decoded all at once, joined
-    by a line feed (which h11 lets into neither)."""
+class _Head(NamedTuple):
+    """What the request path needs of a request head, read in one pass."""
+
+    headers: tuple[Header, ...]  # names lower-case, Latin-1
+    size: int  # bytes
+    length: int | None  # its Content-Length
+    chunked: bool  # it has a Transfer-Encoding
+    expects: bool  # it has an Expect (perhaps 100-continue)
+
+
+def _head(request: h11.Request) -> _Head:
+    """A request head in one pass. Names and values are decoded all at once, joined by a
+    line feed (which h11 lets into neither)."""
     raw = request.headers.raw_items()
     size = len(request.method) + len(request.target) + 12
     if not raw:
-        return (), size, None
+        return _Head((), size, None, False, False)
     names = b"\n".join([name for name, _ in raw])
     values = b"\n".join([value for _, value in raw])
     size += len(names) + len(values) + 2 * len(raw) + 2  # ": " and CRLF per line (not the 2 joins)
@@ -576,4 +586,4 @@ def _head(request: h11.Request) -> tuple[tuple[Header, ...], int, int | None]:
         length: int | None = int(raw[keys.index("content-length")][1])  # h11 validated it
     except ValueError:
         length = None
-    return headers, size, length
+    return _Head(headers, size, length, "transfer-encoding" in keys, "expect" in keys)
