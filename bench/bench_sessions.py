@@ -1,7 +1,8 @@
 """How the HTTP server's cost grows with the sessions it holds (issue #20, "a server whose
 cost stays flat").
 
-Usage: ``python bench/bench_sessions.py [--sessions 1,1000,10000,50000] [--calls N] [--repeat R]``.
+Usage: ``python bench/bench_sessions.py [--sessions 1,1000,10000,50000] [--calls N] [--repeat R]
+[--connections 0,1000,10000]``.
 
 Pure core, no socket: one :class:`HttpServer` is given ``N`` live handshake-era sessions
 (each opened by its own ``initialize`` + ``notifications/initialized``, as a client would),
@@ -9,7 +10,9 @@ then one session makes ``--calls`` ``tools/call`` requests; each is what a drive
 request: feed the bytes, run the handler, answer, drain the bytes, ask for the next deadline.
 Reported per ``N``: the CPU per session opened (over the whole set-up), the CPU per call, the
 ratio of that to the one-session figure, and the RSS the sessions cost. Runs alternate
-between ``N`` values, ``--repeat`` times, and the best of each is kept.
+between ``N`` values, ``--repeat`` times, and the best of each is kept. ``--connections``
+measures the same call beside that many other open (idle, keep-alive) connections instead:
+what each request costs as the connections a server holds grow.
 """
 
 from __future__ import annotations
@@ -65,10 +68,12 @@ def _session_id(response: bytes) -> str:
     raise RuntimeError(f"no session id in {response[:200]!r}")
 
 
-def run(sessions: int, calls: int) -> tuple[float, float, float]:
-    """CPU seconds per session opened, per call, and KiB of RSS per session."""
+def run(sessions: int, calls: int, connections: int = 0) -> tuple[float, float, float]:
+    """CPU seconds per session opened, per call, and KiB of RSS per session (beside
+    ``connections`` other open connections)."""
     gc.collect()
-    limits = {"max_sessions": sessions + 1}
+    limits = {"max_sessions": sessions + 1, "max_connections": connections + 2,
+              "max_connections_per_peer": connections + 2}
     if "max_sessions_per_peer" in HttpConfig.__struct_fields__:
         limits["max_sessions_per_peer"] = sessions + 1
     config = HttpConfig.loopback(**limits)
@@ -76,6 +81,8 @@ def run(sessions: int, calls: int) -> tuple[float, float, float]:
         server = HttpServer(_app(), secret=b"s" * 32, entropy=b"e" * 32, config=config)
     except TypeError:  # a checkout from before per-process entropy, for before/after runs
         server = HttpServer(_app(), secret=b"s" * 32, config=config)  # type: ignore[call-arg]  # old API
+    for _ in range(connections):
+        server.connection_made(0.0)
     conn = server.connection_made(0.0)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.process_time()
@@ -101,7 +108,11 @@ def main() -> None:
     parser.add_argument("--sessions", default="1,1000,10000,50000")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--connections", help="other open connections to measure beside, e.g. 0,1000,10000")
     options = parser.parse_args()
+    if options.connections:
+        connections(options, [int(n) for n in options.connections.split(",")])
+        return
     counts = [int(n) for n in options.sessions.split(",")]
     best: dict[int, tuple[float, float, float]] = {}
     for _ in range(options.repeat):
@@ -114,6 +125,19 @@ def main() -> None:
     for n in counts:
         opened, per_call, rss = best[n]
         print(f"{n:>9} {opened * 1e6:>18.1f} {per_call * 1e6:>9.1f} {per_call / base:>6.2f} {rss:>16.2f}")
+
+
+def connections(options: argparse.Namespace, counts: list[int]) -> None:
+    """The per-call figure beside each count of other open connections (one session)."""
+    best: dict[int, float] = {}
+    for _ in range(options.repeat):
+        for n in counts:
+            per_call = run(1, options.calls, n)[1]
+            best[n] = min(per_call, best.get(n, per_call))
+    base = best[counts[0]]
+    print(f"{'open connections':>17} {'us/call':>9} {'x 1st':>6}")
+    for n in counts:
+        print(f"{n:>17} {best[n] * 1e6:>9.1f} {best[n] / base:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ is dropped when its backlog would pass ``max_buffer_bytes`` or stays congested f
 from __future__ import annotations
 
 import enum
+import heapq
 from collections import deque
 from collections.abc import Iterable
 from typing import Final, NamedTuple
@@ -127,10 +128,10 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("ahead", "backlog", "body", "deadline", "exchange", "h11", "head_started", "headers", "id",
-                 "out", "peer", "request", "state")
+    __slots__ = ("ahead", "armed", "backlog", "body", "deadline", "exchange", "h11", "head_started",
+                 "headers", "id", "out", "peer", "request", "state")
 
-    def __init__(self, connection: int, limits: HttpLimits, now: float, peer: str | None) -> None:
+    def __init__(self, connection: int, limits: HttpLimits, peer: str | None) -> None:
         self.id = connection
         self.peer = peer
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
@@ -143,7 +144,8 @@ class _Connection:
         self.backlog = Backlog()
         self.head_started = False  # bytes of the next request arrived
         self.ahead = 0  # bytes received while a request is answered (pipelined), kept by h11
-        self.deadline: float | None = now + limits.header_timeout
+        self.deadline: float | None = None  # set by HttpConnections._arm
+        self.armed: float | None = None  # its entry in the timer heap (no later than the deadline)
 
 
 class HttpConnections:
@@ -169,14 +171,20 @@ class HttpConnections:
         self._next_connection = 0
         self._next_exchange = 0
         self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
+        # (time, connection): one entry per connection, no later than its deadline, moved
+        # on only when it comes first (a deadline that moved later costs nothing per request,
+        # however many connections are open); entries of closed connections go then too
+        self._timers: list[tuple[float, int]] = []
 
     # ------------------------------------------------------------ input
 
     def connection_made(self, now: float, peer: str | None = None) -> int:
         """A client connected (from ``peer``, its address, if the driver knows it); its id."""
         self._next_connection += 1
-        self._connections[self._next_connection] = _Connection(self._next_connection, self.limits, now, peer)
-        return self._next_connection
+        conn = _Connection(self._next_connection, self.limits, peer)
+        self._connections[conn.id] = conn
+        self._arm(conn, now + self.limits.header_timeout)
+        return conn.id
 
     def idle_connection(self, among: Iterable[int], *, arriving: bool = False) -> int | None:
         """Of the open connections ``among``, the one idle longest (no request begun, none
@@ -220,7 +228,7 @@ class HttpConnections:
         if conn.state is _State.READING:
             if not conn.head_started:
                 conn.head_started = True
-                conn.deadline = now + self.limits.header_timeout
+                self._arm(conn, now + self.limits.header_timeout)
             self._read(conn, now)
         else:
             conn.ahead += len(data)
@@ -249,7 +257,7 @@ class HttpConnections:
                      if c.backlog.stamp(now, self._flow)]:
             conn.out.clear()  # it would not be read
             self._lost(conn, "the client does not read its stream")
-        for conn in [c for c in self._connections.values() if c.deadline is not None and c.deadline <= now]:
+        for conn in self._due(now):
             if conn.head_started:
                 self._refuse(conn, 408, "the request did not arrive in time")
             else:
@@ -361,12 +369,9 @@ class HttpConnections:
         return self._actions.popleft() if self._actions else None
 
     def next_deadline(self) -> float | None:
-        """The earliest read or stall deadline of any connection; changes nothing."""
-        earliest = None
-        for conn in self._connections.values():
-            deadline = conn.deadline
-            if deadline is not None and (earliest is None or deadline < earliest):
-                earliest = deadline
+        """The earliest read or stall deadline of any connection; changes nothing (but
+        the timer entries it finds stale)."""
+        earliest = self._first()
         for c in self._congested:
             deadline = self._connections[c].backlog.deadline(self._flow)
             if deadline is not None and (earliest is None or deadline < earliest):
@@ -385,6 +390,49 @@ class HttpConnections:
         return None if conn is None else conn.id
 
     # ------------------------------------------------------------ internals
+
+    def _arm(self, conn: _Connection, deadline: float) -> None:
+        """``conn``'s read deadline is ``deadline`` now: a heap entry only if it has none
+        that early. The heap is rebuilt when closed connections' entries outnumber the
+        live ones (a churn of short connections): it stays within a few times the open
+        connections."""
+        conn.deadline = deadline
+        if conn.armed is not None and conn.armed <= deadline:
+            return
+        conn.armed = deadline
+        timers = self._timers
+        heapq.heappush(timers, (deadline, conn.id))
+        if len(timers) > 2 * len(self._connections) + 64:
+            timers[:] = [(c.armed, c.id) for c in self._connections.values() if c.armed is not None]
+            heapq.heapify(timers)
+
+    def _first(self) -> float | None:
+        """The earliest read deadline; the entries before it (a closed connection's, or
+        one earlier than its connection's deadline now) are dropped or moved on."""
+        timers = self._timers
+        while timers:
+            armed, c = timers[0]
+            conn = self._connections.get(c)
+            if conn is None or conn.armed != armed:  # closed (its id is never reused)
+                heapq.heappop(timers)
+            elif conn.deadline is None:  # being answered: armed again when it reads
+                heapq.heappop(timers)
+                conn.armed = None
+            elif conn.deadline > armed:  # moved later meanwhile
+                heapq.heapreplace(timers, (conn.deadline, c))
+                conn.armed = conn.deadline
+            else:
+                return armed
+        return None
+
+    def _due(self, now: float) -> list[_Connection]:
+        """The connections whose read deadline is ``now`` or earlier."""
+        due = []
+        while (first := self._first()) is not None and first <= now:
+            conn = self._connections[heapq.heappop(self._timers)[1]]
+            conn.armed = None
+            due.append(conn)
+        return due
 
     def _connection(self, connection: int) -> _Connection | None:
         conn = self._connections.get(connection)
@@ -418,7 +466,7 @@ class HttpConnections:
                     return
             elif type(event) is h11.Request:
                 conn.request = event
-                conn.deadline = now + limits.body_timeout
+                self._arm(conn, now + limits.body_timeout)
                 head = _head(event)
                 conn.headers = head.headers
                 length = head.length
@@ -490,12 +538,12 @@ class HttpConnections:
         conn.ahead = 0
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
         if conn.head_started:  # (else h11 has nothing to parse: no second drain)
-            conn.deadline = now + self.limits.header_timeout
+            self._arm(conn, now + self.limits.header_timeout)
             self._read(conn, now)
             if conn.state is not _State.READING:  # what h11 keeps beyond it was sent ahead too
                 conn.ahead = len(h.trailing_data[0])
         else:
-            conn.deadline = now + self.limits.idle_timeout
+            self._arm(conn, now + self.limits.idle_timeout)
 
     def _refuse(self, conn: _Connection, status: int, message: str) -> None:
         """Answer a request that cannot be served with ``status``, then close (a connection

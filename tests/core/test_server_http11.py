@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 import mcp_sansio.server.http11 as http11_module
@@ -298,3 +300,52 @@ def test_a_response_head_is_the_same_with_or_without_h11s_private_fast_path(
         out = http.data_to_send(conn)
         assert out.startswith(b"HTTP/1.1 200 ") and b"x: y\r\n" in out and b"content-length: 2" in out
         assert out.endswith(b"\r\n\r\nok")
+
+
+def test_many_connections_time_out_each_at_its_own_deadline_in_order() -> None:
+    http = HttpConnections(HttpLimits(header_timeout=10.0, idle_timeout=20.0))
+    conns = [http.connection_made(float(t)) for t in range(100)]  # each silent: closed at t + 10
+    http.receive_data(conns[0], GET, 5.0)  # the first answers at 5, then idles until 25
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [], now=5.0)
+    assert http.next_deadline() == 11.0  # conns[1]'s: conns[0]'s old 10.0 is not reported
+    http.handle_timeout(10.5)
+    assert _closed(http) == []
+    for t in range(11, 110):
+        http.handle_timeout(float(t))
+        expected = [conns[t - 10]] if t - 10 < 100 else []
+        if t == 25:
+            expected.append(conns[0])
+        assert sorted(_closed(http)) == sorted(expected), t
+    assert http.next_deadline() is None
+
+
+def test_a_deadline_moved_later_by_each_request_is_kept_exactly() -> None:
+    http, conn = _connections(header_timeout=1.0, body_timeout=2.0, idle_timeout=3.0)
+    for n in range(50):  # every request moves the deadline later: the newest one counts
+        now = float(n)
+        http.receive_data(conn, _post(b"{}"), now)
+        event = http.next_event()
+        assert isinstance(event, RequestReceived)
+        http.respond(event.exchange, 200, [], now=now + 0.5)
+        assert http.next_deadline() == now + 3.5
+    http.handle_timeout(52.0)
+    assert _closed(http) == []
+    http.handle_timeout(52.5)
+    assert _closed(http) == [conn]
+
+
+def test_a_churn_of_short_connections_leaves_no_timers_behind() -> None:
+    tracemalloc.start()
+    try:
+        http = HttpConnections(HttpLimits(header_timeout=10.0))
+        http.connection_made(0.0)  # one long-lived connection, first to time out
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20_000):
+            http.close(http.connection_made(1.0 + n * 1e-4))
+            http.next_action()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 100_000  # an entry kept per closed connection would be about 2 MB
