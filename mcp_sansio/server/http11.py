@@ -16,7 +16,6 @@ is dropped when its backlog would pass ``max_buffer_bytes`` or stays congested f
 from __future__ import annotations
 
 import enum
-import heapq
 from collections import deque
 from collections.abc import Iterable
 from typing import Final, NamedTuple
@@ -26,6 +25,7 @@ import msgspec
 
 from ..errors import LocalProtocolError
 from ..events import Action
+from .deadlines import Deadlines
 from .flow import Backlog, FlowLimits
 
 __all__ = [
@@ -128,8 +128,8 @@ class _State(enum.Enum):
 
 
 class _Connection:
-    __slots__ = ("ahead", "armed", "backlog", "body", "deadline", "exchange", "h11", "head_started",
-                 "headers", "id", "out", "peer", "request", "state")
+    __slots__ = ("ahead", "backlog", "body", "exchange", "h11", "head_started", "headers", "id", "out",
+                 "peer", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, peer: str | None) -> None:
         self.id = connection
@@ -144,8 +144,6 @@ class _Connection:
         self.backlog = Backlog()
         self.head_started = False  # bytes of the next request arrived
         self.ahead = 0  # bytes received while a request is answered (pipelined), kept by h11
-        self.deadline: float | None = None  # set by HttpConnections._arm
-        self.armed: float | None = None  # its entry in the timer heap (no later than the deadline)
 
 
 class HttpConnections:
@@ -171,10 +169,7 @@ class HttpConnections:
         self._next_connection = 0
         self._next_exchange = 0
         self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
-        # (time, connection): one entry per connection, no later than its deadline, moved
-        # on only when it comes first (a deadline that moved later costs nothing per request,
-        # however many connections are open); entries of closed connections go then too
-        self._timers: list[tuple[float, int]] = []
+        self._deadlines = Deadlines()  # each connection's read deadline
 
     # ------------------------------------------------------------ input
 
@@ -183,7 +178,7 @@ class HttpConnections:
         self._next_connection += 1
         conn = _Connection(self._next_connection, self.limits, peer)
         self._connections[conn.id] = conn
-        self._arm(conn, now + self.limits.header_timeout)
+        self._deadlines.set(conn.id, now + self.limits.header_timeout)
         return conn.id
 
     def idle_connection(self, among: Iterable[int], *, arriving: bool = False) -> int | None:
@@ -191,15 +186,16 @@ class HttpConnections:
         being answered); with ``arriving``, when none is idle, the one whose request (head
         or body) is closest to its deadline, never one handed over; ``None`` if there is
         none. Changes nothing."""
-        idle: list[_Connection] = []
-        slow: list[_Connection] = []
+        idle: list[tuple[float, int]] = []
+        slow: list[tuple[float, int]] = []
         for c in among:
             conn = self._connections.get(c)
-            if conn is not None and conn.state is _State.READING and conn.deadline is not None:
-                (slow if conn.head_started or conn.request is not None else idle).append(conn)
+            deadline = self._deadlines.get(c)
+            if conn is not None and conn.state is _State.READING and deadline is not None:
+                (slow if conn.head_started or conn.request is not None else idle).append((deadline, c))
         if not idle and arriving:
             idle = slow
-        return min(idle, key=lambda conn: conn.deadline or 0.0).id if idle else None
+        return min(idle)[1] if idle else None
 
     def close(self, connection: int) -> None:
         """Close ``connection`` now (its exchange, if any, ends).
@@ -228,7 +224,7 @@ class HttpConnections:
         if conn.state is _State.READING:
             if not conn.head_started:
                 conn.head_started = True
-                self._arm(conn, now + self.limits.header_timeout)
+                self._deadlines.set(conn.id, now + self.limits.header_timeout)
             self._read(conn, now)
         else:
             conn.ahead += len(data)
@@ -257,7 +253,7 @@ class HttpConnections:
                      if c.backlog.stamp(now, self._flow)]:
             conn.out.clear()  # it would not be read
             self._lost(conn, "the client does not read its stream")
-        for conn in self._due(now):
+        for conn in [self._connections[c] for c in self._deadlines.due(now)]:
             if conn.head_started:
                 self._refuse(conn, 408, "the request did not arrive in time")
             else:
@@ -369,9 +365,8 @@ class HttpConnections:
         return self._actions.popleft() if self._actions else None
 
     def next_deadline(self) -> float | None:
-        """The earliest read or stall deadline of any connection; changes nothing (but
-        the timer entries it finds stale)."""
-        earliest = self._first()
+        """The earliest read or stall deadline of any connection; changes nothing."""
+        earliest = self._deadlines.first()
         for c in self._congested:
             deadline = self._connections[c].backlog.deadline(self._flow)
             if deadline is not None and (earliest is None or deadline < earliest):
@@ -390,49 +385,6 @@ class HttpConnections:
         return None if conn is None else conn.id
 
     # ------------------------------------------------------------ internals
-
-    def _arm(self, conn: _Connection, deadline: float) -> None:
-        """``conn``'s read deadline is ``deadline`` now: a heap entry only if it has none
-        that early. The heap is rebuilt when closed connections' entries outnumber the
-        live ones (a churn of short connections): it stays within a few times the open
-        connections."""
-        conn.deadline = deadline
-        if conn.armed is not None and conn.armed <= deadline:
-            return
-        conn.armed = deadline
-        timers = self._timers
-        heapq.heappush(timers, (deadline, conn.id))
-        if len(timers) > 2 * len(self._connections) + 64:
-            timers[:] = [(c.armed, c.id) for c in self._connections.values() if c.armed is not None]
-            heapq.heapify(timers)
-
-    def _first(self) -> float | None:
-        """The earliest read deadline; the entries before it (a closed connection's, or
-        one earlier than its connection's deadline now) are dropped or moved on."""
-        timers = self._timers
-        while timers:
-            armed, c = timers[0]
-            conn = self._connections.get(c)
-            if conn is None or conn.armed != armed:  # closed (its id is never reused)
-                heapq.heappop(timers)
-            elif conn.deadline is None:  # being answered: armed again when it reads
-                heapq.heappop(timers)
-                conn.armed = None
-            elif conn.deadline > armed:  # moved later meanwhile
-                heapq.heapreplace(timers, (conn.deadline, c))
-                conn.armed = conn.deadline
-            else:
-                return armed
-        return None
-
-    def _due(self, now: float) -> list[_Connection]:
-        """The connections whose read deadline is ``now`` or earlier."""
-        due = []
-        while (first := self._first()) is not None and first <= now:
-            conn = self._connections[heapq.heappop(self._timers)[1]]
-            conn.armed = None
-            due.append(conn)
-        return due
 
     def _connection(self, connection: int) -> _Connection | None:
         conn = self._connections.get(connection)
@@ -466,7 +418,7 @@ class HttpConnections:
                     return
             elif type(event) is h11.Request:
                 conn.request = event
-                self._arm(conn, now + limits.body_timeout)
+                self._deadlines.set(conn.id, now + limits.body_timeout)
                 head = _head(event)
                 conn.headers = head.headers
                 length = head.length
@@ -494,7 +446,7 @@ class HttpConnections:
         conn.exchange = self._next_exchange
         self._exchanges[conn.exchange] = conn
         conn.state = _State.HANDLING
-        conn.deadline = None
+        self._deadlines.set(conn.id, None)
         conn.head_started = False
         self._events.append(RequestReceived(
             exchange=conn.exchange, connection=conn.id, method=request.method.decode("latin-1"),
@@ -538,12 +490,12 @@ class HttpConnections:
         conn.ahead = 0
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
         if conn.head_started:  # (else h11 has nothing to parse: no second drain)
-            self._arm(conn, now + self.limits.header_timeout)
+            self._deadlines.set(conn.id, now + self.limits.header_timeout)
             self._read(conn, now)
             if conn.state is not _State.READING:  # what h11 keeps beyond it was sent ahead too
                 conn.ahead = len(h.trailing_data[0])
         else:
-            self._arm(conn, now + self.limits.idle_timeout)
+            self._deadlines.set(conn.id, now + self.limits.idle_timeout)
 
     def _refuse(self, conn: _Connection, status: int, message: str) -> None:
         """Answer a request that cannot be served with ``status``, then close (a connection
@@ -567,7 +519,7 @@ class HttpConnections:
         self._waiting.pop(conn.id, None)
         self._exchanges.pop(conn.exchange, None)
         conn.state = _State.CLOSING
-        conn.deadline = None
+        self._deadlines.set(conn.id, None)
         if conn.out:
             self._closing[conn.id] = conn.out  # its last bytes (an error response), until drained
         self._actions.append(CloseConnection(connection=conn.id))

@@ -17,7 +17,7 @@ the connection is dropped (its session ends: the WebSocket transport has no resu
 from __future__ import annotations
 
 import contextlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -29,6 +29,7 @@ from wsproto.utilities import RemoteProtocolError as WsRemoteError
 
 from ..errors import LocalProtocolError
 from .authz import Allowed, AuthGate, Principal, Refusal, TokenVerdict
+from .deadlines import Deadlines
 from .endpoint import Endpoint, SubHost
 from .flow import AT_ONCE, Backlog, FlowLimits
 from .http11 import CloseConnection
@@ -83,7 +84,7 @@ class WebSocketConfig(msgspec.Struct, frozen=True, kw_only=True):
 class _Link:
     """One WebSocket connection: wsproto, its session once upgraded, a partial message."""
 
-    __slots__ = ("backlog", "expires_at", "id", "message", "out", "peer", "principal", "session", "ws")
+    __slots__ = ("backlog", "id", "message", "out", "peer", "principal", "session", "ws")
 
     def __init__(self, connection: int, peer: str | None) -> None:
         self.id = connection
@@ -94,7 +95,6 @@ class _Link:
         self.out: list[bytes] = []
         self.backlog = Backlog()
         self.principal: Principal | None = None
-        self.expires_at: float | None = None  # when its token expires (driver clock)
 
 
 class _LinkHost(SubHost):
@@ -137,6 +137,8 @@ class WebSocketServer(Endpoint):
         self._next = 0
         self._overflowed: set[int] = set()  # connections past max_buffer_bytes, to drop
         self._congested: set[int] = set()  # connections over high water (no scan per pump)
+        self._expiries = Deadlines()  # when each connection's token expires (driver clock)
+        self._per_peer: Counter[str | None] = Counter()  # open connections of each peer
         self.gate: AuthGate[tuple[int, wsevents.Request]] | None = None
         """The bearer check of upgrade requests (``None``: the app has no ``auth``)."""
         if app.auth is not None:
@@ -149,11 +151,12 @@ class WebSocketServer(Endpoint):
         once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
         self._next += 1
         config = self.config
-        mine = 0 if peer is None else sum(1 for link in self._links.values() if link.peer == peer)
+        mine = 0 if peer is None else self._per_peer[peer]
         if len(self._links) >= config.max_connections or mine >= config.max_connections_per_peer:
             self._actions.append(CloseConnection(connection=self._next))
             return self._next
         self._links[self._next] = _Link(self._next, peer)
+        self._per_peer[peer] += 1
         return self._next
 
     def receive_data(self, connection: int, data: bytes, now: float) -> None:
@@ -222,7 +225,7 @@ class WebSocketServer(Endpoint):
             return AT_ONCE
         flow = self.config.flow
         deadlines = [super().next_deadline(), None if self.gate is None else self.gate.next_deadline(),
-                     *(link.expires_at for link in self._links.values()),
+                     self._expiries.first(),
                      *(self._links[c].backlog.deadline(flow) for c in self._congested)]
         return min((d for d in deadlines if d is not None), default=None)
 
@@ -247,7 +250,7 @@ class WebSocketServer(Endpoint):
                 link = self._links.get(connection)
                 if link is not None:
                     self._reject(link, refusal, now)
-        for link in [lk for lk in self._links.values() if lk.expires_at is not None and lk.expires_at <= now]:
+        for link in [self._links[c] for c in self._expiries.due(now)]:
             self._fail(link, "the access token expired", now, _POLICY)
 
     def close(self, now: float) -> None:
@@ -348,7 +351,7 @@ class WebSocketServer(Endpoint):
         self._send_ws(link, wsevents.AcceptConnection(subprotocol=_SUBPROTOCOL))
         link.principal = principal
         if principal is not None and principal.expires_at is not None:
-            link.expires_at = principal.expires_at - self.wall_offset
+            self._expiries.set(link.id, principal.expires_at - self.wall_offset)
         link.session = ServerSession(self.app, _LinkHost(self, link))
 
     def _reject(self, link: _Link, refusal: Refusal, now: float) -> None:
@@ -385,6 +388,10 @@ class WebSocketServer(Endpoint):
         if self._links.pop(link.id, None) is None:
             return
         self._congested.discard(link.id)
+        self._expiries.set(link.id, None)
+        self._per_peer[link.peer] -= 1
+        if not self._per_peer[link.peer]:
+            del self._per_peer[link.peer]
         if self.gate is not None and link.session is None:  # perhaps waiting for its token's verdict
             self.gate.discard(lambda held: held[0] == link.id)
         if link.session is not None:
