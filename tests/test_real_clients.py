@@ -44,7 +44,8 @@ def node(*args: str, cwd: Path | None = None) -> str:
     return done.stdout.decode()
 
 
-EXPECTED = {"server": "served-by-every-driver", "tools": ["add", "ask", "progress"], "sum": "42",
+EXPECTED = {"server": "served-by-every-driver",
+            "tools": ["add", "ask", "progress", "give_up", "give_up_at_once"], "sum": "42",
             "resource": "hello, resource", "prompt": "Hello, Ada!"}
 
 
@@ -71,6 +72,6 @@ def inspector(*args: str) -> object:
 def test_inspector_cli_lists_and_calls_tools(transport: str, http_url: str) -> None:
     target = [*SERVE] if transport == "stdio" else ["--transport", "http", http_url]
     listed = inspector(*target, "--method", "tools/list")
-    assert [tool["name"] for tool in listed["tools"]] == ["add", "ask", "progress"]  # type: ignore[index]
+    assert [tool["name"] for tool in listed["tools"]] == EXPECTED["tools"]  # type: ignore[index]
     called = inspector(*target, "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3")
     assert called["content"] == [{"type": "text", "text": "5"}]  # type: ignore[index]

@@ -470,7 +470,7 @@ class ServerRunner:
             try:
                 value = await coro
             except BaseException as exc:
-                self._conclude(call, ctx, None, exc)
+                self._conclude(call, ctx, None, exc, task=True)
             else:
                 self._conclude(call, ctx, value, None)
         finally:
@@ -479,18 +479,23 @@ class ServerRunner:
                 telemetry.leave(token)
         self.pump()
 
-    def _conclude(self, call: int, ctx: Context | None, value: object, error: BaseException | None) -> None:
+    def _conclude(self, call: int, ctx: Context | None, value: object, error: BaseException | None, *,
+                  task: bool = False) -> None:
         """Answer ``call`` with what its handler returned, or with its failure (which becomes
-        the response), or ask for input (``InputRequired``); any other ``BaseException``
-        (a cancellation) goes on up."""
+        the response), or ask for input (``InputRequired``). ``KeyboardInterrupt`` and
+        ``SystemExit`` go on up, and so does the cancellation of a ``task`` the runner
+        cancelled (``CallCancelled`` and :meth:`cancel_all` forget its call first). Any
+        other cancellation (one the handler raised itself, an ``asyncio.CancelledError``
+        from a library, say) fails the call like an exception: going on up, it left the
+        client waiting until its timeout, and on anyio it ended the whole server."""
         if error is None:
             self._respond(call, value)
         elif isinstance(error, InputRequired):
             self._input_required(call, ctx)
-        elif isinstance(error, Exception):
-            self._fail(call, error)
-        else:
+        elif isinstance(error, KeyboardInterrupt | SystemExit) or (task and call not in self._tasks):
             raise error
+        else:
+            self._fail(call, error)
 
     async def _verify(self, ticket: int, token: str) -> None:
         """Run the app's token verifier off the loop; give the core its verdict."""

@@ -46,8 +46,19 @@ async def test_every_driver_is_served_by_uvicorn_in_both_eras(driver: Driver, uv
         assert text_of(await client.call_tool("ask", {})) == "hello Ada"
     async with driver.connect_http(uvicorn_url, config=HANDSHAKE, on_elicitation=name_ada) as client:
         assert client.protocol_version == "2025-11-25" and client.session_id
-        assert {tool.name for tool in await client.list_tools()} == {"add", "whoami", "ask", "sleep"}
+        tools = {"add", "whoami", "ask", "sleep", "give_up", "give_up_at_once"}
+        assert {tool.name for tool in await client.list_tools()} == tools
         assert text_of(await client.call_tool("ask", {})) == "hello Ada"
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("tool", ["give_up", "give_up_at_once"])
+async def test_a_handler_raising_a_cancellation_of_its_own_fails_its_call_and_the_app_goes_on(
+        driver: Driver, uvicorn_url: str, tool: str) -> None:
+    async with driver.connect_http(uvicorn_url, config=HANDSHAKE) as client:
+        result = await client.call_tool(tool, {})
+        assert result.is_error and text_of(result) == "CancelledError"
+        assert text_of(await client.call_tool("add", {"a": 1, "b": 2})) == "3.0"
 
 
 @pytest.mark.peer

@@ -54,7 +54,8 @@ def test_stdio_serves_every_feature(server_driver: str, config: ClientConfig) ->
     with connect_stdio(SERVE[0], [*SERVE[1:], "--driver", server_driver], config=config,
                        on_elicitation=name_ada) as client:
         assert client.server_info.name == "served-by-every-driver"
-        assert [tool.name for tool in client.list_tools()] == ["add", "ask", "progress"]
+        assert [tool.name for tool in client.list_tools()] == ["add", "ask", "progress", "give_up",
+                                                               "give_up_at_once"]
         assert text(client.call_tool("add", {"a": 2, "b": 40})) == "42"
         assert text(client.call_tool("ask", {})) == "hello Ada"
         progressed = client.call_tool("progress", {"steps": 2}, on_progress=lambda p, t, m: seen.append(p))
@@ -71,6 +72,15 @@ def test_http_serves_both_eras(http_url: str, config: ClientConfig) -> None:
         assert (client.session_id is None) == (config.protocol == "auto")
         assert text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
         assert text(client.call_tool("ask", {})) == "hello Ada"
+
+
+@pytest.mark.parametrize("tool", ["give_up", "give_up_at_once"])
+def test_a_handler_raising_a_cancellation_of_its_own_fails_its_call_and_the_server_goes_on(
+        http_url: str, tool: str) -> None:
+    with connect_http(http_url, config=HANDSHAKE) as client:
+        result = client.call_tool(tool, {})
+        assert result.is_error and text(result) == "CancelledError"
+        assert text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
 def test_websocket_serves_a_call(server_driver: str) -> None:
@@ -99,7 +109,8 @@ anyio.run(main)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    assert done.stdout.decode().strip() == f"{version} ['add', 'ask', 'progress'] 42"
+    tools = ["add", "ask", "progress", "give_up", "give_up_at_once"]
+    assert done.stdout.decode().strip() == f"{version} {tools} 42"
 
 
 def test_a_client_that_resets_its_connection_leaves_the_server_serving(http_url: str) -> None:

@@ -8,6 +8,7 @@ which in 2026-07-28 is an ``input_required`` round that may come back to another
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 
 import anyio
@@ -44,6 +45,18 @@ async def sleep(seconds: float) -> str:
     """Sleep, then say so."""
     await anyio.sleep(seconds)
     return "slept"
+
+
+@app.tool()
+def give_up() -> str:
+    """Raise a cancellation of its own (in a worker thread)."""
+    raise asyncio.CancelledError
+
+
+@app.tool()
+async def give_up_at_once() -> str:
+    """The same from an ``async def`` that awaits nothing (run inline)."""
+    raise asyncio.CancelledError
 
 
 # ASGI_APP_PUBLIC=1: as deployed behind a public name (no Host allow-list, no allowed origins).

@@ -6,6 +6,8 @@ nothing but their ``Context``'s questions to the client.
 
 from __future__ import annotations
 
+import asyncio
+
 from mcp_sansio import Context, MCPServer
 
 app = MCPServer("served-by-every-driver", version="1.0.0")
@@ -30,6 +32,18 @@ async def progress(ctx: Context, steps: int = 3) -> str:
     for step in range(1, steps + 1):
         ctx.report_progress(step, steps)
     return f"did {steps} steps"
+
+
+@app.tool()
+def give_up() -> str:
+    """Raise a cancellation of its own (no task of its was cancelled)."""
+    raise asyncio.CancelledError
+
+
+@app.tool()
+async def give_up_at_once() -> str:
+    """The same from an ``async def`` that awaits nothing."""
+    raise asyncio.CancelledError
 
 
 app.add_resource("served://hello", text="hello, resource", name="hello", mime_type="text/plain")
