@@ -45,7 +45,7 @@ def node(*args: str, cwd: Path | None = None) -> str:
 
 
 EXPECTED = {"server": "served-by-every-driver",
-            "tools": ["add", "ask", "progress", "give_up", "give_up_at_once"], "sum": "42",
+            "tools": ["add", "ask", "progress", "give_up", "give_up_at_once", "exits"], "sum": "42",
             "resource": "hello, resource", "prompt": "Hello, Ada!"}
 
 

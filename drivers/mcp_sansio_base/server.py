@@ -482,17 +482,18 @@ class ServerRunner:
     def _conclude(self, call: int, ctx: Context | None, value: object, error: BaseException | None, *,
                   task: bool = False) -> None:
         """Answer ``call`` with what its handler returned, or with its failure (which becomes
-        the response), or ask for input (``InputRequired``). ``KeyboardInterrupt`` and
-        ``SystemExit`` go on up, and so does the cancellation of a ``task`` the runner
-        cancelled (``CallCancelled`` and :meth:`cancel_all` forget its call first). Any
-        other cancellation (one the handler raised itself, an ``asyncio.CancelledError``
-        from a library, say) fails the call like an exception: going on up, it left the
-        client waiting until its timeout, and on anyio it ended the whole server."""
+        the response), or ask for input (``InputRequired``). ``KeyboardInterrupt`` goes on
+        up, and so does the cancellation of a ``task`` the runner cancelled
+        (``CallCancelled`` and :meth:`cancel_all` forget its call first). Any other
+        ``BaseException`` (a cancellation the handler raised itself, an
+        ``asyncio.CancelledError`` from a library, a ``SystemExit`` from a command-line
+        library on bad arguments) fails the call like an exception: going on up, it left
+        the client waiting until its timeout, or ended the whole server."""
         if error is None:
             self._respond(call, value)
         elif isinstance(error, InputRequired):
             self._input_required(call, ctx)
-        elif isinstance(error, KeyboardInterrupt | SystemExit) or (task and call not in self._tasks):
+        elif isinstance(error, KeyboardInterrupt) or (task and call not in self._tasks):
             raise error
         else:
             self._fail(call, error)

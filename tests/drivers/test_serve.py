@@ -55,7 +55,7 @@ def test_stdio_serves_every_feature(server_driver: str, config: ClientConfig) ->
                        on_elicitation=name_ada) as client:
         assert client.server_info.name == "served-by-every-driver"
         assert [tool.name for tool in client.list_tools()] == ["add", "ask", "progress", "give_up",
-                                                               "give_up_at_once"]
+                                                               "give_up_at_once", "exits"]
         assert text(client.call_tool("add", {"a": 2, "b": 40})) == "42"
         assert text(client.call_tool("ask", {})) == "hello Ada"
         progressed = client.call_tool("progress", {"steps": 2}, on_progress=lambda p, t, m: seen.append(p))
@@ -74,12 +74,13 @@ def test_http_serves_both_eras(http_url: str, config: ClientConfig) -> None:
         assert text(client.call_tool("ask", {})) == "hello Ada"
 
 
-@pytest.mark.parametrize("tool", ["give_up", "give_up_at_once"])
-def test_a_handler_raising_a_cancellation_of_its_own_fails_its_call_and_the_server_goes_on(
-        http_url: str, tool: str) -> None:
+@pytest.mark.parametrize(("tool", "error"), [
+    ("give_up", "CancelledError"), ("give_up_at_once", "CancelledError"), ("exits", "3")])
+def test_a_handler_raising_a_cancellation_or_an_exit_fails_its_call_and_the_server_goes_on(
+        http_url: str, tool: str, error: str) -> None:
     with connect_http(http_url, config=HANDSHAKE) as client:
         result = client.call_tool(tool, {})
-        assert result.is_error and text(result) == "CancelledError"
+        assert result.is_error and text(result) == error
         assert text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
@@ -109,7 +110,7 @@ anyio.run(main)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    tools = ["add", "ask", "progress", "give_up", "give_up_at_once"]
+    tools = ["add", "ask", "progress", "give_up", "give_up_at_once", "exits"]
     assert done.stdout.decode().strip() == f"{version} {tools} 42"
 
 

@@ -7,6 +7,7 @@ nothing but their ``Context``'s questions to the client.
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from mcp_sansio import Context, MCPServer
 
@@ -44,6 +45,12 @@ def give_up() -> str:
 async def give_up_at_once() -> str:
     """The same from an ``async def`` that awaits nothing."""
     raise asyncio.CancelledError
+
+
+@app.tool()
+def exits() -> str:
+    """Exit, as a command-line library does on bad arguments."""
+    sys.exit(3)
 
 
 app.add_resource("served://hello", text="hello, resource", name="hello", mime_type="text/plain")
