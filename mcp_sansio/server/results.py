@@ -173,7 +173,7 @@ def _contents(uri: str, mime_type: str | None, item: object) -> ResourceContents
 def _builtins(value: object) -> object:
     try:
         return msgspec.to_builtins(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: a cycle, or nested too deep
         raise LocalProtocolError(f"the handler's value cannot be sent as JSON: {exc}") from exc
 
 

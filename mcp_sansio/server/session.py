@@ -293,18 +293,22 @@ class ServerSession:
         """Answer ``call`` for a handler that raised ``error`` (see :meth:`Endpoint.fail`)."""
         rec = self._call(call)
         if isinstance(error, RequestError):
-            return self.respond_error(call, error.code, error.message, error.data, now=now)
+            try:
+                return self.respond_error(call, error.code, error.message, error.data, now=now)
+            except LocalProtocolError:  # its data is no JSON: the error goes without it
+                return self.respond_error(call, error.code, error.message, now=now)
+        text = _text(error)
         if isinstance(error, ClientCapabilityMissing) and rec.info.modern:
             required = {"requiredCapabilities": error.required}
-            return self.respond_error(call, MISSING_CLIENT_CAPABILITY, str(error), required, now=now)
+            return self.respond_error(call, MISSING_CLIENT_CAPABILITY, text, required, now=now)
         if isinstance(error, ToolError):  # meant for the client
-            message = str(error) or type(error).__name__
+            message = text or type(error).__name__
         elif self.app.mask_error_details:
             message = f"Error calling tool {rec.tool.name!r}" if rec.tool is not None else "Internal error"
         elif rec.kind is CallKind.TOOL:
-            message = str(error) or type(error).__name__
+            message = text or type(error).__name__
         else:
-            message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            message = f"{type(error).__name__}: {text}" if text else type(error).__name__
         if rec.kind is not CallKind.TOOL:
             return self.respond_error(call, jsonrpc.INTERNAL_ERROR, message, now=now)
         result = error_tool_result(message)
@@ -659,6 +663,14 @@ class ServerSession:
         """The response for ``result`` in its era (see :func:`.replies.encode_result`)."""
         server_meta = self._server_meta if self.config.server_info_in_results else None
         return replies.encode_result(rid, result, rules, server_meta, cache=cache, result_type=result_type)
+
+
+def _text(error: BaseException) -> str:
+    """``str(error)``, or nothing when its ``__str__`` fails (a handler's exception may)."""
+    try:
+        return str(error)
+    except Exception:
+        return ""
 
 
 def invalid_utf8(data: bytes) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 from pair import StepLoop
 from server_helpers import request, send, server_for, take
 
+from mcp_sansio.errors import RequestError
 from mcp_sansio.events import ConnectionTerminated, MessageDiscarded, NotificationReceived
 from mcp_sansio.server import ClientInitialized, MCPServer, ResourceSubscribed, ServerEvent, ToolError
 from mcp_sansio.server.signature import HandlerSignature
@@ -165,3 +166,52 @@ class _Handlers:
 def test_a_handler_is_read_as_suspending_only_when_its_code_can_yield(
         fn: Callable[..., object], suspends: bool) -> None:
     assert HandlerSignature(fn, name="h").suspends is suspends
+
+
+def _cycle():  # type: ignore[no-untyped-def]  # unannotated: no output schema to derive
+    value: dict[str, object] = {}
+    value["self"] = value
+    return value
+
+
+def _deep():  # type: ignore[no-untyped-def]  # as above
+    value: list[object] = []
+    for _ in range(100_000):
+        value = [value]
+    return value
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def _raise_unprintable() -> str:
+    raise _Unprintable
+
+
+def _raise_with_unsendable_data() -> str:
+    raise RequestError(-32000, "refused", data=object())
+
+
+@pytest.mark.parametrize(("fn", "answer"), [
+    (_cycle, {"isError": True}),  # a cycle: RecursionError while encoding
+    (_deep, {"isError": True}),  # nested too deep
+    (_raise_unprintable, {"isError": True, "content": [{"type": "text", "text": "_Unprintable"}]}),
+    (_raise_with_unsendable_data, {"code": -32000, "message": "refused"}),
+], ids=["cycle", "deep", "unprintable-error", "unsendable-error-data"])
+def test_a_value_or_error_that_cannot_be_sent_fails_the_call_and_the_runner_goes_on(
+        fn: Callable[[], object], answer: dict[str, object]) -> None:
+    app = MCPServer("s")
+    app.add_tool(fn, name="odd")
+    app.add_tool(lambda: "fine", name="fine")
+    server = server_for(app)
+    runner = ServerRunner(server, StepLoop(lambda: 0.0))
+    send(server, request(0, "initialize", INIT), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         request(1, "tools/call", {"name": "odd", "arguments": {}}),
+         request(2, "tools/call", {"name": "fine", "arguments": {}}))
+    runner.pump()
+    answers = {message["id"]: message for message in take(server) if "id" in message}
+    got = answers[1]["result"] if "result" in answers[1] else answers[1]["error"]
+    assert {key: got[key] for key in answer} == answer
+    assert answers[2]["result"]["content"] == [{"type": "text", "text": "fine"}]
