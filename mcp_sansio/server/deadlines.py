@@ -1,4 +1,5 @@
-"""Deadlines of many connections, earliest first, at a cost that does not grow with them.
+"""Deadlines of many connections (or sessions, or tasks), earliest first, at a cost that does
+not grow with them.
 
 A server asks for its next deadline after every input; walking every open connection for
 it made each request cost more as connections grew (3x beside 10,000 idle ones). Here
@@ -12,26 +13,29 @@ live ones, so a churn of short connections leaves nothing behind. Time is passed
 from __future__ import annotations
 
 import heapq
+from typing import Generic, TypeVar
 
 __all__ = ["Deadlines"]
 
+K = TypeVar("K", int, str)
 
-class Deadlines:
-    """A deadline per integer key; :meth:`first` is the earliest, :meth:`due` takes those
-    that passed."""
+
+class Deadlines(Generic[K]):
+    """A deadline per key (a connection's or a session's number, a task's id); :meth:`first`
+    is the earliest, :meth:`due` takes those that passed."""
 
     __slots__ = ("_armed", "_at", "_heap")
 
     def __init__(self) -> None:
-        self._at: dict[int, float] = {}  # key -> its deadline
-        self._armed: dict[int, float] = {}  # key -> its heap entry's time (<= its deadline)
-        self._heap: list[tuple[float, int]] = []
+        self._at: dict[K, float] = {}  # key -> its deadline
+        self._armed: dict[K, float] = {}  # key -> its heap entry's time (<= its deadline)
+        self._heap: list[tuple[float, K]] = []
 
-    def get(self, key: int) -> float | None:
+    def get(self, key: K) -> float | None:
         """``key``'s deadline, if it has one."""
         return self._at.get(key)
 
-    def set(self, key: int, deadline: float | None) -> None:
+    def set(self, key: K, deadline: float | None) -> None:
         """``key``'s deadline is ``deadline`` now (``None``: it has none)."""
         if deadline is None:
             self._at.pop(key, None)
@@ -67,7 +71,7 @@ class Deadlines:
                 return time
         return None
 
-    def due(self, now: float) -> list[int]:
+    def due(self, now: float) -> list[K]:
         """The keys whose deadline is ``now`` or earlier, earliest first; they have none now."""
         keys = []
         while (first := self.first()) is not None and first <= now:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from ..errors import LocalProtocolError
 from ..types import LoggingLevel
 from .context import Ask, AskOutcome
+from .deadlines import Deadlines
 from .events import CallOutcome, ServerEvent
 from .flow import FlowLimits
 from .port import Outlet
@@ -128,7 +129,10 @@ class Endpoint(abc.ABC):
         self.secret = secret
         self._entropy = entropy
         self._next_id = 0
-        self._timed: set[ServerSession] = set()  # sessions that armed a deadline since the last timeout
+        # the sessions that armed a deadline, by id(), with the earliest each had when it did
+        # (a deadline gone since, an answered question, costs one early wake-up)
+        self._timed: dict[int, ServerSession] = {}
+        self._session_deadlines: Deadlines[int] = Deadlines()
         self.wall_offset = wall_offset
         self._events: deque[ServerEvent] = deque()
         self._calls: dict[int, ServerSession] = {}
@@ -166,9 +170,16 @@ class Endpoint(abc.ABC):
         return self._next_ticket
 
     def timed(self, session: ServerSession) -> None:
-        """``session`` armed a deadline: only such sessions are asked for theirs, so the
-        cost of a deadline query follows the sessions that wait, not all there are."""
-        self._timed.add(session)
+        """``session`` armed a deadline: only such sessions are asked for theirs, and only
+        then, so the cost of a deadline query stays the same however many sessions wait."""
+        key = id(session)  # (not reused while the session is kept here)
+        self._timed[key] = session
+        self._session_deadlines.set(key, session.next_deadline())
+
+    def untimed(self, session: ServerSession) -> None:
+        """``session`` ended: its deadlines are no longer watched."""
+        if self._timed.pop(id(session), None) is not None:
+            self._session_deadlines.set(id(session), None)
 
     def new_id(self, kind: str) -> str:
         """A fresh id for a ``kind`` of thing (``session``, ``task``): 192 bits of
@@ -409,19 +420,23 @@ class Endpoint(abc.ABC):
             session.notify_resource_updated(uri)
 
     def next_deadline(self) -> float | None:
-        """The earliest deadline of any session; changes nothing."""
-        deadlines = [d for s in self._timed if (d := s.next_deadline()) is not None]
-        return min(deadlines) if deadlines else None
+        """The earliest deadline of any session (perhaps one it no longer has: a wake-up
+        early); changes nothing."""
+        return self._session_deadlines.first()
 
     def handle_timeout(self, now: float) -> None:
         """Fire every session deadline due at ``now``; forget sessions with none left.
 
         Events: ``AnswerFailed`` (timeout) for questions the client left unanswered.
         """
-        for session in list(self._timed):
+        for key in self._session_deadlines.due(now):
+            session = self._timed[key]
             session.handle_timeout(now)
-            if session.next_deadline() is None:
-                self._timed.discard(session)
+            deadline = session.next_deadline()
+            if deadline is None:
+                del self._timed[key]
+            else:
+                self._session_deadlines.set(key, deadline)
 
     def _owner(self, call: int) -> ServerSession | None:
         session = self._calls.get(call)

@@ -264,7 +264,7 @@ class SessionRouter(ResponseWriter):
         """End ``legacy`` here; ``forget``: in the stores too (else other workers go on
         serving it, and a shared store's TTL ends it)."""
         del self._legacy[legacy.id]
-        self._timed.discard(legacy.session)
+        self.untimed(legacy.session)
         self._peer_sessions[legacy.peer] -= 1
         if not self._peer_sessions[legacy.peer]:
             del self._peer_sessions[legacy.peer]

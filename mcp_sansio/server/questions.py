@@ -14,6 +14,7 @@ import msgspec
 from .. import jsonrpc
 from ..events import ErrorData, FailureReason
 from ..jsonrpc import Envelope
+from .deadlines import Deadlines
 from .events import ANSWER_TYPES, AnswerFailed, AnswerReceived
 
 __all__ = ["Outbound", "Questions", "answer_event"]
@@ -38,12 +39,13 @@ class Questions:
             session number theirs apart).
     """
 
-    __slots__ = ("_next_id", "_outbound", "_tickets")
+    __slots__ = ("_deadlines", "_next_id", "_outbound", "_tickets")
 
     def __init__(self, first_request_id: int) -> None:
         self._next_id = first_request_id
         self._outbound: dict[int, Outbound] = {}
         self._tickets: dict[int, int] = {}  # ticket -> our request id
+        self._deadlines: Deadlines[int] = Deadlines()
 
     def open(self, ticket: int, method: str, call: int, deadline: float) -> int:
         """Record a question ``ticket`` asked for ``call``; its fresh JSON-RPC id."""
@@ -51,6 +53,7 @@ class Questions:
         rid = self._next_id
         self._outbound[rid] = Outbound(ticket=ticket, method=method, call=call, deadline=deadline)
         self._tickets[ticket] = rid
+        self._deadlines.set(rid, deadline)
         return rid
 
     def get(self, rid: int) -> Outbound:
@@ -61,6 +64,7 @@ class Questions:
         """Forget the question ``rid`` (which must be in flight); what it was."""
         out = self._outbound.pop(rid)
         self._tickets.pop(out.ticket, None)
+        self._deadlines.set(rid, None)
         return out
 
     def answered(self, rid: object) -> Outbound | None:
@@ -77,12 +81,12 @@ class Questions:
         return list(self._outbound)
 
     def due(self, now: float) -> list[int]:
-        """The questions whose deadline is at or before ``now``."""
-        return [rid for rid, out in self._outbound.items() if out.deadline <= now]
+        """The questions whose deadline is at or before ``now`` (the caller closes them)."""
+        return self._deadlines.due(now)
 
-    def deadlines(self) -> list[float]:
-        """The deadline of every question in flight."""
-        return [out.deadline for out in self._outbound.values()]
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a question in flight."""
+        return self._deadlines.first()
 
 
 def answer_event(out: Outbound, env: Envelope) -> AnswerReceived | AnswerFailed:

@@ -37,6 +37,7 @@ from . import methods, replies, tasks
 from .authz import Principal
 from .calls import Call, CallKind
 from .context import Answered, AnswerPending, Ask, AskOutcome, ClientCapabilityMissing, Deferred, ToolError
+from .deadlines import Deadlines
 from .events import (
     AnswerFailed,
     CallCancelled,
@@ -100,6 +101,7 @@ class ServerSession:
         self._listens: dict[tuple[int | None, RequestId], methods.Listen] = {}
         self._calls: dict[int, Call] = {}
         self._tasks: dict[str, tasks.TaskRecord] = {}
+        self._task_expiries: Deadlines[str] = Deadlines()
         self._task_store: TaskStore | None = None
         self._by_key: dict[tuple[int | None, RequestId], int] = {}
         self._channel_ids = channel_ids
@@ -141,10 +143,12 @@ class ServerSession:
     def add_task(self, task: TaskRecord) -> None:
         """``task`` lives in this session now."""
         self._tasks[task.task_id] = task
+        self._task_expiries.set(task.task_id, task.expires_at)
 
     def drop_task(self, task_id: str) -> None:
         """Forget the task ``task_id``."""
         del self._tasks[task_id]
+        self._task_expiries.set(task_id, None)
 
     # ---------------------------------------------------------------- input
 
@@ -225,6 +229,7 @@ class ServerSession:
             self._fail_outbound(rid, FailureReason.CONNECTION_LOST, message)
         self._listens.clear()
         self._tasks.clear()  # they lived in this connection
+        self._task_expiries = Deadlines()
         self.handshake.advance(Trigger.CLOSE)
         self.host.emit(ConnectionTerminated(reason=FailureReason.CONNECTION_LOST, message=message,
                                             session_id=self.handshake.session_id))
@@ -242,9 +247,8 @@ class ServerSession:
 
     def next_deadline(self) -> float | None:
         """When the first question to the client times out, or a task expires; changes nothing."""
-        deadlines = self._questions.deadlines()
-        deadlines += [task.expires_at for task in self._tasks.values()]
-        return min(deadlines) if deadlines else None
+        question, task = self._questions.next_deadline(), self._task_expiries.first()
+        return question if task is None else task if question is None else min(question, task)
 
     # ---------------------------------------------------------------- answers from the driver
 
