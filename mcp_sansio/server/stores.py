@@ -290,7 +290,9 @@ class MemoryEventStore:
         self._next[session_id] = seq
         last = self._last
         last[key] = seq
-        events = self._events.setdefault(session_id, deque())
+        events = self._events.get(session_id)
+        if events is None:
+            events = self._events[session_id] = deque()
         events.append((stream, seq, data, final))
         size = self._sizes.get(session_id, 0) + len(data)
         while len(events) > self._max or (size > self._max_bytes and len(events) > 1):
