@@ -67,6 +67,7 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
                 await out.flush()
         finally:
             runner.cancel_all()
+            primitives.stop_handlers()
             group.cancel_scope.cancel()
             for fd, was in zip((fd_in, fd_out), blocking, strict=True):
                 with contextlib.suppress(OSError):
@@ -193,7 +194,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         done.cancel()
 
     async with anyio.create_task_group() as group:
-        runner = ServerRunner(endpoint, AnyioPrimitives(group, write, handler_threads), on_event)
+        primitives = AnyioPrimitives(group, write, handler_threads)
+        runner = ServerRunner(endpoint, primitives, on_event)
         if isinstance(endpoint, HttpServer):
             group.start_soon(relay_anyio, endpoint, runner)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
@@ -205,6 +207,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             endpoint.close(anyio.current_time())
             runner.pump()
             runner.cancel_all()
+            primitives.stop_handlers()
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
             group.cancel_scope.cancel()

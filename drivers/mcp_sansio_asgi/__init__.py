@@ -205,6 +205,7 @@ class AsgiApp:
             server.close(self._clock())
             self._runner.pump()
             self._runner.cancel_all()
+            primitives.stop_handlers()  # (the loop's own pool, under asyncio, stops in close)
             if isinstance(primitives, _LoopPrimitives):
                 await primitives.close()
             group.cancel_scope.cancel()

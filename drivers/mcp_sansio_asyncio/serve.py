@@ -8,7 +8,6 @@ every protocol decision is the core's.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
@@ -41,20 +40,12 @@ class _Primitives(LoopParts):
                  threads: int | None = None) -> None:
         super().__init__(loop, DEFAULT_HANDLER_THREADS if threads is None else threads)
         self.write = write
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="mcp-handler")
-        return self._loop.run_in_executor(self._pool, fn)
 
     def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
         self._loop.call_soon_threadsafe(callback)
 
     def close(self) -> None:
-        """Stop the pool (threads still running finish on their own)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the handler pool (threads still running finish on their own)."""
         self._stop_handlers()
 
     def future(self) -> FutureLike[msgspec.Struct]:

@@ -151,14 +151,9 @@ class Primitives(Protocol):
         """How many worker threads run plain ``def`` handlers (0: they run inline)."""
         ...
 
-    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
-        """Run ``fn`` in a worker thread (at most ``threads`` at once); its value."""
-        ...
-
     @property
-    def handler_pool(self) -> HandlerPool | None:
-        """Where plain ``def`` handlers run with no task per call, or ``None``: in
-        :meth:`to_thread`, awaited by a task."""
+    def handler_pool(self) -> HandlerPool:
+        """Where plain ``def`` handlers run (when ``threads``), with no task per call."""
         ...
 
     def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
@@ -397,13 +392,8 @@ class ServerRunner:
         telemetry = self.telemetry
         if not handler.is_async and self._p.threads:
             work = functools.partial(handler.fn, **kwargs)
-            self._threaded += 1
-            pool = self._p.handler_pool
-            if pool is not None:  # no task: one queue put, one wake-up of the loop
-                self._submit(pool, call, work, ctx, None if telemetry is None else event)
-                return
-            self._tasks[call] = self._p.spawn(self._run_threaded(call, work, ctx,
-                                                                 None if telemetry is None else event))
+            self._threaded += 1  # no task: one queue put, one wake-up of the loop
+            self._submit(self._p.handler_pool, call, work, ctx, None if telemetry is None else event)
             return
         if not handler.suspends:  # a plain def, or an async def that never awaits: inline
             token = None if telemetry is None else telemetry.enter(telemetry.start(event))
@@ -426,8 +416,8 @@ class ServerRunner:
 
     def _submit(self, pool: HandlerPool, call: int, work: Callable[[], object], ctx: Context | None,
                 traced: HandlerCallReceived | None) -> None:
-        """Run ``work`` in ``pool``; its outcome concludes ``call`` on the loop, as
-        :meth:`_run_threaded` would, without a task awaiting it."""
+        """Run ``work`` in ``pool``; its outcome concludes ``call`` on the loop, without a
+        task awaiting it."""
         telemetry = self.telemetry
         token = None if traced is None or telemetry is None else telemetry.enter(telemetry.start(traced))
         try:  # the job copies the context here: the span is current in the worker
@@ -450,14 +440,6 @@ class ServerRunner:
         finally:
             if token is not None and telemetry is not None:
                 telemetry.leave(token)
-
-    async def _run_threaded(self, call: int, work: Callable[[], object], ctx: Context | None,
-                            traced: HandlerCallReceived | None) -> None:
-        try:
-            await self._run(call, lambda: self._p.to_thread(work), {}, ctx, traced)
-        finally:
-            self._threaded -= 1
-            self._maybe_settled()
 
     async def _run(self, call: int, fn: Callable[..., object], kwargs: dict[str, Any],
                    ctx: Context | None, traced: HandlerCallReceived | None = None) -> None:

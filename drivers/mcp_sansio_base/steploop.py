@@ -7,17 +7,18 @@ goes on when that future is resolved. A handler that awaits anything else (``asy
 an HTTP client) belongs on an event loop: it fails with a ``RuntimeError`` that says so,
 and the runner answers its call with that error.
 
-With ``threads`` > 0 plain ``def`` handlers run in a pool of that many worker threads;
+With ``threads`` > 0 plain ``def`` handlers run in a :class:`HandlerPool` of that many threads;
 what they hand back to the loop (their value, a ``Context`` call) waits in a thread-safe
 queue, and ``wake`` (set by the driver) interrupts its wait for I/O.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar, cast
+
+from .handler_pool import HandlerPool
 
 __all__ = ["StepCancelled", "StepFuture", "StepLoop", "StepTask"]
 
@@ -123,31 +124,15 @@ class StepLoop:
         self.wake: Callable[[], None] = lambda: None
         """Interrupts the driver's wait (called from worker threads)."""
         self._incoming: deque[Callable[[], None]] = deque()  # appends and pops are thread-safe
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: HandlerPool | None = None
 
     @property
-    def handler_pool(self) -> None:
-        """None: plain ``def`` handlers run through :meth:`to_thread`."""
-        return None
-
-    def to_thread(self, fn: Callable[[], object]) -> Awaitable[object]:
-        """Run ``fn`` in the pool; a future the loop resolves with its value."""
+    def handler_pool(self) -> HandlerPool:
+        """Where plain ``def`` handlers run (made on first use): their outcomes come back
+        through :meth:`call_soon_threadsafe`."""
         if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="mcp-handler")
-        future = StepFuture()
-
-        def done(ran: concurrent.futures.Future[object]) -> None:
-            if ran.cancelled():  # the loop is closing
-                return
-            error = ran.exception()
-            if error is not None:
-                self.call_soon_threadsafe(lambda: future.set_exception(error))
-            else:
-                value = ran.result()
-                self.call_soon_threadsafe(lambda: future.set_result(value))
-
-        self._pool.submit(fn).add_done_callback(done)
-        return future
+            self._pool = HandlerPool(self.threads, self.call_soon_threadsafe)
+        return self._pool
 
     def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the loop's thread at its next :meth:`run_ready`."""
@@ -157,7 +142,7 @@ class StepLoop:
     def close(self) -> None:
         """Stop the pool (threads still running finish on their own)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.close()
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> StepTask:
         task = StepTask(self, coro)

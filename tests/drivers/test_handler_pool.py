@@ -1,5 +1,5 @@
-"""The asyncio server's pool for plain ``def`` handlers: outcomes on the loop, a bound on
-threads, no stall while under it, cancellation, the caller's context."""
+"""The servers' pool for plain ``def`` handlers: outcomes on the loop (asyncio's, and under anyio
+trio's too), a bound on threads, no stall while under it, cancellation, the caller's context."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import asyncio
 import contextvars
 import threading
 
+import anyio
 import pytest
 
+from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.handler_pool import HandlerPool
 
 DEADLINE = 10.0
@@ -134,3 +136,32 @@ def test_closing_ends_the_idle_workers_and_refuses_new_jobs() -> None:
             pool.submit(lambda: None, lambda value, error: None)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_anyio_a_job_comes_back_on_the_loop_where_anyio_knows_its_backend(backend: str) -> None:
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            primitives = AnyioPrimitives(group, lambda: None, 2)
+            pool = primitives.handler_pool
+            assert pool is not None
+            done = anyio.Event()
+            seen: list[object] = []
+
+            def complete(value: object, error: BaseException | None) -> None:
+                # anyio's calls need to know their backend: the runner's pump makes some here
+                seen.extend([value, error, threading.get_ident(), anyio.current_time() > 0])
+                anyio.Event().set()
+                done.set()
+
+            try:
+                pool.submit(lambda: threading.current_thread().name, complete)
+                with anyio.fail_after(DEADLINE):
+                    await done.wait()
+            finally:
+                primitives.stop_handlers()
+        name, error, on, timed = seen
+        assert str(name).startswith("mcp-handler_") and error is None
+        assert on == threading.get_ident() and timed
+
+    anyio.run(main, backend=backend)
