@@ -45,23 +45,12 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         primitives = AnyioPrimitives(group, out.write, handler_threads)
         runner = ServerRunner(endpoint, primitives, on_event)
         out.taken = runner.wake
+        reading = anyio.CancelScope()
+        runner.on_terminated = reading.cancel  # input ended, or the session was abandoned
         try:
             os.set_blocking(fd_in, False)
-            while True:
-                try:
-                    data = os.read(fd_in, _READ)
-                except BlockingIOError:
-                    await anyio.wait_readable(fd_in)
-                    continue
-                except OSError:
-                    data = b""
-                if not data:
-                    await runner.settled()  # a plain def in flight, or a held result: answered as if inline
-                endpoint.receive_data(data, anyio.current_time())
-                runner.pump()
-                if not data:
-                    break
-                await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
+            with reading:
+                await _read(fd_in, endpoint, runner)
             await primitives.drain()
             if not endpoint.abandoned:  # a client that does not read would never take it
                 await out.flush()
@@ -71,6 +60,25 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
             for fd, was in zip((fd_in, fd_out), blocking, strict=True):
                 with contextlib.suppress(OSError):
                     os.set_blocking(fd, was)
+
+
+async def _read(fd_in: int, endpoint: StdioServer, runner: ServerRunner) -> None:
+    """Feed stdin to ``endpoint`` until it ends."""
+    while True:
+        try:
+            data = os.read(fd_in, _READ)
+        except BlockingIOError:
+            await anyio.wait_readable(fd_in)
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            await runner.settled()  # a plain def in flight, or a held result: answered as if inline
+        endpoint.receive_data(data, anyio.current_time())
+        runner.pump()
+        if not data:
+            return
+        await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
 
 
 class _FdWriter(FdOutput):

@@ -86,8 +86,14 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         if not done.done():
             done.set_result(None)
 
+    def ended() -> None:  # input ended, or the session was abandoned (input may never end)
+        if not done.done():
+            done.set_result(None)
+
+    runner.on_terminated = ended
+
     def readable() -> None:
-        if ending:
+        if ending or done.done():
             return
         try:
             data = os.read(fd_in, _READ)

@@ -48,9 +48,11 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
             watched = True
         out.selector = selector
         try:
-            while True:
+            while not runner.terminated:  # (the session was abandoned: its input may never end)
                 events = _wait(selector, loop, None, None if watched else time.monotonic())
                 _written(events, out, runner)
+                if runner.terminated:
+                    break
                 if watched and not any(key is _IN for key, _ in events):
                     continue  # woken by a worker thread, a timer, or a writable stdout
                 try:

@@ -474,6 +474,29 @@ def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: st
 
 
 @pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_a_stdio_server_whose_client_stopped_reading_exits_with_stdin_still_open(driver: str) -> None:
+    # The stall ended the session: nothing more can be answered, so the server does not
+    # go on reading and dropping stdin until a client that may never close it does.
+    proc = subprocess.Popen([sys.executable, FLOOD, driver, "stdio"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        for message in [INITIALIZED, _flood_call(True, {})]:
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        assert proc.stderr.readline().strip() == b"flood cancelled"
+        assert proc.wait(timeout=PATIENCE) == 0  # stdin is still open, stdout never read
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
 def test_pipelined_results_larger_than_the_output_bound_all_reach_a_client_that_reads(driver: str) -> None:
     # Six 1 MiB results asked for at once, then stdin ends: the finished results wait for
     # the client to read (never counted as a client that does not) and none is lost at EOF.
