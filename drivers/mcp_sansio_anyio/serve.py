@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Callable
 from typing import Final
 
@@ -26,7 +27,7 @@ from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import ACCEPT_RETRY_SECONDS, LINGER_SECONDS, accept_ready, listen, peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -146,6 +147,26 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 # ends after the linger whatever its writer waits for
                 conn.scope.deadline = min(conn.scope.deadline, anyio.current_time() + LINGER_SECONDS)
 
+    async def accept(listener: socket.socket) -> None:
+        """Accept what waits on ``listener`` in batches, one task for each live connection."""
+        while True:
+            await anyio.wait_readable(listener)
+            try:
+                accepted = accept_ready(listener)
+            except OSError:  # out of descriptors: accept again later
+                await anyio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            for sock, _ in accepted:
+                group.start_soon(adopt, sock)
+
+    async def adopt(sock: socket.socket) -> None:
+        try:
+            stream = await anyio.abc.SocketStream.from_socket(sock)
+        except (OSError, ValueError):  # the client left meanwhile
+            sock.close()
+            return
+        await serve(stream)
+
     async def serve(stream: anyio.abc.SocketStream) -> None:
         peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
         conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
@@ -204,17 +225,20 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         runner = ServerRunner(endpoint, AnyioPrimitives(group, write, handler_threads), on_event)
         if isinstance(endpoint, HttpServer):
             group.start_soon(relay_anyio, endpoint, runner)
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        listeners = listen(host, port)
         if ready is not None:
-            ready(listener.extra(anyio.abc.SocketAttribute.local_port))
+            ready(listeners[0].getsockname()[1])
         try:
-            await listener.serve(serve, task_group=group)
+            async with anyio.create_task_group() as accepting:
+                for listener in listeners:
+                    accepting.start_soon(accept, listener)
         finally:
             endpoint.close(anyio.current_time())
             runner.pump()
             runner.cancel_all()
-            with anyio.CancelScope(shield=True):
-                await listener.aclose()
+            for listener in listeners:
+                anyio.notify_closing(listener)
+                listener.close()
             group.cancel_scope.cancel()
 
 

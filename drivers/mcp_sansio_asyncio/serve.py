@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -25,7 +26,13 @@ from mcp_sansio_base.asyncio_loop import LoopParts
 from mcp_sansio_base.fdout import FdOutput
 from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, FutureLike, ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import (
+    ACCEPT_RETRY_SECONDS,
+    LINGER_SECONDS,
+    accept_ready,
+    listen,
+    peer_host,
+)
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -207,22 +214,49 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
     def factory() -> asyncio.Protocol:
         return _ConnectionProtocol(endpoint, runner, links, loop)
 
-    server = await loop.create_server(factory, host, port)
+    adopting: set[asyncio.Task[None]] = set()
+
+    def accept(listener: socket.socket) -> None:
+        try:
+            accepted = accept_ready(listener)
+        except OSError:  # out of descriptors: accept again later
+            loop.remove_reader(listener)
+            loop.call_later(ACCEPT_RETRY_SECONDS, loop.add_reader, listener, accept, listener)
+            return
+        for sock, _ in accepted:
+            task = loop.create_task(_adopt(loop, factory, sock))
+            adopting.add(task)
+            task.add_done_callback(adopting.discard)
+
+    listeners = listen(host, port)
     relay = loop.create_task(relay_asyncio(endpoint, runner)) if isinstance(endpoint, HttpServer) else None
-    if ready is not None:
-        ready(server.sockets[0].getsockname()[1])
     try:
-        await server.serve_forever()
+        for listener in listeners:
+            loop.add_reader(listener, accept, listener)
+        if ready is not None:
+            ready(listeners[0].getsockname()[1])
+        await loop.create_future()  # until cancelled
     finally:
         if relay is not None:
             relay.cancel()
-        server.close()
+        for listener in listeners:
+            loop.remove_reader(listener)
+            listener.close()
+        for task in adopting:
+            task.cancel()
         endpoint.close(loop.time())
         runner.pump()
         runner.cancel_all()
         primitives.close()
         for link in links.values():
             link.transport.close()
+
+
+async def _adopt(loop: asyncio.AbstractEventLoop, factory: Callable[[], asyncio.Protocol],
+                 sock: socket.socket) -> None:
+    """Give an accepted socket its transport and protocol (a client that left meanwhile: none)."""
+    with contextlib.suppress(OSError):
+        await loop.connect_accepted_socket(factory, sock)
 
 
 def _half_close(transport: asyncio.Transport) -> bool:

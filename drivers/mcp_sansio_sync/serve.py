@@ -26,7 +26,7 @@ from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._sync.serve import Serving, Stop
 from mcp_sansio_base.relay import RelayThread
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import ACCEPT_RETRY_SECONDS, LINGER_SECONDS, accept_ready, listen, peer_host
 from mcp_sansio_base.steploop import StepLoop
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -212,6 +212,16 @@ def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
     return events
 
 
+class _Listening:
+    """A listening socket, and when to accept on it again after running out of descriptors."""
+
+    __slots__ = ("paused_until", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.paused_until = math.inf
+
+
 class _Conn:
     __slots__ = ("id", "linger_until", "out", "sock")
 
@@ -294,9 +304,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     loop = StepLoop(time.monotonic, write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
     waker = _Waker(selector, loop).__enter__()
-    listener = socket.create_server((host, port))
-    listener.setblocking(False)
-    selector.register(listener, selectors.EVENT_READ, None)
+    listeners = [_Listening(sock) for sock in listen(host, port)]
+    for listening in listeners:
+        selector.register(listening.sock, selectors.EVENT_READ, listening)
     wake_r, wake_w = socket.socketpair()  # the relay thread's doorbell
     wake_r.setblocking(False)
     wake_w.setblocking(False)
@@ -308,14 +318,20 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
 
     relay = RelayThread(endpoint, runner, ring) if isinstance(endpoint, HttpServer) else None
     if ready is not None:
-        ready(listener.getsockname()[1])
+        ready(listeners[0].sock.getsockname()[1])
     try:
         while stop is None or not stop.is_set():
-            due = min((c.linger_until for c in lingering.values()), default=None)
+            due = min([c.linger_until for c in lingering.values()]
+                      + [li.paused_until for li in listeners if li.paused_until < math.inf], default=None)
             for data, mask in _wait(selector, loop, stop, due):
-                if data is None:
-                    with contextlib.suppress(BlockingIOError):
-                        sock, address = listener.accept()
+                if isinstance(data, _Listening):
+                    try:
+                        accepted = accept_ready(data.sock)
+                    except OSError:  # out of descriptors: accept again later
+                        selector.unregister(data.sock)
+                        data.paused_until = time.monotonic() + ACCEPT_RETRY_SECONDS
+                        accepted = []
+                    for sock, address in accepted:
                         sock.setblocking(False)
                         conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address)), sock)
                         conns[conn.id] = conn
@@ -333,6 +349,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             now = time.monotonic()
             for conn in [c for c in lingering.values() if c.linger_until <= now]:
                 close(conn)
+            for listening in listeners:
+                if listening.paused_until <= now:
+                    listening.paused_until = math.inf
+                    selector.register(listening.sock, selectors.EVENT_READ, listening)
     finally:
         if relay is not None:
             relay.close()
@@ -347,7 +367,8 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         for conn in [*conns.values(), *lingering.values()]:
             conn.sock.close()
         selector.close()
-        listener.close()
+        for listening in listeners:
+            listening.sock.close()
 
 
 SERVING = Serving(time.monotonic, _serve_stdio, _serve_connections)
