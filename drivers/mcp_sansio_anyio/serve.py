@@ -25,9 +25,10 @@ from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.fdout import FdOutput
+from mcp_sansio_base.listening import ACCEPT_RETRY_DELAY, LINGER_SECONDS, Lingering, accept_ready, listen
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import ACCEPT_RETRY_SECONDS, LINGER_SECONDS, accept_ready, listen, peer_host
+from mcp_sansio_base.serving import peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -112,7 +113,7 @@ class _FdWriter(FdOutput):
 class _Conn:
     """One accepted connection: its stream, what waits to be written, whether to close."""
 
-    __slots__ = ("closing", "id", "out", "read_all", "scope", "stream", "wake")
+    __slots__ = ("closing", "id", "linger", "out", "read_all", "scope", "stream", "wake")
 
     def __init__(self, conn: int, stream: anyio.abc.SocketStream) -> None:
         self.id = conn
@@ -120,8 +121,13 @@ class _Conn:
         self.scope = anyio.CancelScope()  # its reader's and writer's: ends it past the linger
         self.out = bytearray()
         self.closing = False  # the core closed it (or it broke): write the rest, then close
+        self.linger = True  # ... after ending our side and reading until the client's end
         self.wake = anyio.Event()
         self.read_all = anyio.Event()  # the client's side ended
+
+    def abort(self) -> None:
+        """End it now, reader and writer (past ``listening.MAX_LINGERING``)."""
+        self.scope.cancel()
 
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
@@ -129,6 +135,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                              ready: Callable[[int], None] | None, handler_threads: int | None) -> None:
     """Accept connections for a connection-oriented transport until cancelled."""
     conns: dict[int, _Conn] = {}
+    lingering = Lingering()
 
     def write() -> None:
         for cid in endpoint.connections_with_data():
@@ -142,10 +149,12 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             if conn is not None:
                 conn.out += endpoint.data_to_send(action.connection)
                 conn.closing = True
+                conn.linger = action.linger
                 conn.wake.set()
                 # a client that does not read never lets its last bytes go: the connection
                 # ends after the linger whatever its writer waits for
                 conn.scope.deadline = min(conn.scope.deadline, anyio.current_time() + LINGER_SECONDS)
+                lingering.add(conn.id, conn.abort)
 
     async def accept(listener: socket.socket) -> None:
         """Accept what waits on ``listener`` in batches, one task for each live connection."""
@@ -154,7 +163,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             try:
                 accepted = accept_ready(listener)
             except OSError:  # out of descriptors: accept again later
-                await anyio.sleep(ACCEPT_RETRY_SECONDS)
+                await anyio.sleep(ACCEPT_RETRY_DELAY)
                 continue
             for sock, _ in accepted:
                 group.start_soon(adopt, sock)
@@ -172,7 +181,16 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
         conns[conn.id] = conn
         runner.pump()
-        async with stream, anyio.create_task_group() as tasks:
+        try:
+            await connection(conn)
+        finally:
+            lingering.discard(conn.id)
+
+    async def connection(conn: _Conn) -> None:
+        async with conn.stream as stream, anyio.create_task_group() as tasks:
+            tasks.cancel_scope.deadline = conn.scope.deadline  # the core may have closed it already
+            if conn.scope.cancel_called:
+                tasks.cancel_scope.cancel()
             conn.scope = tasks.cancel_scope
             tasks.start_soon(writer, conn, tasks.cancel_scope)
             try:
@@ -199,7 +217,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         """Send what the core queued for ``conn``, taking it only once the socket took the
         last (a client that does not read holds only its own writer, and what waits stays
         counted by the core's backpressure); once it is closing, end our side and read what
-        the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
+        the client still sends for up to ``LINGER_SECONDS`` (``listening.LINGER_SECONDS``)."""
         # OSError: trio's send_eof on a socket the client reset (ENOTCONN) is no error of ours.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
@@ -216,9 +234,10 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                     runner.wake()
                 if conn.closing:
                     break
-            await conn.stream.send_eof()
-            with anyio.move_on_after(LINGER_SECONDS):
-                await conn.read_all.wait()
+            if conn.linger:
+                await conn.stream.send_eof()
+                with anyio.move_on_after(LINGER_SECONDS):
+                    await conn.read_all.wait()
         done.cancel()
 
     async with anyio.create_task_group() as group:

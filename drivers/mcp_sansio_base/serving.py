@@ -1,6 +1,6 @@
 """What every driver's ``serve_*`` decides the same way: the server's secret, the transport
-settings a bind address implies (DNS-rebinding protection on loopback), the endpoint, how
-connections are listened for and accepted, and how long a closed connection lingers.
+settings a bind address implies (DNS-rebinding protection on loopback), and the endpoint
+(how they hold their sockets: :mod:`mcp_sansio_base.listening`).
 
 The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in every driver:
 
@@ -36,7 +36,6 @@ alone: while it serves, ``sys.stdout`` and file descriptor 1 go to stderr, so a 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import secrets
@@ -53,9 +52,7 @@ from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio.urls import is_loopback_host
 
-__all__ = ["ACCEPT_RETRY_SECONDS", "LINGER_SECONDS", "LISTEN_BACKLOG", "SECRET_ENV",
-           "SharedStore",
-           "accept_ready", "http_endpoint", "is_loopback", "listen", "open_shared", "peer_host",
+__all__ = ["SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared", "peer_host",
            "protocol_stdout", "server_entropy", "server_secret", "shared_tasks", "stdio_endpoint",
            "websocket_endpoint"]
 
@@ -68,88 +65,6 @@ SECRET_ENV: Final = "MCP_SANSIO_SECRET"
 class SharedStore(SessionStore, EventStore, Protocol):
     """One store holding both sessions and events (as ``RedisStore`` does)."""
 
-LINGER_SECONDS: Final = 2.0
-"""How long a driver keeps reading (and discarding) from a connection the core closed after
-its last bytes (a 400, 413 or 431 page) before it closes the socket: closing with unread
-input makes the kernel send a reset, which can destroy that page before the client reads
-it (the "lingering close" of RFC 9112 section 9.6)."""
-
-
-LISTEN_BACKLOG: Final = 1024
-"""How many connections the kernel holds for a server before it accepts them, on every
-driver (anyio asked for 65,536, asyncio's default is 100). A flood of connections keeps
-this queue full; a client behind them waits until they are accepted, so every driver
-accepts up to this many per wake-up (:func:`accept_ready`) and closes those already gone
-without a task, a transport or a word to the core."""
-
-
-def listen(host: str, port: int) -> list[socket.socket]:
-    """Non-blocking listening sockets on every address ``host`` names (one port for all:
-    with port 0 the first one's), each with a backlog of :data:`LISTEN_BACKLOG`.
-
-    Raises:
-        OSError: an address could not be resolved or bound (nothing is left open).
-    """
-    found = sorted({(info[0], info[4]) for info in socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)})
-    sockets: list[socket.socket] = []
-    try:
-        for family, address in found:
-            sock = socket.create_server((address[0], port, *address[2:]), family=family,
-                                        backlog=LISTEN_BACKLOG)
-            sockets.append(sock)
-            sock.setblocking(False)
-            port = sock.getsockname()[1]
-    except BaseException:
-        for sock in sockets:
-            sock.close()
-        raise
-    return sockets
-
-
-_OUT_OF_RESOURCES: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-
-
-def accept_ready(listener: socket.socket) -> list[tuple[socket.socket, object]]:
-    """The connections waiting on ``listener`` (up to :data:`LISTEN_BACKLOG`), with their
-    peer addresses. Those whose client is already gone (it closed or reset without sending
-    a byte: a connect-and-close flood) are closed here at once: there is nothing to answer.
-
-    Raises:
-        OSError: the process is out of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
-            ENOMEM) and nothing was accepted: the driver waits ``ACCEPT_RETRY_SECONDS``
-            before it accepts again (the listener stays readable meanwhile).
-    """
-    accepted: list[tuple[socket.socket, object]] = []
-    for _ in range(LISTEN_BACKLOG):
-        try:
-            sock, address = listener.accept()
-        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-            break
-        except OSError as exc:
-            if exc.errno in _OUT_OF_RESOURCES and not accepted:
-                raise
-            break
-        if _gone(sock):
-            sock.close()
-        else:
-            accepted.append((sock, address))
-    return accepted
-
-
-ACCEPT_RETRY_SECONDS: Final = 1.0
-"""How long a driver waits to accept again when :func:`accept_ready` found the process out
-of descriptors (as asyncio's own server does)."""
-
-
-def _gone(sock: socket.socket) -> bool:
-    """Whether the client of a just-accepted connection already left without a byte."""
-    try:
-        return not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:  # reset, or no longer connected
-        return True
 
 
 def server_secret(secret: bytes | None) -> bytes:

@@ -11,6 +11,7 @@ at Ctrl-C; sockets and file descriptors are closed on the way out either way.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import selectors
@@ -24,9 +25,10 @@ from mcp_sansio.server import StdioServer
 from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._sync.serve import Serving, Stop
+from mcp_sansio_base.listening import ACCEPT_RETRY_DELAY, LINGER_SECONDS, Lingering, accept_ready, listen
 from mcp_sansio_base.relay import RelayThread
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import ACCEPT_RETRY_SECONDS, LINGER_SECONDS, accept_ready, listen, peer_host
+from mcp_sansio_base.serving import peer_host
 from mcp_sansio_base.steploop import StepLoop
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -223,13 +225,14 @@ class _Listening:
 
 
 class _Conn:
-    __slots__ = ("id", "linger_until", "out", "sock")
+    __slots__ = ("id", "linger", "linger_until", "out", "sock")
 
     def __init__(self, conn: int, sock: socket.socket) -> None:
         self.id = conn
         self.sock = sock
         self.out = bytearray()
-        self.linger_until = math.inf  # finite once the core closed it: write the rest, drain, close
+        self.linger_until = math.inf  # finite once the core closed it: write the rest, (drain,) close
+        self.linger = True  # drain: end our side and read until the client's end first
 
 
 def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
@@ -238,6 +241,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     """Accept connections for a connection-oriented transport until ``stop``."""
     conns: dict[int, _Conn] = {}
     lingering: dict[int, _Conn] = {}
+    held = Lingering()  # the same connections: at most MAX_LINGERING of them
     selector = selectors.DefaultSelector()
 
     def watch(conn: _Conn) -> None:
@@ -254,6 +258,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             return
         del conn.out[:sent]
         if conn.linger_until < math.inf and not conn.out:
+            if not conn.linger:
+                close(conn)
+                return
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_WR)  # the client sees the end, then closes
         watch(conn)
@@ -262,6 +269,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         if conns.pop(conn.id, None) is not None:
             endpoint.connection_lost(conn.id, time.monotonic())
         lingering.pop(conn.id, None)
+        held.discard(conn.id)
         with contextlib.suppress(KeyError, ValueError):
             selector.unregister(conn.sock)
         conn.sock.close()
@@ -281,7 +289,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             if conn is not None:
                 conn.out += endpoint.data_to_send(action.connection)
                 conn.linger_until = time.monotonic() + LINGER_SECONDS
+                conn.linger = action.linger
                 lingering[conn.id] = conn
+                held.add(conn.id, functools.partial(close, conn))
                 flush(conn)
 
     def readable(conn: _Conn) -> None:
@@ -329,7 +339,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
                         accepted = accept_ready(data.sock)
                     except OSError:  # out of descriptors: accept again later
                         selector.unregister(data.sock)
-                        data.paused_until = time.monotonic() + ACCEPT_RETRY_SECONDS
+                        data.paused_until = time.monotonic() + ACCEPT_RETRY_DELAY
                         accepted = []
                     for sock, address in accepted:
                         sock.setblocking(False)

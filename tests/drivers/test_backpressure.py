@@ -26,6 +26,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
 from mcp_sansio import ClientConfig
+from mcp_sansio_base.listening import MAX_LINGERING
 from mcp_sansio_sync import connect_http
 
 FLOOD = str(Path(__file__).parent.parent / "servers" / "flood_server.py")
@@ -33,6 +34,7 @@ DRIVERS = ["asyncio", "anyio", "trio", "sync", "asgi"]
 MEGABYTES = 200
 BOUND_KB = 64 * 1024  # what the flood may add to the server's peak memory (it asks for 200 MB)
 PATIENCE = 90.0
+CHURN = 1000
 STATELESS: dict[str, object] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
              "io.modelcontextprotocol/clientCapabilities": {}}
 HANDSHAKE = ClientConfig(protocol="2025-11-25")
@@ -182,6 +184,40 @@ def test_clients_that_reset_their_connections_do_not_bring_the_server_down(
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close: RST
     with connect_http(flood_server[1]) as client:
         assert _text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])  # (uvicorn owns its sockets)
+def test_a_churn_of_refused_clients_that_never_close_holds_boundedly_many_descriptors(driver: str) -> None:
+    # Each gets a 400 and a lingering close (it might still be sending), then never ends its
+    # side: lingering, they no longer count against max_connections, so they are bounded
+    # on their own (before, each held a descriptor for LINGER_SECONDS: all 1,000 at once).
+    port = free_port()
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], None, port, "/mcp") as url, \
+            connect_http(url) as other, contextlib.ExitStack() as stack:
+        before = _status(other)["fds"]
+        for _ in range(CHURN):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(b"NOT HTTP\r\n\r\n")
+            assert sock.recv(12) == b"HTTP/1.1 400"  # and the server closes it
+        after = _status(other)["fds"]
+    assert after - before <= MAX_LINGERING, (before, after)
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+def test_a_connection_closed_after_the_last_request_its_client_announced_does_not_linger(driver: str) -> None:
+    # "Connection: close", answered: the client sends no more, so no reset can destroy the
+    # answer and the server closes at once (before, it lingered for LINGER_SECONDS).
+    port = free_port()
+    last = f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], None, port, "/mcp") as url, \
+            connect_http(url) as other, contextlib.ExitStack() as stack:
+        before = _status(other)["fds"]
+        for _ in range(MAX_LINGERING // 2):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(last)
+            assert sock.recv(9) == b"HTTP/1.1 "
+        after = _status(other)["fds"]
+    assert after - before <= 8, (before, after)  # (one or two may not be closed yet)
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
