@@ -192,6 +192,28 @@ def test_a_connect_and_close_flood_locks_no_client_out(loopback_port: int) -> No
     assert max(waits) < 15.0, waits
 
 
+# ``mcp-sansio serve`` with at most 64 descriptors: a few dozen idle connections exhaust them.
+FEW_DESCRIPTORS = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
+                   "sys.argv[0] = 'mcp-sansio'; runpy.run_module('mcp_sansio_cli', run_name='__main__')")
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+def test_a_server_out_of_descriptors_waits_and_serves_again(driver: str) -> None:
+    # Accepting fails with EMFILE while the flood holds every descriptor; the server waits
+    # (listening.ACCEPT_RETRY_DELAY) and accepts again once they are freed (before, the anyio
+    # and blocking servers died of it).
+    port = free_port()
+    args = ["-c", FEW_DESCRIPTORS, "serve", APP, "--driver", driver, "--http", str(port)]
+    with running_http_server(sys.executable, args, None, port, "/mcp"), ExitStack() as flood:
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                flood.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
+        time.sleep(0.5)  # (the server met EMFILE meanwhile)
+        flood.close()
+        victim = Client(port)
+        assert victim.ping(victim.open_session()) == 200
+
+
 def test_the_cli_warns_when_a_public_bind_lets_no_web_page_in() -> None:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "mcp_sansio_cli", "serve", APP, "--http", str(port),
