@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import Callable
 from typing import Final
 
@@ -24,9 +25,10 @@ from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.anyio_runtime import AnyioPrimitives
 from mcp_sansio_base.fdout import FdOutput
+from mcp_sansio_base.listening import ACCEPT_RETRY_DELAY, LINGER_SECONDS, Lingering, accept_ready, listen
 from mcp_sansio_base.relay import relay_anyio
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -45,23 +47,12 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         primitives = AnyioPrimitives(group, out.write, handler_threads)
         runner = ServerRunner(endpoint, primitives, on_event)
         out.taken = runner.wake
+        reading = anyio.CancelScope()
+        runner.on_terminated = reading.cancel  # input ended, or the session was abandoned
         try:
             os.set_blocking(fd_in, False)
-            while True:
-                try:
-                    data = os.read(fd_in, _READ)
-                except BlockingIOError:
-                    await anyio.wait_readable(fd_in)
-                    continue
-                except OSError:
-                    data = b""
-                if not data:
-                    await runner.settled()  # a plain def in flight, or a held result: answered as if inline
-                endpoint.receive_data(data, anyio.current_time())
-                runner.pump()
-                if not data:
-                    break
-                await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
+            with reading:
+                await _read(fd_in, endpoint, runner)
             await primitives.drain()
             if not endpoint.abandoned:  # a client that does not read would never take it
                 await out.flush()
@@ -72,6 +63,25 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
             for fd, was in zip((fd_in, fd_out), blocking, strict=True):
                 with contextlib.suppress(OSError):
                     os.set_blocking(fd, was)
+
+
+async def _read(fd_in: int, endpoint: StdioServer, runner: ServerRunner) -> None:
+    """Feed stdin to ``endpoint`` until it ends."""
+    while True:
+        try:
+            data = os.read(fd_in, _READ)
+        except BlockingIOError:
+            await anyio.wait_readable(fd_in)
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            await runner.settled()  # a plain def in flight, or a held result: answered as if inline
+        endpoint.receive_data(data, anyio.current_time())
+        runner.pump()
+        if not data:
+            return
+        await anyio.lowlevel.checkpoint()  # a regular file never blocks: let the handlers run
 
 
 class _FdWriter(FdOutput):
@@ -104,7 +114,7 @@ class _FdWriter(FdOutput):
 class _Conn:
     """One accepted connection: its stream, what waits to be written, whether to close."""
 
-    __slots__ = ("closing", "id", "out", "read_all", "scope", "stream", "wake")
+    __slots__ = ("closing", "id", "linger", "out", "read_all", "scope", "stream", "wake")
 
     def __init__(self, conn: int, stream: anyio.abc.SocketStream) -> None:
         self.id = conn
@@ -112,8 +122,13 @@ class _Conn:
         self.scope = anyio.CancelScope()  # its reader's and writer's: ends it past the linger
         self.out = bytearray()
         self.closing = False  # the core closed it (or it broke): write the rest, then close
+        self.linger = True  # ... after ending our side and reading until the client's end
         self.wake = anyio.Event()
         self.read_all = anyio.Event()  # the client's side ended
+
+    def abort(self) -> None:
+        """End it now, reader and writer (past ``listening.MAX_LINGERING``)."""
+        self.scope.cancel()
 
 
 async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
@@ -121,6 +136,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                              ready: Callable[[int], None] | None, handler_threads: int | None) -> None:
     """Accept connections for a connection-oriented transport until cancelled."""
     conns: dict[int, _Conn] = {}
+    lingering = Lingering()
 
     def write() -> None:
         for cid in endpoint.connections_with_data():
@@ -134,17 +150,48 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             if conn is not None:
                 conn.out += endpoint.data_to_send(action.connection)
                 conn.closing = True
+                conn.linger = action.linger
                 conn.wake.set()
                 # a client that does not read never lets its last bytes go: the connection
                 # ends after the linger whatever its writer waits for
                 conn.scope.deadline = min(conn.scope.deadline, anyio.current_time() + LINGER_SECONDS)
+                lingering.add(conn.id, conn.abort)
+
+    async def accept(listener: socket.socket) -> None:
+        """Accept what waits on ``listener`` in batches, one task for each live connection."""
+        while True:
+            await anyio.wait_readable(listener)
+            try:
+                accepted = accept_ready(listener)
+            except OSError:  # out of descriptors: accept again later
+                await anyio.sleep(ACCEPT_RETRY_DELAY)
+                continue
+            for sock, _ in accepted:
+                group.start_soon(adopt, sock)
+
+    async def adopt(sock: socket.socket) -> None:
+        try:
+            stream = await anyio.abc.SocketStream.from_socket(sock)
+        except (OSError, ValueError):  # the client left meanwhile
+            sock.close()
+            return
+        await serve(stream)
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
         peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
         conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
         conns[conn.id] = conn
         runner.pump()
-        async with stream, anyio.create_task_group() as tasks:
+        try:
+            await connection(conn)
+        finally:
+            lingering.discard(conn.id)
+
+    async def connection(conn: _Conn) -> None:
+        async with conn.stream as stream, anyio.create_task_group() as tasks:
+            tasks.cancel_scope.deadline = conn.scope.deadline  # the core may have closed it already
+            if conn.scope.cancel_called:
+                tasks.cancel_scope.cancel()
             conn.scope = tasks.cancel_scope
             tasks.start_soon(writer, conn, tasks.cancel_scope)
             try:
@@ -171,7 +218,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         """Send what the core queued for ``conn``, taking it only once the socket took the
         last (a client that does not read holds only its own writer, and what waits stays
         counted by the core's backpressure); once it is closing, end our side and read what
-        the client still sends for up to ``LINGER_SECONDS`` (``serving.LINGER_SECONDS``)."""
+        the client still sends for up to ``LINGER_SECONDS`` (``listening.LINGER_SECONDS``)."""
         # OSError: trio's send_eof on a socket the client reset (ENOTCONN) is no error of ours.
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             while True:
@@ -188,9 +235,10 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                     runner.wake()
                 if conn.closing:
                     break
-            await conn.stream.send_eof()
-            with anyio.move_on_after(LINGER_SECONDS):
-                await conn.read_all.wait()
+            if conn.linger:
+                await conn.stream.send_eof()
+                with anyio.move_on_after(LINGER_SECONDS):
+                    await conn.read_all.wait()
         done.cancel()
 
     async with anyio.create_task_group() as group:
@@ -198,18 +246,21 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
         runner = ServerRunner(endpoint, primitives, on_event)
         if isinstance(endpoint, HttpServer):
             group.start_soon(relay_anyio, endpoint, runner)
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        listeners = listen(host, port)
         if ready is not None:
-            ready(listener.extra(anyio.abc.SocketAttribute.local_port))
+            ready(listeners[0].getsockname()[1])
         try:
-            await listener.serve(serve, task_group=group)
+            async with anyio.create_task_group() as accepting:
+                for listener in listeners:
+                    accepting.start_soon(accept, listener)
         finally:
             endpoint.close(anyio.current_time())
             runner.pump()
             runner.cancel_all()
             primitives.stop_handlers()
-            with anyio.CancelScope(shield=True):
-                await listener.aclose()
+            for listener in listeners:
+                anyio.notify_closing(listener)
+                listener.close()
             group.cancel_scope.cancel()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -22,9 +23,10 @@ from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._async.serve import Serving
 from mcp_sansio_base.asyncio_loop import LoopParts
 from mcp_sansio_base.fdout import FdOutput
+from mcp_sansio_base.listening import ACCEPT_RETRY_DELAY, LINGER_SECONDS, Lingering, accept_ready, listen
 from mcp_sansio_base.relay import relay_asyncio
 from mcp_sansio_base.server import DEFAULT_HANDLER_THREADS, FutureLike, ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import peer_host
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
 
@@ -77,8 +79,14 @@ async def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
         if not done.done():
             done.set_result(None)
 
+    def ended() -> None:  # input ended, or the session was abandoned (input may never end)
+        if not done.done():
+            done.set_result(None)
+
+    runner.on_terminated = ended
+
     def readable() -> None:
-        if ending:
+        if ending or done.done():
             return
         try:
             data = os.read(fd_in, _READ)
@@ -170,6 +178,7 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
     """Accept connections for a connection-oriented transport until cancelled."""
     loop = asyncio.get_running_loop()
     links: dict[int, _Link] = {}
+    lingering = Lingering()
 
     def write() -> None:
         for conn in endpoint.connections_with_data():
@@ -178,36 +187,69 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
                 link.transport.write(endpoint.data_to_send(conn))
         while (action := endpoint.next_action()) is not None:
             link = links.pop(action.connection, None)
-            if link is not None:  # its last bytes, our side's end, then read and drop until the client's
-                link.transport.write(endpoint.data_to_send(action.connection))
-                if not (link.transport.can_write_eof() and _half_close(link.transport)):
-                    link.transport.close()
+            if link is not None:  # its last bytes; lingering: our end, then read and drop until theirs
+                transport = link.transport
+                transport.write(endpoint.data_to_send(action.connection))
+                if not (action.linger and transport.can_write_eof() and _half_close(transport)):
+                    transport.close()
                 # close() and write_eof() wait for the transport's buffer to drain, which a
                 # client that does not read never lets happen: abort ends it after the linger
-                loop.call_later(LINGER_SECONDS, link.transport.abort)
+                loop.call_later(LINGER_SECONDS, transport.abort)
+                lingering.add(action.connection, transport.abort)
 
     primitives = _Primitives(loop, write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)
 
     def factory() -> asyncio.Protocol:
-        return _ConnectionProtocol(endpoint, runner, links, loop)
+        return _ConnectionProtocol(endpoint, runner, links, lingering, loop)
 
-    server = await loop.create_server(factory, host, port)
+    adopting: set[asyncio.Task[None]] = set()
+
+    def accept(listener: socket.socket) -> None:
+        try:
+            accepted = accept_ready(listener)
+        except OSError:  # out of descriptors: accept again later
+            loop.remove_reader(listener)
+            loop.call_later(ACCEPT_RETRY_DELAY, resume, listener)
+            return
+        for sock, _ in accepted:
+            task = loop.create_task(_adopt(loop, factory, sock))
+            adopting.add(task)
+            task.add_done_callback(adopting.discard)
+
+    def resume(listener: socket.socket) -> None:
+        if listener.fileno() != -1:  # (else the server ended meanwhile)
+            loop.add_reader(listener, accept, listener)
+
+    listeners = listen(host, port)
     relay = loop.create_task(relay_asyncio(endpoint, runner)) if isinstance(endpoint, HttpServer) else None
-    if ready is not None:
-        ready(server.sockets[0].getsockname()[1])
     try:
-        await server.serve_forever()
+        for listener in listeners:
+            loop.add_reader(listener, accept, listener)
+        if ready is not None:
+            ready(listeners[0].getsockname()[1])
+        await loop.create_future()  # until cancelled
     finally:
         if relay is not None:
             relay.cancel()
-        server.close()
+        for listener in listeners:
+            loop.remove_reader(listener)
+            listener.close()
+        for task in adopting:
+            task.cancel()
         endpoint.close(loop.time())
         runner.pump()
         runner.cancel_all()
         primitives.close()
         for link in links.values():
             link.transport.close()
+
+
+async def _adopt(loop: asyncio.AbstractEventLoop, factory: Callable[[], asyncio.Protocol],
+                 sock: socket.socket) -> None:
+    """Give an accepted socket its transport and protocol (a client that left meanwhile: none)."""
+    with contextlib.suppress(OSError):
+        await loop.connect_accepted_socket(factory, sock)
 
 
 def _half_close(transport: asyncio.Transport) -> bool:
@@ -234,10 +276,11 @@ class _ConnectionProtocol(asyncio.Protocol):
     """Feeds one connection's bytes to the transport's core and pumps the runner."""
 
     def __init__(self, endpoint: HttpServer | WebSocketServer, runner: ServerRunner,
-                 links: dict[int, _Link], loop: asyncio.AbstractEventLoop) -> None:
+                 links: dict[int, _Link], lingering: Lingering, loop: asyncio.AbstractEventLoop) -> None:
         self._endpoint = endpoint
         self._runner = runner
         self._links = links
+        self._lingering = lingering
         self._loop = loop
         self._id = 0
 
@@ -258,6 +301,7 @@ class _ConnectionProtocol(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lingering.discard(self._id)
         if self._links.pop(self._id, None) is not None:
             self._endpoint.connection_lost(self._id, self._loop.time())
             self._runner.pump()

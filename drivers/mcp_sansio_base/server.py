@@ -185,6 +185,10 @@ class ServerRunner:
         self._idle_waiters: list[FutureLike[msgspec.Struct]] = []
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
+        self.on_terminated: Callable[[], None] = lambda: None
+        """Called at each ``ConnectionTerminated``: a stdio driver stops reading then, also
+        when the session ended because the client stopped reading stdout (its input may
+        never end)."""
         self.telemetry = server_telemetry(endpoint)
         """Spans and metrics (OpenTelemetry), or ``None`` when no provider is configured."""
         self._asked: dict[int, object] = {}  # question ticket -> its telemetry operation
@@ -244,6 +248,7 @@ class ServerRunner:
                     self._p.spawn(self._verify(ticket, token))
                 case ConnectionTerminated(session_id=session_id):
                     self.terminated = True
+                    self.on_terminated()
                     if self.telemetry is not None:
                         self.telemetry.session_ended(session_id)
                     self._forward(event)

@@ -1,6 +1,6 @@
 """What every driver's ``serve_*`` decides the same way: the server's secret, the transport
-settings a bind address implies (DNS-rebinding protection on loopback), the endpoint, and
-how long a closed connection lingers.
+settings a bind address implies (DNS-rebinding protection on loopback), and the endpoint
+(how they hold their sockets: :mod:`mcp_sansio_base.listening`).
 
 The arguments of ``serve_stdio`` / ``serve_http`` / ``serve_websocket``, in every driver:
 
@@ -52,9 +52,9 @@ from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio.urls import is_loopback_host
 
-__all__ = ["LINGER_SECONDS", "SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
-           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
-           "stdio_endpoint", "websocket_endpoint"]
+__all__ = ["SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared", "peer_host",
+           "protocol_stdout", "server_entropy", "server_secret", "shared_tasks", "stdio_endpoint",
+           "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
 
@@ -65,11 +65,6 @@ SECRET_ENV: Final = "MCP_SANSIO_SECRET"
 class SharedStore(SessionStore, EventStore, Protocol):
     """One store holding both sessions and events (as ``RedisStore`` does)."""
 
-LINGER_SECONDS: Final = 2.0
-"""How long a driver keeps reading (and discarding) from a connection the core closed after
-its last bytes (a 400, 413 or 431 page) before it closes the socket: closing with unread
-input makes the kernel send a reset, which can destroy that page before the client reads
-it (the "lingering close" of RFC 9112 section 9.6)."""
 
 
 def server_secret(secret: bytes | None) -> bytes:

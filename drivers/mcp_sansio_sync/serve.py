@@ -11,6 +11,7 @@ at Ctrl-C; sockets and file descriptors are closed on the way out either way.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import selectors
@@ -24,9 +25,10 @@ from mcp_sansio.server import StdioServer
 from mcp_sansio.server.http import HttpServer
 from mcp_sansio.server.websocket import WebSocketServer
 from mcp_sansio_base._sync.serve import Serving, Stop
+from mcp_sansio_base.listening import ACCEPT_RETRY_DELAY, LINGER_SECONDS, Lingering, accept_ready, listen
 from mcp_sansio_base.relay import RelayThread
 from mcp_sansio_base.server import ServerRunner
-from mcp_sansio_base.serving import LINGER_SECONDS, peer_host
+from mcp_sansio_base.serving import peer_host
 from mcp_sansio_base.steploop import StepLoop
 
 __all__ = ["serve_http", "serve_stdio", "serve_websocket"]
@@ -48,9 +50,11 @@ def _serve_stdio(endpoint: StdioServer, fd_in: int, fd_out: int,
             watched = True
         out.selector = selector
         try:
-            while True:
+            while not runner.terminated:  # (the session was abandoned: its input may never end)
                 events = _wait(selector, loop, None, None if watched else time.monotonic())
                 _written(events, out, runner)
+                if runner.terminated:
+                    break
                 if watched and not any(key is _IN for key, _ in events):
                     continue  # woken by a worker thread, a timer, or a writable stdout
                 try:
@@ -210,14 +214,25 @@ def _wait(selector: selectors.BaseSelector, loop: StepLoop, stop: Stop | None,
     return events
 
 
+class _Listening:
+    """A listening socket, and when to accept on it again after running out of descriptors."""
+
+    __slots__ = ("paused_until", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.paused_until = math.inf
+
+
 class _Conn:
-    __slots__ = ("id", "linger_until", "out", "sock")
+    __slots__ = ("id", "linger", "linger_until", "out", "sock")
 
     def __init__(self, conn: int, sock: socket.socket) -> None:
         self.id = conn
         self.sock = sock
         self.out = bytearray()
-        self.linger_until = math.inf  # finite once the core closed it: write the rest, drain, close
+        self.linger_until = math.inf  # finite once the core closed it: write the rest, (drain,) close
+        self.linger = True  # drain: end our side and read until the client's end first
 
 
 def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: int,
@@ -226,6 +241,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     """Accept connections for a connection-oriented transport until ``stop``."""
     conns: dict[int, _Conn] = {}
     lingering: dict[int, _Conn] = {}
+    held = Lingering()  # the same connections: at most MAX_LINGERING of them
     selector = selectors.DefaultSelector()
 
     def watch(conn: _Conn) -> None:
@@ -242,6 +258,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             return
         del conn.out[:sent]
         if conn.linger_until < math.inf and not conn.out:
+            if not conn.linger:
+                close(conn)
+                return
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_WR)  # the client sees the end, then closes
         watch(conn)
@@ -250,6 +269,7 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         if conns.pop(conn.id, None) is not None:
             endpoint.connection_lost(conn.id, time.monotonic())
         lingering.pop(conn.id, None)
+        held.discard(conn.id)
         with contextlib.suppress(KeyError, ValueError):
             selector.unregister(conn.sock)
         conn.sock.close()
@@ -269,7 +289,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             if conn is not None:
                 conn.out += endpoint.data_to_send(action.connection)
                 conn.linger_until = time.monotonic() + LINGER_SECONDS
+                conn.linger = action.linger
                 lingering[conn.id] = conn
+                held.add(conn.id, functools.partial(close, conn))
                 flush(conn)
 
     def readable(conn: _Conn) -> None:
@@ -292,9 +314,9 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
     loop = StepLoop(time.monotonic, write, threads=handler_threads)
     runner = ServerRunner(endpoint, loop, on_event)
     waker = _Waker(selector, loop).__enter__()
-    listener = socket.create_server((host, port))
-    listener.setblocking(False)
-    selector.register(listener, selectors.EVENT_READ, None)
+    listeners = [_Listening(sock) for sock in listen(host, port)]
+    for listening in listeners:
+        selector.register(listening.sock, selectors.EVENT_READ, listening)
     wake_r, wake_w = socket.socketpair()  # the relay thread's doorbell
     wake_r.setblocking(False)
     wake_w.setblocking(False)
@@ -306,14 +328,20 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
 
     relay = RelayThread(endpoint, runner, ring) if isinstance(endpoint, HttpServer) else None
     if ready is not None:
-        ready(listener.getsockname()[1])
+        ready(listeners[0].sock.getsockname()[1])
     try:
         while stop is None or not stop.is_set():
-            due = min((c.linger_until for c in lingering.values()), default=None)
+            due = min([c.linger_until for c in lingering.values()]
+                      + [li.paused_until for li in listeners if li.paused_until < math.inf], default=None)
             for data, mask in _wait(selector, loop, stop, due):
-                if data is None:
-                    with contextlib.suppress(BlockingIOError):
-                        sock, address = listener.accept()
+                if isinstance(data, _Listening):
+                    try:
+                        accepted = accept_ready(data.sock)
+                    except OSError:  # out of descriptors: accept again later
+                        selector.unregister(data.sock)
+                        data.paused_until = time.monotonic() + ACCEPT_RETRY_DELAY
+                        accepted = []
+                    for sock, address in accepted:
                         sock.setblocking(False)
                         conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address)), sock)
                         conns[conn.id] = conn
@@ -331,6 +359,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
             now = time.monotonic()
             for conn in [c for c in lingering.values() if c.linger_until <= now]:
                 close(conn)
+            for listening in listeners:
+                if listening.paused_until <= now:
+                    listening.paused_until = math.inf
+                    selector.register(listening.sock, selectors.EVENT_READ, listening)
     finally:
         if relay is not None:
             relay.close()
@@ -345,7 +377,8 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
         for conn in [*conns.values(), *lingering.values()]:
             conn.sock.close()
         selector.close()
-        listener.close()
+        for listening in listeners:
+            listening.sock.close()
 
 
 SERVING = Serving(time.monotonic, _serve_stdio, _serve_connections)

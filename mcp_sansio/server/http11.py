@@ -115,9 +115,18 @@ class ExchangeClosed(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CloseConnection(Action, frozen=True, kw_only=True):
-    """Close ``connection`` (after writing what ``data_to_send`` still holds)."""
+    """Close ``connection`` (after writing what ``data_to_send`` still holds).
+
+    ``linger``: the client may still be sending while its last bytes (an error response,
+    a Close frame) go out, and a close with unread input makes the kernel reset the
+    connection, which can destroy them before the client reads them. The driver ends its
+    side, then reads and discards for a while before it closes (RFC 9112 section 9.6,
+    "lingering close"). ``False``: nothing to protect (no last bytes, or the client's
+    input already ended, or it said it sends no more): close at once.
+    """
 
     connection: int
+    linger: bool = True
 
 
 class _State(enum.Enum):
@@ -218,7 +227,7 @@ class HttpConnections:
         if conn is None:
             return
         if not data:
-            self._lost(conn, "the client closed the connection")
+            self._lost(conn, "the client closed the connection", ended=True)
             return
         conn.h11.receive_data(data)
         if conn.state is _State.READING:
@@ -507,13 +516,18 @@ class HttpConnections:
             conn.h11.send(h11.Data(data=body)) or b"", conn.h11.send(h11.EndOfMessage()) or b""]))
         self._lost(conn, message)
 
-    def _lost(self, conn: _Connection, reason: str) -> None:
+    def _lost(self, conn: _Connection, reason: str, *, ended: bool = False) -> None:
         exchange = conn.exchange if conn.exchange in self._exchanges else None
         if exchange is not None:
             self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
-        self._close(conn)
+        self._close(conn, ended=ended)
 
-    def _close(self, conn: _Connection) -> None:
+    def _close(self, conn: _Connection, *, ended: bool = False) -> None:
+        """Close ``conn``; ``ended``: its client's input ended (no lingering then)."""
+        # Linger only to protect last bytes from a client that may still send: not after
+        # its EOF, nor once it said "Connection: close" (or spoke HTTP/1.0) and sent no more.
+        done = conn.h11.their_state is h11.MUST_CLOSE and not conn.h11.trailing_data[0]
+        linger = bool(conn.out) and not ended and not done
         del self._connections[conn.id]
         self._congested.discard(conn.id)
         self._waiting.pop(conn.id, None)
@@ -522,7 +536,7 @@ class HttpConnections:
         self._deadlines.set(conn.id, None)
         if conn.out:
             self._closing[conn.id] = conn.out  # its last bytes (an error response), until drained
-        self._actions.append(CloseConnection(connection=conn.id))
+        self._actions.append(CloseConnection(connection=conn.id, linger=linger))
 
 
     def _response(self, status: int, headers: list[Header], length: int | None) -> h11.Response:

@@ -36,7 +36,10 @@ class StdioServer(Endpoint):
     :meth:`data_to_send` to stdout when it can take more (not before, and never into a
     buffer of its own: unread output is what the backpressure bounds count), and call
     :meth:`handle_timeout` at :meth:`next_deadline`. After ``receive_data(b"")`` (a
-    ``ConnectionTerminated`` event follows) the driver finishes writing and exits.
+    ``ConnectionTerminated`` event follows) the driver finishes writing and exits. A
+    ``ConnectionTerminated`` before end of input means the client stopped reading
+    (:attr:`abandoned`): nothing more will be answered, so the driver stops reading and
+    exits at once, writing nothing more (its input may never end).
 
     Args:
         app: what the server offers.

@@ -153,7 +153,7 @@ class WebSocketServer(Endpoint):
         config = self.config
         mine = 0 if peer is None else self._per_peer[peer]
         if len(self._links) >= config.max_connections or mine >= config.max_connections_per_peer:
-            self._actions.append(CloseConnection(connection=self._next))
+            self._actions.append(CloseConnection(connection=self._next, linger=False))  # nothing sent
             return self._next
         self._links[self._next] = _Link(self._next, peer)
         self._per_peer[peer] += 1
@@ -180,7 +180,7 @@ class WebSocketServer(Endpoint):
             self._drop(link, now, f"invalid WebSocket data: {exc}")
             return
         if not data:
-            self._drop(link, now, "the client closed the connection")
+            self._drop(link, now, "the client closed the connection", ended=True)
 
     def connection_lost(self, connection: int, now: float) -> None:
         """``connection`` broke: its session ends."""
@@ -317,7 +317,7 @@ class WebSocketServer(Endpoint):
             self._send_ws(link, event.response())
         elif isinstance(event, wsevents.CloseConnection):
             self._send_ws(link, event.response())
-            self._drop(link, now, "the client closed the connection")
+            self._drop(link, now, "the client closed the connection", ended=True)  # it sends no more
 
     def _upgrade(self, link: _Link, request: wsevents.Request, now: float) -> None:
         config = self.config
@@ -384,7 +384,9 @@ class WebSocketServer(Endpoint):
             if link.backlog.congested(self.config.flow) and link.id in self._links:  # (else: closing)
                 self._congested.add(link.id)
 
-    def _drop(self, link: _Link, now: float, reason: str) -> None:
+    def _drop(self, link: _Link, now: float, reason: str, *, ended: bool = False) -> None:
+        """End ``link``; ``ended``: the client sends no more (EOF, or its Close frame), so
+        its last bytes need no lingering close (see ``CloseConnection.linger``)."""
         if self._links.pop(link.id, None) is None:
             return
         self._congested.discard(link.id)
@@ -398,4 +400,4 @@ class WebSocketServer(Endpoint):
             link.session.close(now, reason)
         if link.out:
             self._closing[link.id] = link.out  # its last bytes (a Close frame), until drained
-        self._actions.append(CloseConnection(connection=link.id))
+        self._actions.append(CloseConnection(connection=link.id, linger=bool(link.out) and not ended))

@@ -407,6 +407,19 @@ def _ws_connected(server: WebSocketServer) -> tuple[int, WSConnection]:
     return conn, client
 
 
+def test_a_websocket_close_lingers_only_while_the_client_may_still_send() -> None:
+    server = WebSocketServer(MCPServer("s"), secret=SECRET, entropy=ENTROPY,
+                             config=WebSocketConfig(max_connections=1))
+    conn, client = _ws_connected(server)
+    refused = server.connection_made(0.0)  # past max_connections: closed, nothing sent
+    server.receive_data(conn, client.send(ws.Message(data=b"\x00")), 0.0)  # a binary frame: Close 1003
+    closes = [(a.connection, a.linger) for a in iter(server.next_action, None)]
+    assert closes == [(refused, False), (conn, True)]
+    second, client = _ws_connected(server)
+    server.receive_data(second, client.send(ws.CloseConnection(code=1000)), 0.0)  # it sends no more
+    assert [(a.connection, a.linger) for a in iter(server.next_action, None)] == [(second, False)]
+
+
 def _ws_initialized(server: WebSocketServer, conn: int, client: WSConnection) -> None:
     """The client on ``conn`` makes the 2025-11-25 handshake; its answer is drained unread."""
     for message in [

@@ -349,3 +349,48 @@ def test_a_churn_of_short_connections_leaves_no_timers_behind() -> None:
     finally:
         tracemalloc.stop()
     assert grown < 100_000  # an entry kept per closed connection would be about 2 MB
+
+
+def _lingering(http: HttpConnections) -> list[bool]:
+    """Of each close queued, whether the driver is to linger."""
+    return [action.linger for action in iter(http.next_action, None)]
+
+
+def test_an_error_answer_to_a_client_that_may_still_send_is_a_lingering_close() -> None:
+    http, conn = _connections(max_body_bytes=4)
+    http.receive_data(conn, b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 999\r\n\r\nabc", 0.0)
+    assert http.data_to_send(conn).startswith(b"HTTP/1.1 413 ")
+    assert _lingering(http) == [True]
+
+
+def test_a_close_with_nothing_left_to_send_does_not_linger() -> None:
+    http, _ = _connections(header_timeout=2.0)
+    http.handle_timeout(2.0)
+    assert _lingering(http) == [False]
+
+
+def test_a_close_after_the_clients_end_does_not_linger() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, b"GET / HTTP/1.1\r\nHo", 0.0)
+    http.receive_data(conn, b"", 1.0)
+    assert _lingering(http) == [False]
+
+
+@pytest.mark.parametrize("request_head", [b"GET / HTTP/1.0\r\n\r\n",
+                                          b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"])
+def test_a_close_after_the_last_request_the_client_announced_does_not_linger(request_head: bytes) -> None:
+    http, conn = _connections()
+    http.receive_data(conn, request_head, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [], b"bye", now=0.0)
+    assert _lingering(http) == [False]
+
+
+def test_a_close_with_bytes_sent_past_the_last_request_lingers() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n" + GET, 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    http.respond(event.exchange, 200, [], b"bye", now=0.0)
+    assert _lingering(http) == [True]

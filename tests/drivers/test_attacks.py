@@ -48,8 +48,8 @@ def serving(contender: str, *, public: bool, extra: tuple[str, ...] = ()) -> Ite
 class Client:
     """One keep-alive HTTP connection to the server, speaking JSON-RPC over POST."""
 
-    def __init__(self, port: int) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    def __init__(self, port: int, timeout: float = 20) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
 
     def post(self, body: object, headers: Mapping[str, str] | None = None
              ) -> tuple[int, dict[str, str], bytes]:
@@ -147,6 +147,71 @@ def test_a_connection_flood_leaves_a_normal_client_served(loopback_port: int) ->
                 served += victim.ping(victim.open_session()) == 200
             victim.close()
     assert served == 10
+
+
+# Connects and closes at once, as fast as it can, until killed: the kernel's queue of
+# connections waiting to be accepted stays full, and a SYN that finds it full is dropped.
+CONNECT_AND_CLOSE = """
+import socket, sys
+port = int(sys.argv[1])
+while True:
+    sock = socket.socket()
+    sock.setblocking(False)
+    try:
+        sock.connect(("127.0.0.1", port))
+    except OSError:
+        pass
+    sock.close()
+"""
+
+
+@pytest.mark.parametrize("contender", ["asyncio", "anyio", "trio", "sync"], indirect=True)
+def test_a_connect_and_close_flood_locks_no_client_out(loopback_port: int) -> None:
+    # Before, a full queue of connections already gone, accepted one per wake-up with a task
+    # each, kept clients out for 8 s to over a minute (their SYNs dropped, retried at 1, 3,
+    # 7, 15, 31 s). Now each wake-up accepts a batch and closes the gone ones at once.
+    flooders = [subprocess.Popen([sys.executable, "-c", CONNECT_AND_CLOSE, str(loopback_port)])
+                for _ in range(4)]
+    try:
+        time.sleep(2.0)  # the queue is full by now
+        waits = []
+        for _ in range(5):
+            started = time.monotonic()
+            victim = Client(loopback_port, timeout=60)
+            with contextlib.suppress(OSError, http.client.HTTPException):  # counts as locked out
+                victim.open_session()
+            victim.close()
+            waits.append(time.monotonic() - started)
+    finally:
+        for flooder in flooders:
+            flooder.kill()
+            flooder.wait()
+    # Unloaded, each waits well under a second now. The flood's four processes share the
+    # server's two cores, so on a machine busy besides they can outrun its one now and then
+    # (a SYN retried at 1, 3, 7, 15 s): the bound is five drops in a row.
+    assert max(waits) < 30.0, waits
+
+
+# ``mcp-sansio serve`` with at most 64 descriptors: a few dozen idle connections exhaust them.
+FEW_DESCRIPTORS = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
+                   "sys.argv[0] = 'mcp-sansio'; runpy.run_module('mcp_sansio_cli', run_name='__main__')")
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+def test_a_server_out_of_descriptors_waits_and_serves_again(driver: str) -> None:
+    # Accepting fails with EMFILE while the flood holds every descriptor; the server waits
+    # (listening.ACCEPT_RETRY_DELAY) and accepts again once they are freed (before, the anyio
+    # and blocking servers died of it).
+    port = free_port()
+    args = ["-c", FEW_DESCRIPTORS, "serve", APP, "--driver", driver, "--http", str(port)]
+    with running_http_server(sys.executable, args, None, port, "/mcp"), ExitStack() as flood:
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                flood.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
+        time.sleep(0.5)  # (the server met EMFILE meanwhile)
+        flood.close()
+        victim = Client(port)
+        assert victim.ping(victim.open_session()) == 200
 
 
 def test_the_cli_warns_when_a_public_bind_lets_no_web_page_in() -> None:

@@ -26,6 +26,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto import events as ws
 
 from mcp_sansio import ClientConfig
+from mcp_sansio_base.listening import MAX_LINGERING
 from mcp_sansio_sync import connect_http
 
 FLOOD = str(Path(__file__).parent.parent / "servers" / "flood_server.py")
@@ -33,6 +34,7 @@ DRIVERS = ["asyncio", "anyio", "trio", "sync", "asgi"]
 MEGABYTES = 200
 BOUND_KB = 64 * 1024  # what the flood may add to the server's peak memory (it asks for 200 MB)
 PATIENCE = 90.0
+CHURN = 1000
 STATELESS: dict[str, object] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
              "io.modelcontextprotocol/clientCapabilities": {}}
 HANDSHAKE = ClientConfig(protocol="2025-11-25")
@@ -182,6 +184,48 @@ def test_clients_that_reset_their_connections_do_not_bring_the_server_down(
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close: RST
     with connect_http(flood_server[1]) as client:
         assert _text(client.call_tool("add", {"a": 1, "b": 2})) == "3"
+
+
+def _head(sock: socket.socket, size: int) -> bytes:
+    """The first ``size`` bytes the server sent on ``sock``."""
+    got = b""
+    while len(got) < size and (chunk := sock.recv(size - len(got))):
+        got += chunk
+    return got
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])  # (uvicorn owns its sockets)
+def test_a_churn_of_refused_clients_that_never_close_holds_boundedly_many_descriptors(driver: str) -> None:
+    # Each gets a 400 and a lingering close (it might still be sending), then never ends its
+    # side: lingering, they no longer count against max_connections, so they are bounded
+    # on their own (before, each held a descriptor for LINGER_SECONDS: all 1,000 at once).
+    port = free_port()
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], None, port, "/mcp") as url, \
+            connect_http(url) as other, contextlib.ExitStack() as stack:
+        before = _status(other)["fds"]
+        for _ in range(CHURN):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(b"NOT HTTP\r\n\r\n")
+            assert _head(sock, 12) == b"HTTP/1.1 400"  # and the server closes it
+        after = _status(other)["fds"]
+    assert after - before <= MAX_LINGERING + 4, (before, after)  # (+ one still being aborted)
+
+
+@pytest.mark.parametrize("driver", ["asyncio", "anyio", "trio", "sync"])
+def test_a_connection_closed_after_the_last_request_its_client_announced_does_not_linger(driver: str) -> None:
+    # "Connection: close", answered: the client sends no more, so no reset can destroy the
+    # answer and the server closes at once (before, it lingered for LINGER_SECONDS).
+    port = free_port()
+    last = f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    with running_http_server(sys.executable, [FLOOD, driver, "http", str(port)], None, port, "/mcp") as url, \
+            connect_http(url) as other, contextlib.ExitStack() as stack:
+        before = _status(other)["fds"]
+        for _ in range(MAX_LINGERING // 2):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            sock.sendall(last)
+            assert _head(sock, 9) == b"HTTP/1.1 "
+        after = _status(other)["fds"]
+    assert after - before <= 8, (before, after)  # (one or two may not be closed yet)
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
@@ -471,6 +515,29 @@ def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: st
     assert proc.returncode == 0
     assert peak - before < BOUND_KB
     assert len(out) < 8 * 2**20  # at most about what was queued when the session ended
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_a_stdio_server_whose_client_stopped_reading_exits_with_stdin_still_open(driver: str) -> None:
+    # The stall ended the session: nothing more can be answered, so the server does not
+    # go on reading and dropping stdin until a client that may never close it does.
+    proc = subprocess.Popen([sys.executable, FLOOD, driver, "stdio"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        for message in [INITIALIZED, _flood_call(True, {})]:
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        assert proc.stderr.readline().strip() == b"flood cancelled"
+        assert proc.wait(timeout=PATIENCE) == 0  # stdin is still open, stdout never read
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
 
 
 @pytest.mark.parametrize("driver", SOCKET_DRIVERS)
