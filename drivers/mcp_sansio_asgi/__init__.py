@@ -95,10 +95,12 @@ class _Block:
     back when the block ends) without its timer and state per block (a request crosses
     two)."""
 
-    __slots__ = ("_cancelling", "_handle", "_open", "_scope", "_task")
+    __slots__ = ("_cancelling", "_handle", "_loop", "_open", "_scope", "_task")
 
-    def __init__(self, native: bool) -> None:
-        self._scope = None if native else anyio.CancelScope()
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """On ``loop`` (asyncio), or anyio's scope when ``None``."""
+        self._loop = loop
+        self._scope = None if loop is not None else anyio.CancelScope()
         self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.Handle | None = None
         self._cancelling = False  # the task was cancelled for the block
@@ -108,7 +110,7 @@ class _Block:
         if self._scope is not None:
             self._scope.__enter__()
         else:
-            self._task = asyncio.current_task()
+            self._task = asyncio.current_task(self._loop)  # (with no loop, a getpid() to find it)
         self._open = True
         return self
 
@@ -132,10 +134,10 @@ class _Block:
             return
         if self._scope is not None:
             self._scope.cancel()
-        elif self._handle is None and not self._cancelling and self._task is not None:
+        elif self._handle is None and not self._cancelling and self._loop is not None:
             # At the loop's next turn, as asyncio.timeout's timer would: the task may be
             # the one running now, and may leave the block before it awaits again.
-            self._handle = self._task.get_loop().call_soon(self._land)
+            self._handle = self._loop.call_soon(self._land)
 
     def _land(self) -> None:
         self._handle = None
@@ -183,7 +185,8 @@ class AsgiApp:
         self._waiters: dict[int, anyio.Event] = {}
         self._scopes: dict[int, _Block] = {}
         self._reading: dict[int, _Block] = {}  # exchanges whose body is being read
-        self._native = False  # on asyncio: its own timeouts and sleep(0), cheaper than anyio's
+        # On asyncio, its loop: its own cancellation and sleep(0), cheaper than anyio's.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -201,7 +204,7 @@ class AsgiApp:
             sessions, events = self._stores
             primitives = _primitives(group, self._wake, self._threads)
             self._clock = primitives.clock
-            self._native = isinstance(primitives, _LoopPrimitives)
+            self._loop = asyncio.get_running_loop() if isinstance(primitives, _LoopPrimitives) else None
             offset = time.time() - self._clock()
             server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
                                 config=self.config,
@@ -251,7 +254,7 @@ class AsgiApp:
                                    now=self._clock())
         try:
             runner.pump()  # arms the body's deadline
-            with _Block(self._native) as self._reading[exchange]:
+            with _Block(self._loop) as self._reading[exchange]:
                 while (message := await receive())["type"] == "http.request":
                     more = bool(message.get("more_body", False))
                     if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
@@ -261,18 +264,18 @@ class AsgiApp:
             del self._reading[exchange]
             server.exchanges_changed(self._clock())
             runner.pump()
-            with _Block(self._native) as block:
+            with _Block(self._loop) as block:
                 self._scopes[exchange] = block
                 # An answer already there, or given by a handler (an async def) that runs at
                 # the next turn of the loop, is sent with no watcher: the client leaving
                 # matters only while the response waits (no task and task group per request).
                 if await self._send_ready(exchange, send):
                     return
-                await (asyncio.sleep(0) if self._native else anyio.lowlevel.checkpoint())
+                await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
                 if await self._send_ready(exchange, send):
                     return
-                if self._native:  # the loop's own task watches (a task group costs twice as much)
-                    watcher = asyncio.get_running_loop().create_task(self._watch(exchange, receive, block))
+                if self._loop is not None:  # the loop's own task watches (a task group costs twice as much)
+                    watcher = self._loop.create_task(self._watch(exchange, receive, block))
                     try:
                         await self._respond(exchange, send)
                     finally:
