@@ -253,7 +253,7 @@ class AsgiApp:
         exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
                                    now=self._clock())
         try:
-            runner.pump()  # arms the body's deadline
+            runner.arm_by(exchanges.next_deadline())  # the body's deadline
             with _Block(self._loop) as self._reading[exchange]:
                 while (message := await receive())["type"] == "http.request":
                     more = bool(message.get("more_body", False))
