@@ -182,7 +182,7 @@ class AsgiApp:
         self._threads = handler_threads
         self._server: HttpServer | None = None
         self._runner: ServerRunner | None = None
-        self._waiters: dict[int, anyio.Event] = {}
+        self._waiters: dict[int, anyio.Event | asyncio.Future[None]] = {}  # responses waiting for parts
         self._scopes: dict[int, _Block] = {}
         self._reading: dict[int, _Block] = {}  # exchanges whose body is being read
         # On asyncio, its loop: its own cancellation and sleep(0), cheaper than anyio's.
@@ -235,8 +235,12 @@ class AsgiApp:
                 if scope is not None:
                     scope.cancel()  # it may be blocked writing to a client that does not read
             waiter = self._waiters.get(exchange)
-            if waiter is not None:
+            if waiter is None:
+                continue
+            if not isinstance(waiter, asyncio.Future):
                 waiter.set()
+            elif not waiter.done():
+                waiter.set_result(None)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         server, runner = self._server, self._runner
@@ -296,11 +300,14 @@ class AsgiApp:
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
+        loop = self._loop
         while True:
-            waiter = self._waiters[exchange] = anyio.Event()
+            # On asyncio, a future of the loop's (an anyio Event costs an asyncio Event, and
+            # a getpid() system call to find the loop, per wait).
+            waiter = self._waiters[exchange] = anyio.Event() if loop is None else loop.create_future()
             if await self._send_ready(exchange, send):
                 return
-            await waiter.wait()
+            await (waiter if isinstance(waiter, asyncio.Future) else waiter.wait())
 
     async def _send_ready(self, exchange: int, send: Send) -> bool:
         """Send the response's parts waiting now; whether the response ended."""
