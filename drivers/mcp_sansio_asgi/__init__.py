@@ -190,11 +190,68 @@ class AsgiApp:
         self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "lifespan":
+        # An HTTP request is served in this coroutine itself (not one more per request).
+        if scope["type"] != "http":
+            await self._other(scope, receive, send)
+            return
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
+            body = b"mcp-sansio: run the ASGI server with its lifespan protocol on\n"
+            await send({"type": "http.response.start", "status": 500,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        exchanges = self._exchanges
+        query = scope.get("query_string", b"")
+        target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
+                                   now=self._clock())
+        try:
+            runner.arm_by(exchanges.next_deadline())  # the body's deadline
+            with _Block(self._loop) as self._reading[exchange]:
+                while (message := await receive())["type"] == "http.request":
+                    more = bool(message.get("more_body", False))
+                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
+                        break
+                else:  # http.disconnect before the body was in
+                    return
+            del self._reading[exchange]
+            server.exchanges_changed(self._clock())
+            runner.pump()
+            with _Block(self._loop) as block:
+                self._scopes[exchange] = block
+                # An answer already there, or given by a handler (an async def) that runs at
+                # the next turn of the loop, is sent with no watcher: the client leaving
+                # matters only while the response waits (no task and task group per request).
+                if exchanges.has_output(exchange) and await self._send_ready(exchange, send):
+                    return
+                await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
+                if await self._send_ready(exchange, send):
+                    return
+                if self._loop is not None:  # the loop's own task watches (a task group costs twice as much)
+                    watcher = self._loop.create_task(self._watch(exchange, receive, block))
+                    try:
+                        await self._respond(exchange, send)
+                    finally:
+                        watcher.cancel()
+                    return
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._watch, exchange, receive, group.cancel_scope)
+                    await self._respond(exchange, send)
+                    group.cancel_scope.cancel()
+        finally:
+            self._reading.pop(exchange, None)
+            self._waiters.pop(exchange, None)
+            self._scopes.pop(exchange, None)
+            exchanges.disconnect(exchange)  # a no-op once the response ended
+            if exchanges.has_events():  # (else nothing changed since the runner last pumped)
+                server.exchanges_changed(self._clock())
+                runner.pump()
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif kind == "http":
-            await self._http(scope, receive, send)
         else:  # no MCP over an ASGI WebSocket: refuse the handshake
             await send({"type": "websocket.close", "code": 1003})
 
@@ -241,62 +298,6 @@ class AsgiApp:
                 waiter.set()
             elif not waiter.done():
                 waiter.set_result(None)
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        server, runner = self._server, self._runner
-        if server is None or runner is None:
-            body = b"mcp-sansio: run the ASGI server with its lifespan protocol on\n"
-            await send({"type": "http.response.start", "status": 500,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        exchanges = self._exchanges
-        query = scope.get("query_string", b"")
-        target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
-                                   now=self._clock())
-        try:
-            runner.arm_by(exchanges.next_deadline())  # the body's deadline
-            with _Block(self._loop) as self._reading[exchange]:
-                while (message := await receive())["type"] == "http.request":
-                    more = bool(message.get("more_body", False))
-                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
-                        break
-                else:  # http.disconnect before the body was in
-                    return
-            del self._reading[exchange]
-            server.exchanges_changed(self._clock())
-            runner.pump()
-            with _Block(self._loop) as block:
-                self._scopes[exchange] = block
-                # An answer already there, or given by a handler (an async def) that runs at
-                # the next turn of the loop, is sent with no watcher: the client leaving
-                # matters only while the response waits (no task and task group per request).
-                if await self._send_ready(exchange, send):
-                    return
-                await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
-                if await self._send_ready(exchange, send):
-                    return
-                if self._loop is not None:  # the loop's own task watches (a task group costs twice as much)
-                    watcher = self._loop.create_task(self._watch(exchange, receive, block))
-                    try:
-                        await self._respond(exchange, send)
-                    finally:
-                        watcher.cancel()
-                    return
-                async with anyio.create_task_group() as group:
-                    group.start_soon(self._watch, exchange, receive, group.cancel_scope)
-                    await self._respond(exchange, send)
-                    group.cancel_scope.cancel()
-        finally:
-            self._reading.pop(exchange, None)
-            self._waiters.pop(exchange, None)
-            self._scopes.pop(exchange, None)
-            exchanges.disconnect(exchange)  # a no-op once the response ended
-            if exchanges.has_events():  # (else nothing changed since the runner last pumped)
-                server.exchanges_changed(self._clock())
-                runner.pump()
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""

@@ -293,6 +293,10 @@ class HttpExchanges:
         ex = self._exchanges.get(exchange)
         return ex is not None and len(ex.out) == 1 and isinstance(ex.out[0], ResponseAborted)
 
+    def has_output(self, exchange: int) -> bool:
+        """Whether ``exchange`` has parts waiting; changes nothing."""
+        return exchange in self._waiting
+
     def exchanges_with_output(self) -> list[int]:
         """The exchanges with parts waiting; changes nothing."""
         return sorted(self._waiting) if len(self._waiting) > 1 else list(self._waiting)

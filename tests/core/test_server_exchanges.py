@@ -128,12 +128,15 @@ def test_a_stream_is_sent_in_pieces_and_ended() -> None:
     exchanges = HttpExchanges()
     ex = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"", more=False)
+    assert not exchanges.has_output(ex)
     exchanges.start_stream(ex, 200, [("content-type", "text/event-stream")])
+    assert exchanges.has_output(ex)
     assert exchanges.send(ex, b"data: 1\n\n")
     exchanges.end(ex, now=0.0)
     assert not exchanges.send(ex, b"late")
     assert [type(p) for p in parts(exchanges, ex)] == [ResponseStart, ResponseBody, ResponseBody]
     assert exchanges.next_part(ex) is None
+    assert not exchanges.has_output(ex)
 
 
 def test_a_client_that_does_not_read_has_its_stream_dropped_at_the_buffer_bound() -> None:
