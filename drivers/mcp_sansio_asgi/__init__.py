@@ -135,9 +135,10 @@ class _Block:
         if self._scope is not None:
             self._scope.cancel()
         elif self._handle is None and not self._cancelling and self._loop is not None:
-            # At the loop's next turn, as asyncio.timeout's timer would: the task may be
-            # the one running now, and may leave the block before it awaits again.
-            self._handle = self._loop.call_soon(self._land)
+            if asyncio.current_task(self._loop) is not self._task:
+                self._land()  # it waits at an await inside the block: the cancel lands there
+            else:  # it runs, and may leave the block before it awaits again: at the next turn
+                self._handle = self._loop.call_soon(self._land)
 
     def _land(self) -> None:
         self._handle = None
@@ -185,6 +186,7 @@ class AsgiApp:
         self._waiters: dict[int, anyio.Event | asyncio.Future[None]] = {}  # responses waiting for parts
         self._scopes: dict[int, _Block] = {}
         self._reading: dict[int, _Block] = {}  # exchanges whose body is being read
+        self._waking: dict[int, _Block] = {}  # responses awaited in receive() (asyncio)
         # On asyncio, its loop: its own cancellation and sleep(0), cheaper than anyio's.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
@@ -229,7 +231,19 @@ class AsgiApp:
                 await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
                 if await self._send_ready(exchange, send):
                     return
-                if self._loop is not None:  # the loop's own task watches (a task group costs twice as much)
+                if self._loop is not None:
+                    # The answer takes longer (a plain def handler runs in its worker thread):
+                    # wait for it in receive() itself, which sees the client leave as the
+                    # watcher below would, until its first part cancels the wait (no task).
+                    with _Block(self._loop) as self._waking[exchange]:
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        return  # the client left (the core hears of it below)
+                    del self._waking[exchange]
+                    if await self._send_ready(exchange, send):
+                        return
+                    # More parts to come (a stream): the loop's own task watches (a task
+                    # group costs twice as much).
                     watcher = self._loop.create_task(self._watch(exchange, receive, block))
                     try:
                         await self._respond(exchange, send)
@@ -242,6 +256,7 @@ class AsgiApp:
                     group.cancel_scope.cancel()
         finally:
             self._reading.pop(exchange, None)
+            self._waking.pop(exchange, None)
             self._waiters.pop(exchange, None)
             self._scopes.pop(exchange, None)
             exchanges.disconnect(exchange)  # a no-op once the response ended
@@ -291,6 +306,9 @@ class AsgiApp:
                 scope = self._scopes.get(exchange)
                 if scope is not None:
                     scope.cancel()  # it may be blocked writing to a client that does not read
+            waking = self._waking.get(exchange)
+            if waking is not None:
+                waking.cancel()
             waiter = self._waiters.get(exchange)
             if waiter is None:
                 continue
