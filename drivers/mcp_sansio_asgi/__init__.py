@@ -91,47 +91,60 @@ def _primitives(group: anyio.abc.TaskGroup, write: Callable[[], None],
 class _Block:
     """A stretch of a request's handling the core may end early (:meth:`cancel`: the body
     will not be read, the response not written): anyio's cancel scope, or on asyncio the
-    loop's own ``asyncio.timeout`` (about a third of the cost; a request crosses two)."""
+    task's own cancellation, as ``asyncio.timeout`` does it (a cancel that lands is taken
+    back when the block ends) without its timer and state per block (a request crosses
+    two)."""
 
-    __slots__ = ("_open", "_scope", "_timeout")
+    __slots__ = ("_cancelling", "_handle", "_loop", "_open", "_scope", "_task")
 
-    def __init__(self, native: bool) -> None:
-        self._timeout = asyncio.timeout(None) if native else None
-        self._scope = None if native else anyio.CancelScope()
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """On ``loop`` (asyncio), or anyio's scope when ``None``."""
+        self._loop = loop
+        self._scope = None if loop is not None else anyio.CancelScope()
+        self._task: asyncio.Task[Any] | None = None
+        self._handle: asyncio.Handle | None = None
+        self._cancelling = False  # the task was cancelled for the block
         self._open = False
 
-    async def __aenter__(self) -> _Block:
-        if self._timeout is not None:
-            await self._timeout.__aenter__()
-        else:
-            assert self._scope is not None  # one of the two is made
+    def __enter__(self) -> _Block:
+        if self._scope is not None:
             self._scope.__enter__()
+        else:
+            self._task = asyncio.current_task(self._loop)  # (with no loop, a getpid() to find it)
         self._open = True
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        trace: TracebackType | None) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> bool:
         self._open = False
-        if self._timeout is None:
-            assert self._scope is not None  # one of the two is made
+        if self._scope is not None:
             return bool(self._scope.__exit__(kind, error, trace))
-        try:
-            await self._timeout.__aexit__(kind, error, trace)
-        except TimeoutError:
-            if self._timeout.expired():  # ended by cancel(): the block just ends
-                return True
-            raise
-        return False
+        if self._handle is not None:  # a cancel() that had not landed yet
+            self._handle.cancel()
+            self._handle = None
+        task, self._task = self._task, None
+        if not self._cancelling or task is None:
+            return False
+        # Ended by cancel(): the block just ends, unless someone else cancelled the task too.
+        return task.uncancel() == 0 and kind is asyncio.CancelledError
 
     def cancel(self) -> None:
         """End the block at its next await (nothing once it ended)."""
         if not self._open:
             return
-        if self._timeout is None:
-            assert self._scope is not None  # one of the two is made
+        if self._scope is not None:
             self._scope.cancel()
-        elif self._timeout.when() is None:
-            self._timeout.reschedule(asyncio.get_running_loop().time())
+        elif self._handle is None and not self._cancelling and self._loop is not None:
+            if asyncio.current_task(self._loop) is not self._task:
+                self._land()  # it waits at an await inside the block: the cancel lands there
+            else:  # it runs, and may leave the block before it awaits again: at the next turn
+                self._handle = self._loop.call_soon(self._land)
+
+    def _land(self) -> None:
+        self._handle = None
+        if self._task is not None:
+            self._cancelling = True
+            self._task.cancel()
 
 
 class AsgiApp:
@@ -170,18 +183,90 @@ class AsgiApp:
         self._threads = handler_threads
         self._server: HttpServer | None = None
         self._runner: ServerRunner | None = None
-        self._waiters: dict[int, anyio.Event] = {}
+        self._waiters: dict[int, anyio.Event | asyncio.Future[None]] = {}  # responses waiting for parts
         self._scopes: dict[int, _Block] = {}
         self._reading: dict[int, _Block] = {}  # exchanges whose body is being read
-        self._native = False  # on asyncio: its own timeouts and sleep(0), cheaper than anyio's
+        self._waking: dict[int, _Block] = {}  # responses awaited in receive() (asyncio)
+        # On asyncio, its loop: its own cancellation and sleep(0), cheaper than anyio's.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._clock: Callable[[], float] = anyio.current_time  # the runner's, once it runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "lifespan":
+        # An HTTP request is served in this coroutine itself (not one more per request).
+        if scope["type"] != "http":
+            await self._other(scope, receive, send)
+            return
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
+            body = b"mcp-sansio: run the ASGI server with its lifespan protocol on\n"
+            await send({"type": "http.response.start", "status": 500,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        exchanges = self._exchanges
+        query = scope.get("query_string", b"")
+        target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
+        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
+                                   now=self._clock())
+        try:
+            runner.arm_by(exchanges.next_deadline())  # the body's deadline
+            with _Block(self._loop) as self._reading[exchange]:
+                while (message := await receive())["type"] == "http.request":
+                    more = bool(message.get("more_body", False))
+                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
+                        break
+                else:  # http.disconnect before the body was in
+                    return
+            del self._reading[exchange]
+            server.exchanges_changed(self._clock())
+            runner.pump()
+            with _Block(self._loop) as block:
+                self._scopes[exchange] = block
+                # An answer already there, or given by a handler (an async def) that runs at
+                # the next turn of the loop, is sent with no watcher: the client leaving
+                # matters only while the response waits (no task and task group per request).
+                if exchanges.has_output(exchange) and await self._send_ready(exchange, send):
+                    return
+                await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
+                if await self._send_ready(exchange, send):
+                    return
+                if self._loop is not None:
+                    # The answer takes longer (a plain def handler runs in its worker thread):
+                    # wait for it in receive() itself, which sees the client leave as the
+                    # watcher below would, until its first part cancels the wait (no task).
+                    with _Block(self._loop) as self._waking[exchange]:
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        return  # the client left (the core hears of it below)
+                    del self._waking[exchange]
+                    if await self._send_ready(exchange, send):
+                        return
+                    # More parts to come (a stream): the loop's own task watches (a task
+                    # group costs twice as much).
+                    watcher = self._loop.create_task(self._watch(exchange, receive, block))
+                    try:
+                        await self._respond(exchange, send)
+                    finally:
+                        watcher.cancel()
+                    return
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._watch, exchange, receive, group.cancel_scope)
+                    await self._respond(exchange, send)
+                    group.cancel_scope.cancel()
+        finally:
+            self._reading.pop(exchange, None)
+            self._waking.pop(exchange, None)
+            self._waiters.pop(exchange, None)
+            self._scopes.pop(exchange, None)
+            exchanges.disconnect(exchange)  # a no-op once the response ended
+            if exchanges.has_events():  # (else nothing changed since the runner last pumped)
+                server.exchanges_changed(self._clock())
+                runner.pump()
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif kind == "http":
-            await self._http(scope, receive, send)
         else:  # no MCP over an ASGI WebSocket: refuse the handshake
             await send({"type": "websocket.close", "code": 1003})
 
@@ -191,7 +276,7 @@ class AsgiApp:
             sessions, events = self._stores
             primitives = _primitives(group, self._wake, self._threads)
             self._clock = primitives.clock
-            self._native = isinstance(primitives, _LoopPrimitives)
+            self._loop = asyncio.get_running_loop() if isinstance(primitives, _LoopPrimitives) else None
             offset = time.time() - self._clock()
             server = HttpServer(self.app, secret=self._secret, entropy=server_entropy(), wall_offset=offset,
                                 config=self.config,
@@ -222,73 +307,27 @@ class AsgiApp:
                 scope = self._scopes.get(exchange)
                 if scope is not None:
                     scope.cancel()  # it may be blocked writing to a client that does not read
+            waking = self._waking.get(exchange)
+            if waking is not None:
+                waking.cancel()
             waiter = self._waiters.get(exchange)
-            if waiter is not None:
+            if waiter is None:
+                continue
+            if not isinstance(waiter, asyncio.Future):
                 waiter.set()
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        server, runner = self._server, self._runner
-        if server is None or runner is None:
-            body = b"mcp-sansio: run the ASGI server with its lifespan protocol on\n"
-            await send({"type": "http.response.start", "status": 500,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        exchanges = self._exchanges
-        query = scope.get("query_string", b"")
-        target = scope["path"] + ("?" + query.decode("latin-1") if query else "")
-        exchange = exchanges.begin(scope["method"], target, scope["headers"], peer_host(scope.get("client")),
-                                   now=self._clock())
-        try:
-            runner.pump()  # arms the body's deadline
-            async with _Block(self._native) as self._reading[exchange]:
-                while (message := await receive())["type"] == "http.request":
-                    more = bool(message.get("more_body", False))
-                    if not exchanges.receive_body(exchange, message.get("body", b""), more=more):
-                        break
-                else:  # http.disconnect before the body was in
-                    return
-            del self._reading[exchange]
-            server.exchanges_changed(self._clock())
-            runner.pump()
-            async with _Block(self._native) as block:
-                self._scopes[exchange] = block
-                # An answer already there, or given by a handler (an async def) that runs at
-                # the next turn of the loop, is sent with no watcher: the client leaving
-                # matters only while the response waits (no task and task group per request).
-                if await self._send_ready(exchange, send):
-                    return
-                await (asyncio.sleep(0) if self._native else anyio.lowlevel.checkpoint())
-                if await self._send_ready(exchange, send):
-                    return
-                if self._native:  # the loop's own task watches (a task group costs twice as much)
-                    watcher = asyncio.get_running_loop().create_task(self._watch(exchange, receive, block))
-                    try:
-                        await self._respond(exchange, send)
-                    finally:
-                        watcher.cancel()
-                    return
-                async with anyio.create_task_group() as group:
-                    group.start_soon(self._watch, exchange, receive, group.cancel_scope)
-                    await self._respond(exchange, send)
-                    group.cancel_scope.cancel()
-        finally:
-            self._reading.pop(exchange, None)
-            self._waiters.pop(exchange, None)
-            self._scopes.pop(exchange, None)
-            exchanges.disconnect(exchange)  # a no-op once the response ended
-            if exchanges.has_events():  # (else nothing changed since the runner last pumped)
-                server.exchanges_changed(self._clock())
-                runner.pump()
+            elif not waiter.done():
+                waiter.set_result(None)
 
     async def _respond(self, exchange: int, send: Send) -> None:
         """Send the response's parts as they come, until it ends."""
+        loop = self._loop
         while True:
-            waiter = self._waiters[exchange] = anyio.Event()
+            # On asyncio, a future of the loop's (an anyio Event costs an asyncio Event, and
+            # a getpid() system call to find the loop, per wait).
+            waiter = self._waiters[exchange] = anyio.Event() if loop is None else loop.create_future()
             if await self._send_ready(exchange, send):
                 return
-            await waiter.wait()
+            await (waiter if isinstance(waiter, asyncio.Future) else waiter.wait())
 
     async def _send_ready(self, exchange: int, send: Send) -> bool:
         """Send the response's parts waiting now; whether the response ended."""

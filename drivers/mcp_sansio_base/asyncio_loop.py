@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Final
 
 from .handler_pool import HandlerPool
 
 __all__ = ["LoopParts"]
+
+_SWEEP: Final = 64  # ended tasks kept at most (or as many as run, when more run)
 
 
 class LoopParts:
@@ -20,7 +22,11 @@ class LoopParts:
     def __init__(self, loop: asyncio.AbstractEventLoop, threads: int) -> None:
         self._loop = loop
         self.threads = threads
-        self._tasks: set[asyncio.Task[None]] = set()  # strong references until they end
+        # Strong references to the tasks spawned, until they end: the ended ones are swept
+        # out when the set doubles, not by a done callback each (one more turn of a handle
+        # per task).
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sweep_at = _SWEEP
         self._handlers: HandlerPool | None = None
 
     @property
@@ -38,8 +44,11 @@ class LoopParts:
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = self._loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        tasks = self._tasks
+        tasks.add(task)
+        if len(tasks) > self._sweep_at:
+            self._tasks = tasks = {t for t in tasks if not t.done()}
+            self._sweep_at = max(_SWEEP, 2 * len(tasks))
         return task
 
     def _stop_handlers(self) -> None:

@@ -20,6 +20,7 @@ which it does only once the host took the previous one (its ``send`` returned).
 from __future__ import annotations
 
 import enum
+import heapq
 from collections import deque
 from collections.abc import Iterable
 from typing import Final
@@ -65,9 +66,10 @@ class _State(enum.Enum):
 
 
 class _Exchange:
-    __slots__ = ("backlog", "body", "deadline", "head", "out", "state")
+    __slots__ = ("backlog", "body", "deadline", "head", "id", "out", "state")
 
     def __init__(self, head: RequestReceived, deadline: float) -> None:
+        self.id = head.exchange
         self.head = head
         self.state = _State.READING
         self.body = bytearray()
@@ -94,6 +96,11 @@ class HttpExchanges:
         self._flow = self.limits.flow
         self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
+        # The body deadlines as a heap of (deadline, exchange): an entry whose exchange is
+        # gone or has no deadline left is stale, and none is ever on top (each change that
+        # clears a deadline pops them), so the earliest is read without a scan.
+        self._deadlines: list[tuple[float, int]] = []
+        self._waiting: dict[int, None] = {}  # exchanges with parts waiting (no scan per pump)
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
         self._heads: dict[tuple[Header, ...], list[tuple[bytes, bytes]]] = {}  # encoded once (bounded)
@@ -112,6 +119,7 @@ class HttpExchanges:
         head = RequestReceived(exchange=exchange, connection=exchange, method=method, target=target,
                                headers=decoded, body=b"", peer=peer)
         ex = self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
+        heapq.heappush(self._deadlines, (now + self.limits.body_timeout, exchange))
         size += len(method) + len(target) + 12
         if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
             self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
@@ -144,6 +152,7 @@ class HttpExchanges:
         if not more:
             ex.state = _State.HANDLING
             ex.deadline = None
+            self._settle_deadlines()
             self._events.append(msgspec.structs.replace(ex.head, body=bytes(ex.body)))
             ex.body.clear()
         return more
@@ -155,6 +164,9 @@ class HttpExchanges:
         """
         ex = self._exchanges.pop(exchange, None)
         self._congested.discard(exchange)
+        self._waiting.pop(exchange, None)
+        if ex is not None and ex.deadline is not None:
+            self._settle_deadlines()
         if ex is not None and ex.state in (_State.HANDLING, _State.STREAMING):
             self._events.append(ExchangeClosed(exchange=exchange, reason="the client closed the connection"))
 
@@ -179,7 +191,7 @@ class HttpExchanges:
         """
         ex = self._awaiting(exchange)
         if ex is not None:
-            ex.out.append(ResponseStart(status=status, headers=self._encode(headers)))
+            self._put(ex, ResponseStart(status=status, headers=self._encode(headers)))
             ex.state = _State.STREAMING
 
     def send(self, exchange: int, data: bytes) -> bool:
@@ -196,7 +208,7 @@ class HttpExchanges:
             self._events.append(ExchangeClosed(exchange=exchange, reason=reason))
             self.abort(exchange)
             return False
-        ex.out.append(ResponseBody(data=data, more=True))
+        self._put(ex, ResponseBody(data=data, more=True))
         ex.backlog.add(len(data))
         if ex.backlog.congested(self._flow):
             self._congested.add(exchange)
@@ -206,7 +218,7 @@ class HttpExchanges:
         """Finish a streamed response."""
         ex = self._exchanges.get(exchange)
         if ex is not None and ex.state is _State.STREAMING:
-            ex.out.append(ResponseBody(data=b"", more=False))
+            self._put(ex, ResponseBody(data=b"", more=False))
             ex.state = _State.DONE
 
     def abort(self, exchange: int) -> None:
@@ -225,9 +237,12 @@ class HttpExchanges:
 
     def next_deadline(self) -> float | None:
         """The earliest body or stall deadline; changes nothing."""
-        deadlines = [ex.deadline for ex in self._exchanges.values() if ex.deadline is not None]
-        deadlines += [d for e in self._congested
-                      if (d := self._exchanges[e].backlog.deadline(self._flow)) is not None]
+        if not self._congested:  # (the usual case)
+            return self._deadlines[0][0] if self._deadlines else None
+        exchanges, flow = self._exchanges, self._flow
+        deadlines = [d for e in self._congested if (d := exchanges[e].backlog.deadline(flow)) is not None]
+        if self._deadlines:
+            deadlines.append(self._deadlines[0][0])
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -237,7 +252,15 @@ class HttpExchanges:
 
         Events: ``ExchangeClosed`` for a dropped stream.
         """
-        for ex in [e for e in self._exchanges.values() if e.deadline is not None and e.deadline <= now]:
+        due = []
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, exchange = heapq.heappop(self._deadlines)
+            ex = self._exchanges.get(exchange)
+            if ex is not None and ex.deadline is not None:
+                due.append(ex)
+        due.sort(key=lambda e: e.id)  # in the order they began
+        self._settle_deadlines()
+        for ex in due:
             ex.deadline = None
             ex.body.clear()
             self._whole(ex, 408, [("content-type", "text/plain; charset=utf-8"), ("connection", "close")],
@@ -270,9 +293,13 @@ class HttpExchanges:
         ex = self._exchanges.get(exchange)
         return ex is not None and len(ex.out) == 1 and isinstance(ex.out[0], ResponseAborted)
 
+    def has_output(self, exchange: int) -> bool:
+        """Whether ``exchange`` has parts waiting; changes nothing."""
+        return exchange in self._waiting
+
     def exchanges_with_output(self) -> list[int]:
         """The exchanges with parts waiting; changes nothing."""
-        return [exchange for exchange, ex in self._exchanges.items() if ex.out]
+        return sorted(self._waiting) if len(self._waiting) > 1 else list(self._waiting)
 
     def next_part(self, exchange: int) -> Part | None:
         """Pop the next part of ``exchange``'s response (the exchange is forgotten after
@@ -281,6 +308,8 @@ class HttpExchanges:
         if ex is None or not ex.out:
             return None
         part = ex.out.popleft()
+        if not ex.out:
+            self._waiting.pop(exchange, None)
         if isinstance(part, ResponseBody):
             ex.backlog.taken(len(part.data), self._flow)
             if not ex.backlog.congested(self._flow):
@@ -303,7 +332,7 @@ class HttpExchanges:
     def _drop(self, exchange: int, ex: _Exchange) -> None:
         """Forget what ``ex`` has waiting; the driver closes it (``ResponseAborted``)."""
         ex.out.clear()
-        ex.out.append(ResponseAborted())
+        self._put(ex, ResponseAborted())
         ex.backlog = Backlog()
         self._congested.discard(exchange)
         ex.state = _State.DONE
@@ -311,10 +340,26 @@ class HttpExchanges:
     def _whole(self, ex: _Exchange, status: int, headers: list[Header], body: bytes) -> None:
         head = self._encode(headers)
         head.append((b"content-length", b"%d" % len(body)))
-        ex.out.append(ResponseStart(status=status, headers=head))
+        self._put(ex, ResponseStart(status=status, headers=head))
         ex.out.append(ResponseBody(data=body, more=False))
         ex.state = _State.DONE
-        ex.deadline = None
+        if ex.deadline is not None:
+            ex.deadline = None
+            self._settle_deadlines()
+
+    def _put(self, ex: _Exchange, part: Part) -> None:
+        """Queue ``part`` of ``ex``'s response."""
+        ex.out.append(part)
+        self._waiting[ex.id] = None
+
+    def _settle_deadlines(self) -> None:
+        """Pop the stale entries off the top of the deadline heap (a deadline was cleared)."""
+        deadlines, exchanges = self._deadlines, self._exchanges
+        while deadlines:
+            ex = exchanges.get(deadlines[0][1])
+            if ex is not None and ex.deadline is not None:
+                return
+            heapq.heappop(deadlines)
 
 
     def _encode(self, headers: list[Header]) -> list[tuple[bytes, bytes]]:

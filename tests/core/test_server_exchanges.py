@@ -128,12 +128,15 @@ def test_a_stream_is_sent_in_pieces_and_ended() -> None:
     exchanges = HttpExchanges()
     ex = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
     exchanges.receive_body(ex, b"", more=False)
+    assert not exchanges.has_output(ex)
     exchanges.start_stream(ex, 200, [("content-type", "text/event-stream")])
+    assert exchanges.has_output(ex)
     assert exchanges.send(ex, b"data: 1\n\n")
     exchanges.end(ex, now=0.0)
     assert not exchanges.send(ex, b"late")
     assert [type(p) for p in parts(exchanges, ex)] == [ResponseStart, ResponseBody, ResponseBody]
     assert exchanges.next_part(ex) is None
+    assert not exchanges.has_output(ex)
 
 
 def test_a_client_that_does_not_read_has_its_stream_dropped_at_the_buffer_bound() -> None:
@@ -230,3 +233,39 @@ def test_an_http_server_over_exchanges_refuses_a_repeated_header(name: bytes, st
                          [*HEAD, *((name, value) for value in values)])
     assert start.status == status
     assert "header is repeated" in json.loads(body)["error"]["message"]
+
+
+def test_the_earliest_deadline_is_of_the_bodies_still_read_and_late_ones_get_408_in_order() -> None:
+    exchanges = HttpExchanges(HttpLimits(body_timeout=10.0))
+    first = exchanges.begin("POST", "/mcp", HEAD, now=0.0)
+    done = exchanges.begin("POST", "/mcp", HEAD, now=1.0)
+    gone = exchanges.begin("POST", "/mcp", HEAD, now=2.0)
+    fourth = exchanges.begin("POST", "/mcp", HEAD, now=3.0)
+    fifth = exchanges.begin("POST", "/mcp", HEAD, now=2.5)
+    exchanges.receive_body(done, b"{}", more=False)
+    exchanges.disconnect(gone)
+    assert exchanges.next_deadline() == 10.0
+    exchanges.handle_timeout(9.0)
+    assert exchanges.exchanges_with_output() == []
+    exchanges.handle_timeout(20.0)
+    assert exchanges.next_deadline() is None
+    assert exchanges.exchanges_with_output() == [first, fourth, fifth]  # in the order they began
+    for exchange in (first, fourth, fifth):
+        start = parts(exchanges, exchange)[0]
+        assert isinstance(start, ResponseStart) and start.status == 408
+    assert exchanges.exchanges_with_output() == []
+
+
+def test_the_earliest_deadline_is_a_stalled_stream_s_or_a_body_s() -> None:
+    exchanges = HttpExchanges(HttpLimits(body_timeout=10.0, high_water_bytes=4, stall_timeout=2.0))
+    stream = exchanges.begin("GET", "/mcp", HEAD, now=0.0)
+    exchanges.receive_body(stream, b"", more=False)
+    exchanges.next_event()
+    exchanges.start_stream(stream, 200, [])
+    exchanges.send(stream, b"123456")
+    reading = exchanges.begin("POST", "/mcp", HEAD, now=1.0)
+    exchanges.handle_timeout(3.0)  # the stall clock starts
+    assert exchanges.next_deadline() == 5.0
+    exchanges.handle_timeout(6.0)
+    assert exchanges.next_deadline() == 11.0
+    assert exchanges.reading(reading)

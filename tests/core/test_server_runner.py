@@ -215,3 +215,30 @@ def test_a_value_or_error_that_cannot_be_sent_fails_the_call_and_the_runner_goes
     got = answers[1]["result"] if "result" in answers[1] else answers[1]["error"]
     assert {key: got[key] for key in answer} == answer
     assert answers[2]["result"]["content"] == [{"type": "text", "text": "fine"}]
+
+def test_arm_by_arms_a_deadline_sooner_than_the_armed_timer_and_asks_nothing_otherwise() -> None:
+    server = server_for(_app())
+    loop = StepLoop(lambda: 0.0)
+    runner = ServerRunner(server, loop)
+    deadline: list[float | None] = [None]
+    asked: list[float | None] = []
+
+    def next_deadline() -> float | None:  # a stand-in for the core's timing that counts the asks
+        asked.append(deadline[0])
+        return deadline[0]
+
+    server.next_deadline = next_deadline  # type: ignore[method-assign]  # stand-in, see above
+
+    def armed() -> list[float]:
+        return sorted(t.when for t in loop.timers if not t.cancelled)
+
+    runner.arm_by(None)  # nothing armed
+    assert asked == [] and armed() == []
+    deadline[0] = 5.0
+    runner.arm_by(5.0)  # no timer yet: armed from the core's deadline
+    assert asked == [5.0] and armed() == [5.0]
+    deadline[0] = 4.0  # (the core has an earlier one than the input added)
+    runner.arm_by(9.0)  # the timer armed fires sooner: the core is not asked
+    assert asked == [5.0] and armed() == [5.0]
+    runner.arm_by(4.5)
+    assert asked == [5.0, 4.0] and armed() == [4.0]
