@@ -20,7 +20,6 @@ which it does only once the host took the previous one (its ``send`` returned).
 from __future__ import annotations
 
 import enum
-import heapq
 from collections import deque
 from collections.abc import Iterable
 from typing import Final
@@ -28,6 +27,7 @@ from typing import Final
 import msgspec
 
 from ..errors import LocalProtocolError
+from .deadlines import Deadlines
 from .flow import Backlog
 from .http11 import ExchangeClosed, HttpLimits, RequestReceived
 
@@ -66,14 +66,13 @@ class _State(enum.Enum):
 
 
 class _Exchange:
-    __slots__ = ("backlog", "body", "deadline", "head", "id", "out", "state")
+    __slots__ = ("backlog", "body", "head", "id", "out", "state")
 
-    def __init__(self, head: RequestReceived, deadline: float) -> None:
+    def __init__(self, head: RequestReceived) -> None:
         self.id = head.exchange
         self.head = head
         self.state = _State.READING
         self.body = bytearray()
-        self.deadline: float | None = deadline  # the body's, while it is read
         self.out: deque[Part] = deque()
         self.backlog = Backlog()
 
@@ -96,10 +95,7 @@ class HttpExchanges:
         self._flow = self.limits.flow
         self._congested: set[int] = set()  # exchanges over high water (no scan per pump)
         self._exchanges: dict[int, _Exchange] = {}
-        # The body deadlines as a heap of (deadline, exchange): an entry whose exchange is
-        # gone or has no deadline left is stale, and none is ever on top (each change that
-        # clears a deadline pops them), so the earliest is read without a scan.
-        self._deadlines: list[tuple[float, int]] = []
+        self._deadlines: Deadlines[int] = Deadlines()  # the bodies', while they are read
         self._waiting: dict[int, None] = {}  # exchanges with parts waiting (no scan per pump)
         self._events: deque[RequestReceived | ExchangeClosed] = deque()
         self._next_exchange = 0
@@ -118,8 +114,8 @@ class HttpExchanges:
         decoded, size = _decode_head(headers)
         head = RequestReceived(exchange=exchange, connection=exchange, method=method, target=target,
                                headers=decoded, body=b"", peer=peer)
-        ex = self._exchanges[exchange] = _Exchange(head, now + self.limits.body_timeout)
-        heapq.heappush(self._deadlines, (now + self.limits.body_timeout, exchange))
+        ex = self._exchanges[exchange] = _Exchange(head)
+        self._deadlines.set(exchange, now + self.limits.body_timeout)
         size += len(method) + len(target) + 12
         if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
             self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
@@ -151,8 +147,7 @@ class HttpExchanges:
             return False
         if not more:
             ex.state = _State.HANDLING
-            ex.deadline = None
-            self._settle_deadlines()
+            self._deadlines.set(ex.id, None)
             self._events.append(msgspec.structs.replace(ex.head, body=bytes(ex.body)))
             ex.body.clear()
         return more
@@ -165,8 +160,7 @@ class HttpExchanges:
         ex = self._exchanges.pop(exchange, None)
         self._congested.discard(exchange)
         self._waiting.pop(exchange, None)
-        if ex is not None and ex.deadline is not None:
-            self._settle_deadlines()
+        self._deadlines.set(exchange, None)
         if ex is not None and ex.state in (_State.HANDLING, _State.STREAMING):
             self._events.append(ExchangeClosed(exchange=exchange, reason="the client closed the connection"))
 
@@ -237,12 +231,13 @@ class HttpExchanges:
 
     def next_deadline(self) -> float | None:
         """The earliest body or stall deadline; changes nothing."""
+        first = self._deadlines.first()
         if not self._congested:  # (the usual case)
-            return self._deadlines[0][0] if self._deadlines else None
+            return first
         exchanges, flow = self._exchanges, self._flow
         deadlines = [d for e in self._congested if (d := exchanges[e].backlog.deadline(flow)) is not None]
-        if self._deadlines:
-            deadlines.append(self._deadlines[0][0])
+        if first is not None:
+            deadlines.append(first)
         return min(deadlines) if deadlines else None
 
     def handle_timeout(self, now: float) -> None:
@@ -252,16 +247,8 @@ class HttpExchanges:
 
         Events: ``ExchangeClosed`` for a dropped stream.
         """
-        due = []
-        while self._deadlines and self._deadlines[0][0] <= now:
-            _, exchange = heapq.heappop(self._deadlines)
-            ex = self._exchanges.get(exchange)
-            if ex is not None and ex.deadline is not None:
-                due.append(ex)
-        due.sort(key=lambda e: e.id)  # in the order they began
-        self._settle_deadlines()
-        for ex in due:
-            ex.deadline = None
+        for exchange in sorted(self._deadlines.due(now)):  # in the order they began
+            ex = self._exchanges[exchange]
             ex.body.clear()
             self._whole(ex, 408, [("content-type", "text/plain; charset=utf-8"), ("connection", "close")],
                         b"the request did not arrive in time\n")
@@ -343,24 +330,12 @@ class HttpExchanges:
         self._put(ex, ResponseStart(status=status, headers=head))
         ex.out.append(ResponseBody(data=body, more=False))
         ex.state = _State.DONE
-        if ex.deadline is not None:
-            ex.deadline = None
-            self._settle_deadlines()
+        self._deadlines.set(ex.id, None)
 
     def _put(self, ex: _Exchange, part: Part) -> None:
         """Queue ``part`` of ``ex``'s response."""
         ex.out.append(part)
         self._waiting[ex.id] = None
-
-    def _settle_deadlines(self) -> None:
-        """Pop the stale entries off the top of the deadline heap (a deadline was cleared)."""
-        deadlines, exchanges = self._deadlines, self._exchanges
-        while deadlines:
-            ex = exchanges.get(deadlines[0][1])
-            if ex is not None and ex.deadline is not None:
-                return
-            heapq.heappop(deadlines)
-
 
     def _encode(self, headers: list[Header]) -> list[tuple[bytes, bytes]]:
         """``headers`` as ASGI carries them (a new list); a server sends the same few heads

@@ -178,7 +178,7 @@ class HttpConnections:
         self._next_connection = 0
         self._next_exchange = 0
         self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
-        self._deadlines = Deadlines()  # each connection's read deadline
+        self._deadlines: Deadlines[int] = Deadlines()  # each connection's read deadline
 
     # ------------------------------------------------------------ input
 
