@@ -311,6 +311,8 @@ class ServerSession:
             message = f"Error calling tool {rec.tool.name!r}" if rec.tool is not None else "Internal error"
         elif rec.kind is CallKind.TOOL:
             message = text or type(error).__name__
+            if text and not isinstance(error, Exception):  # SystemExit(2): "2" would say nothing
+                message = f"{type(error).__name__}: {text}"
         else:
             message = f"{type(error).__name__}: {text}" if text else type(error).__name__
         if rec.kind is not CallKind.TOOL:

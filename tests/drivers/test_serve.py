@@ -75,7 +75,7 @@ def test_http_serves_both_eras(http_url: str, config: ClientConfig) -> None:
 
 
 @pytest.mark.parametrize(("tool", "error"), [
-    ("give_up", "CancelledError"), ("give_up_at_once", "CancelledError"), ("exits", "3")])
+    ("give_up", "CancelledError"), ("give_up_at_once", "CancelledError"), ("exits", "SystemExit: 3")])
 def test_a_handler_raising_a_cancellation_or_an_exit_fails_its_call_and_the_server_goes_on(
         http_url: str, tool: str, error: str) -> None:
     with connect_http(http_url, config=HANDSHAKE) as client:
