@@ -490,8 +490,10 @@ def test_results_held_for_a_websocket_client_that_never_reads_are_bounded_in_byt
              "peak_after_kb": now["VmHWM"], "rss_after_kb": now["VmRSS"]})
 
 
-@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
-def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: str) -> None:
+@contextlib.contextmanager
+def _stalled_stdio(driver: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """A stdio flood server past ``initialize`` whose client never read the flood: the stall
+    timeout ended its session. Yields it and its RSS (KiB) before the flood."""
     proc = subprocess.Popen([sys.executable, FLOOD, driver, "stdio"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -505,12 +507,19 @@ def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: st
         proc.stdin.flush()
         # Not a byte more is read from stdout: the stall timeout ends the session.
         assert proc.stderr.readline().strip() == b"flood cancelled"
-        peak = _proc_kb(proc.pid, "VmHWM")
-        out, _ = proc.communicate(timeout=PATIENCE)  # stdin ends; what was left is written; it exits
+        yield proc, before
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdin.close()
+
+
+@pytest.mark.parametrize("driver", SOCKET_DRIVERS)
+def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: str) -> None:
+    with _stalled_stdio(driver) as (proc, before):
+        peak = _proc_kb(proc.pid, "VmHWM")
+        out, _ = proc.communicate(timeout=PATIENCE)  # stdin ends; what was left is written; it exits
     _record({"driver": driver, "transport": "stdio", "rss_before_kb": before, "peak_after_kb": peak})
     assert proc.returncode == 0
     assert peak - before < BOUND_KB
@@ -521,23 +530,8 @@ def test_a_stdio_client_that_never_reads_a_flood_costs_bounded_memory(driver: st
 def test_a_stdio_server_whose_client_stopped_reading_exits_with_stdin_still_open(driver: str) -> None:
     # The stall ended the session: nothing more can be answered, so the server does not
     # go on reading and dropping stdin until a client that may never close it does.
-    proc = subprocess.Popen([sys.executable, FLOOD, driver, "stdio"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    try:
-        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["id"] == 0
-        for message in [INITIALIZED, _flood_call(True, {})]:
-            proc.stdin.write(json.dumps(message).encode() + b"\n")
-        proc.stdin.flush()
-        assert proc.stderr.readline().strip() == b"flood cancelled"
+    with _stalled_stdio(driver) as (proc, _):
         assert proc.wait(timeout=PATIENCE) == 0  # stdin is still open, stdout never read
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
 
 
 @pytest.mark.parametrize("driver", SOCKET_DRIVERS)
