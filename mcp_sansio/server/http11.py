@@ -38,6 +38,7 @@ __all__ = [
 
 Header = tuple[str, str]
 _HEADS: Final = 1024  # checked response heads kept
+_FRAMING: Final = frozenset((b"connection", b"content-length", b"transfer-encoding"))
 _REASONS: Final = {400: b"Bad Request", 408: b"Request Timeout", 413: b"Content Too Large",
                    431: b"Request Header Fields Too Large", 505: b"HTTP Version Not Supported"}
 
@@ -136,17 +137,23 @@ class _State(enum.Enum):
     CLOSING = "closing"  # CloseConnection issued
 
 
+def _parser(limits: HttpLimits) -> h11.Connection:
+    """An h11 server connection awaiting a request (its head bounded)."""
+    return h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+
+
 class _Connection:
     __slots__ = ("ahead", "backlog", "body", "exchange", "h11", "head_started", "headers", "id", "out",
-                 "peer", "request", "state")
+                 "peer", "plain", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, peer: str | None) -> None:
         self.id = connection
         self.peer = peer
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        self.h11 = _parser(limits)
         self.state = _State.READING
         self.exchange = 0
         self.request: h11.Request | None = None
+        self.plain = False  # the request is one whose response h11 frames by Content-Length (not HEAD)
         self.headers: tuple[Header, ...] = ()  # the request's, decoded (once, as it arrived)
         self.body = bytearray()
         self.out: list[bytes] = []
@@ -178,6 +185,7 @@ class HttpConnections:
         self._next_connection = 0
         self._next_exchange = 0
         self._heads: dict[tuple[int, tuple[Header, ...]], list[tuple[bytes, bytes]]] = {}
+        self._wires: dict[tuple[int, tuple[Header, ...]], bytes | None] = {}  # heads as written
         self._deadlines: Deadlines[int] = Deadlines()  # each connection's read deadline
 
     # ------------------------------------------------------------ input
@@ -287,6 +295,20 @@ class HttpConnections:
             self._lost(conn, "the client does not read its responses")
             return
         h = conn.h11
+        wire = self._wire_head(status, headers) if h.their_state is h11.DONE and conn.plain else None
+        if wire is not None:
+            # A keep-alive exchange whose response h11 would only frame by Content-Length:
+            # its checked head is written as kept, and the next request gets an h11 of
+            # its own (what h11 writes and how it resets between requests cost as much as
+            # it takes to parse the request).
+            self._queue(conn, b"%scontent-length: %d\r\n\r\n%s" % (wire, len(body), body))
+            fresh = conn.h11 = _parser(self.limits)
+            if h.trailing_data[0]:
+                fresh.receive_data(h.trailing_data[0])
+            self._exchanges.pop(conn.exchange, None)
+            conn.request = None
+            self._reading(conn, now)
+            return
         try:  # head, body and end in one pass, queued as one piece
             data = h.send(self._response(status, headers, len(body))) or b""
             if body:
@@ -427,6 +449,7 @@ class HttpConnections:
                     return
             elif type(event) is h11.Request:
                 conn.request = event
+                conn.plain = event.method != b"HEAD"
                 self._deadlines.set(conn.id, now + limits.body_timeout)
                 head = _head(event)
                 conn.headers = head.headers
@@ -495,6 +518,11 @@ class HttpConnections:
             self._close(conn)  # "Connection: close", or HTTP/1.0
             return
         h.start_next_cycle()
+        self._reading(conn, now)
+
+    def _reading(self, conn: _Connection, now: float) -> None:
+        """``conn``'s h11 awaits the next request: read what came of it already."""
+        h = conn.h11
         conn.state = _State.READING
         conn.ahead = 0
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
@@ -538,6 +566,23 @@ class HttpConnections:
             self._closing[conn.id] = conn.out  # its last bytes (an error response), until drained
         self._actions.append(CloseConnection(connection=conn.id, linger=linger))
 
+
+    def _wire_head(self, status: int, headers: list[Header]) -> bytes | None:
+        """The bytes of the response head ``status`` ``headers`` up to its Content-Length,
+        as h11 writes them, checked by h11 once and kept; ``None`` when h11 would frame
+        or close it otherwise (no body by status, or a framing or connection header)."""
+        key = (status, tuple(headers))
+        try:
+            return self._wires[key]
+        except KeyError:
+            raw = self._response(status, headers, None).headers.raw_items()
+            plain = status >= 200 and status not in (204, 304) and not any(
+                name.lower() in _FRAMING for name, _ in raw)
+            if len(self._wires) >= _HEADS:
+                self._wires.clear()
+            wire = self._wires[key] = b"HTTP/1.1 %d \r\n%s" % (status, b"".join(
+                [b"%s: %s\r\n" % item for item in raw])) if plain else None
+            return wire
 
     def _response(self, status: int, headers: list[Header], length: int | None) -> h11.Response:
         """The response head ``status`` ``headers`` (and ``Content-Length: length``). h11

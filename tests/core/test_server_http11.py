@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import tracemalloc
 
+import h11
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mcp_sansio.server.http11 as http11_module
 from mcp_sansio import LocalProtocolError
@@ -394,3 +397,62 @@ def test_a_close_with_bytes_sent_past_the_last_request_lingers() -> None:
     assert isinstance(event, RequestReceived)
     http.respond(event.exchange, 200, [], b"bye", now=0.0)
     assert _lingering(http) == [True]
+
+
+def _h11_writes(request: bytes, status: int, headers: list[tuple[str, str]], body: bytes) -> bytes:
+    """What a plain h11 server writes for ``status`` ``headers`` ``body`` after ``request``."""
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(request)
+    while type(server.next_event()) is not h11.EndOfMessage:
+        pass
+    length = ("content-length", str(len(body)))
+    data = server.send(h11.Response(status_code=status, headers=[*headers, length], reason=b"")) or b""
+    if body:
+        data += server.send(h11.Data(data=body)) or b""
+    return data + (server.send(h11.EndOfMessage()) or b"")
+
+
+_REQUESTS = [
+    _post(b"{}"),  # keep-alive: the kept head is written as is
+    _post(b"{}", b"Connection: close\r\n"),
+    b"POST /mcp HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}",
+    b"HEAD /mcp HTTP/1.1\r\nHost: a\r\n\r\n",
+    GET,
+]
+
+
+_NAMES = st.sampled_from(["content-type", "mcp-session-id", "Allow", "X-Y", "connection"])
+_VALUES = st.sampled_from(["a", "application/json", "close", "GET, POST"])
+
+
+@given(request=st.sampled_from(_REQUESTS),
+       status=st.sampled_from([200, 201, 202, 204, 304, 400, 404, 405, 503]),
+       headers=st.lists(st.tuples(_NAMES, _VALUES), max_size=3),
+       body=st.sampled_from([b"", b"ok", b'{"jsonrpc":"2.0"}']))
+def test_a_whole_response_is_written_byte_for_byte_as_h11_writes_it(
+        request: bytes, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+    if request.startswith(b"HEAD") or status in (204, 304):
+        body = b""  # (h11 refuses a body there: a local error either way)
+    http, conn = _connections()
+    for _ in range(2):  # the second response reuses the kept head
+        http.receive_data(conn, request, 0.0)
+        event = http.next_event()
+        assert isinstance(event, RequestReceived)
+        http.respond(event.exchange, status, headers, body, now=0.0)
+        assert http.data_to_send(conn) == _h11_writes(request, status, headers, body)
+        if _closed(http):
+            http, conn = _connections()
+
+
+def test_a_request_sent_early_is_read_after_a_kept_head_response() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, _post(b"1") + _post(b"2")[:20], 0.0)
+    first = http.next_event()
+    assert isinstance(first, RequestReceived) and first.body == b"1"
+    http.respond(first.exchange, 200, [("content-type", "application/json")], b"one", now=1.0)
+    assert http.next_event() is None
+    http.receive_data(conn, _post(b"2")[20:], 1.5)
+    second = http.next_event()
+    assert isinstance(second, RequestReceived) and second.body == b"2"
+    http.respond(second.exchange, 200, [("content-type", "application/json")], b"two", now=2.0)
+    assert http.data_to_send(conn).count(b"HTTP/1.1 200 ") == 2 and not _closed(http)
