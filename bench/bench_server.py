@@ -184,22 +184,17 @@ def measure_http(command: list[str], port: int, calls: int, warmup: int) -> floa
 
 def with_baseline(table: list[tuple[str, str, Callable[[], float]]],
                   baseline: str) -> list[tuple[str, str, Callable[[], float]]]:
-    """``table`` with a "(before)" twin of each mcp-sansio row, run from the tree ``baseline``."""
+    """``table`` with a "(before)" twin of each mcp-sansio row, run from the tree ``baseline``.
+
+    ``PYTHONSAFEPATH`` keeps the working directory (``-m``, ``-c``) off the front of
+    ``sys.path``: run from a checkout, it would put that checkout's ``mcp_sansio`` before
+    the baseline's, and the "(before)" row would measure the new core."""
     path = os.pathsep.join([baseline, os.path.join(baseline, "drivers")])
     out = []
     for transport, server, run in table:
         out.append((transport, server, run))
         if server.startswith("mcp-sansio"):
-            def before(run: Callable[[], float] = run) -> float:
-                saved = os.environ.get("PYTHONPATH")
-                os.environ["PYTHONPATH"] = path
-                try:
-                    return run()
-                finally:
-                    if saved is None:
-                        del os.environ["PYTHONPATH"]
-                    else:
-                        os.environ["PYTHONPATH"] = saved
+            before = with_env(with_env(run, "PYTHONPATH", path), "PYTHONSAFEPATH", "1")
             out.append((transport, f"{server} (before)", before))
     return out
 
