@@ -285,8 +285,9 @@ class HttpServer(SessionRouter):
         client reconnects with ``Last-Event-ID`` and gets the rest; ``False`` if the call
         has no resumable stream to end."""
         session = self._calls.get(call)
-        legacy = next((s for s in self._legacy.values() if s.session is session), None)
-        if legacy is None or session is None:
+        sid = None if session is None else session.handshake.session_id
+        legacy = None if sid is None else self._legacy.get(sid)
+        if legacy is None or session is None or legacy.session is not session:
             return False
         channel = session.calls[call].channel
         stream = None if channel is None else legacy.stream_of.get(channel)

@@ -166,14 +166,18 @@ class ResponseWriter(Endpoint):
         if priming is not None:
             body = self._priming(priming) + body
         self.http.respond(ex.id, 200, legacy.sse_answer_head, body, now=now)
-        self._stream_done(legacy, stream)
+        self._stream_done(legacy, stream, ex.id)
 
-    def _stream_done(self, legacy: Legacy, stream: int) -> None:
+    def _stream_done(self, legacy: Legacy, stream: int, only: int | None = None) -> None:
         """``stream`` carried its final response: forget its routing, remember (boundedly)
-        that a resumption of it ends after the replay."""
+        that a resumption of it ends after the replay. ``only``: the one channel it had
+        (a stream opened and ended in one response), so the others are not looked at."""
         legacy.live.pop(stream, None)
-        for channel in [c for c, s in legacy.stream_of.items() if s == stream]:
-            del legacy.stream_of[channel]
+        if only is not None:
+            del legacy.stream_of[only]
+        else:
+            for channel in [c for c, s in legacy.stream_of.items() if s == stream]:
+                del legacy.stream_of[channel]
         legacy.finished_streams[stream] = None
         if len(legacy.finished_streams) > _FINISHED_STREAMS:
             legacy.finished_streams.popitem(last=False)
