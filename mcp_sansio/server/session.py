@@ -680,7 +680,10 @@ def _text(error: BaseException) -> str:
 
 
 def invalid_utf8(data: bytes) -> str | None:
-    """Why ``data`` is not UTF-8, or ``None`` when it is."""
+    """Why ``data`` is not UTF-8, or ``None`` when it is (ASCII, the usual case, is
+    checked without decoding a copy)."""
+    if data.isascii():
+        return None
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
