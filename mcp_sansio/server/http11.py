@@ -239,10 +239,9 @@ class HttpConnections:
             return
         conn.h11.receive_data(data)
         if conn.state is _State.READING:
-            if not conn.head_started:
-                conn.head_started = True
-                self._deadlines.set(conn.id, now + self.limits.header_timeout)
-            self._read(conn, now)
+            fresh = not conn.head_started
+            conn.head_started = True
+            self._read(conn, now, fresh)
         else:
             conn.ahead += len(data)
             if conn.ahead > self.limits.max_header_bytes:
@@ -431,8 +430,13 @@ class HttpConnections:
             raise LocalProtocolError(f"exchange {exchange} already has a response")
         return conn
 
-    def _read(self, conn: _Connection, now: float) -> None:
+    def _read(self, conn: _Connection, now: float, fresh: bool) -> None:
+        """Parse what ``conn`` received; ``fresh``: it begins a request head. A request
+        still incomplete afterwards gets its deadline: the head's from its first byte,
+        the body's from the head (set here, once, not per event: a request that arrives
+        whole, as most do, never has either)."""
         limits = self.limits
+        had_head = conn.request is not None
         while conn.state is _State.READING:
             try:
                 event = conn.h11.next_event()
@@ -441,6 +445,11 @@ class HttpConnections:
                 self._refuse(conn, status, str(exc))
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
+                if conn.request is None:
+                    if fresh:
+                        self._deadlines.set(conn.id, now + limits.header_timeout)
+                elif not had_head:
+                    self._deadlines.set(conn.id, now + limits.body_timeout)
                 return
             if type(event) is h11.Data:
                 conn.body += event.data
@@ -450,7 +459,6 @@ class HttpConnections:
             elif type(event) is h11.Request:
                 conn.request = event
                 conn.plain = event.method != b"HEAD"
-                self._deadlines.set(conn.id, now + limits.body_timeout)
                 head = _head(event)
                 conn.headers = head.headers
                 length = head.length
@@ -527,8 +535,7 @@ class HttpConnections:
         conn.ahead = 0
         conn.head_started = bool(h.trailing_data[0])  # the next request began already
         if conn.head_started:  # (else h11 has nothing to parse: no second drain)
-            self._deadlines.set(conn.id, now + self.limits.header_timeout)
-            self._read(conn, now)
+            self._read(conn, now, True)
             if conn.state is not _State.READING:  # what h11 keeps beyond it was sent ahead too
                 conn.ahead = len(h.trailing_data[0])
         else:
