@@ -111,7 +111,7 @@ class HttpExchanges:
         A head over ``max_header_bytes`` is answered 431 at once (none of its body is read)."""
         self._next_exchange += 1
         exchange = self._next_exchange
-        decoded, size = _decode_head(headers)
+        decoded, size, framed_twice = _decode_head(headers)
         head = RequestReceived(exchange=exchange, connection=exchange, method=method, target=target,
                                headers=decoded, body=b"", peer=peer)
         ex = self._exchanges[exchange] = _Exchange(head)
@@ -120,7 +120,7 @@ class HttpExchanges:
         if size > self.limits.max_header_bytes:  # as http11 bounds it (hosts may not, or more loosely)
             self._whole(ex, 431, [("content-type", "text/plain; charset=utf-8")],
                         f"the request head exceeds {self.limits.max_header_bytes} bytes\n".encode())
-        elif {"transfer-encoding", "content-length"} <= {name for name, _ in head.headers}:
+        elif framed_twice:
             # As http11 refuses it (RFC 9112 section 6.1: perhaps smuggling; the server MUST
             # close after responding): a host may take the chunked body (uvicorn on h11 did)
             # and read what follows it as the next request.
@@ -353,19 +353,23 @@ class HttpExchanges:
         return list(encoded)
 
 
-def _decode_head(headers: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[Header, ...], int]:
-    """A host's header pairs, names lower-cased and values decoded as Latin-1, and their
-    size on the wire (``name: value`` and CRLF each). Decoded all at once, joined by a line
+def _decode_head(headers: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[Header, ...], int, bool]:
+    """A host's header pairs, names lower-cased and values decoded as Latin-1; their size on
+    the wire (``name: value`` and CRLF each); and whether the request is framed twice (both
+    ``Transfer-Encoding`` and ``Content-Length``). Decoded all at once, joined by a line
     feed, unless a name or value holds one (HTTP/1.1 lets none in; another host might):
     then pair by pair."""
     pairs = headers if isinstance(headers, list) else list(headers)
     if not pairs:
-        return (), 0
+        return (), 0, False
     names = b"\n".join([name for name, _ in pairs])
     values = b"\n".join([value for _, value in pairs])
     size = len(names) + len(values) + 2 * len(pairs) + 2  # ": " and CRLF per line (not the joins)
     keys = names.decode("latin-1").lower().split("\n")
     texts = values.decode("latin-1").split("\n")
     if len(keys) == len(texts) == len(pairs):
-        return tuple(zip(keys, texts, strict=True)), size
-    return tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in pairs), size
+        decoded = tuple(zip(keys, texts, strict=True))
+    else:
+        decoded = tuple((name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in pairs)
+        keys = [name for name, _ in decoded]
+    return decoded, size, "transfer-encoding" in keys and "content-length" in keys
