@@ -4,10 +4,9 @@ State held: the ``Mcp-Session-Id`` the server gave; whether the session runs on 
 legacy HTTP+SSE transport (2024-11-05) and, there, the endpoint its messages go to; the
 messages held until the session is ready (or the endpoint known) and, once it is, until
 the GET stream for server-initiated messages has its response head (bounded in time); the
-``initialize``
-message as sent (re-sent when falling back to the legacy transport); and, across sessions
-re-created after expiry, how many were re-created in a row and which requests were re-sent
-on the new one (each is re-sent once). It outlives every exchange and is what the
+``initialize`` message as sent (re-sent when falling back to the legacy transport); and,
+across sessions re-created after expiry, how many were re-created in a row and which
+requests were re-sent on the new one (each is re-sent once). It outlives every exchange and is what the
 session's :class:`~mcp_sansio.session.Link` callbacks consult, so it lives apart from the
 exchange table and from the decisions on responses. See the "Session Management" and
 "Backwards Compatibility" sections of the Streamable HTTP transport.

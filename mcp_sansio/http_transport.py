@@ -50,6 +50,9 @@ from .urls import Url, parse_url, resolve_url, same_origin
 
 __all__ = ["HttpClient", "TransportMode"]
 
+_FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
+_STREAMS: Final = (ExchangeKind.GET_STREAM, ExchangeKind.RESUME, ExchangeKind.LEGACY_STREAM)
+
 
 class _Notification(msgspec.Struct):
     """What :func:`_cancels` reads of a notification."""
@@ -68,9 +71,6 @@ def _cancels(message: bytes, request_id: int) -> bool:
     except msgspec.DecodeError:
         return False
     return note.method == "notifications/cancelled" and note.params.get("requestId") == request_id
-
-_FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
-_STREAMS: Final = (ExchangeKind.GET_STREAM, ExchangeKind.RESUME, ExchangeKind.LEGACY_STREAM)
 
 
 class TransportMode(enum.Enum):
