@@ -80,6 +80,12 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
         max_session_restarts: new sessions opened in a row without a request succeeding
             in between, before giving up with ``SessionExpired``.
         open_get_stream: open the optional GET stream for server-initiated messages.
+        get_stream_wait: once the handshake is done and that GET stream is opening, how
+            long the app's messages wait for its response head, at most: a server may send
+            its requests on that stream only, dropping those it sends while none is open
+            (the TypeScript SDK does), so a request must not reach it first. They go as
+            soon as the head arrives, the GET fails or the server has no such stream
+            (405). Reconnections of the stream hold nothing. 0: no wait.
         close_timeout: how long closing an HTTP session (its DELETE) may take.
         user_agent: the HTTP ``User-Agent``.
     """
@@ -117,6 +123,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     reinitialize_on_expiry: bool = True
     max_session_restarts: int = 3
     open_get_stream: bool = True
+    get_stream_wait: float = 1.0
     close_timeout: float = 2.0
     user_agent: str = "mcp-sansio/0.1.0"
 
@@ -137,6 +144,7 @@ class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
             "shutdown_close_delay",
             "shutdown_interrupt_delay",
             "shutdown_terminate_delay",
+            "get_stream_wait",
         ):
             if getattr(self, name) < 0:
                 raise LocalProtocolError(f"{name} must not be negative")

@@ -54,6 +54,25 @@ _FALLBACK_STATUSES: Final = frozenset({400, 404, 405})
 _STREAMS: Final = (ExchangeKind.GET_STREAM, ExchangeKind.RESUME, ExchangeKind.LEGACY_STREAM)
 
 
+class _Notification(msgspec.Struct):
+    """What :func:`_cancels` reads of a notification."""
+
+    method: str = ""
+    params: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+_NOTIFICATION: Final = msgspec.json.Decoder(_Notification)
+
+
+def _cancels(message: bytes, request_id: int) -> bool:
+    """Whether ``message`` is the ``notifications/cancelled`` of request ``request_id``."""
+    try:
+        note = _NOTIFICATION.decode(message)
+    except msgspec.DecodeError:
+        return False
+    return note.method == "notifications/cancelled" and note.params.get("requestId") == request_id
+
+
 class TransportMode(enum.Enum):
     """Which HTTP transport to speak; ``AUTO`` tries Streamable HTTP, then legacy SSE."""
 
@@ -110,6 +129,7 @@ class HttpClient(SessionFront):
         self._state = HttpSessionState(legacy=self.mode is TransportMode.SSE)
         self._closing_at: float | None = None
         self._finished = False
+        self._unsent: int | None = None  # a held request that failed: its cancellation is not sent
         self._auth = authorizer
         if authorizer is not None:
             port = AuthPort(side_request=lambda method, url, headers, body, now: self.side_request(
@@ -149,12 +169,14 @@ class HttpClient(SessionFront):
         return self._pool.connections_with_data()
 
     def next_deadline(self) -> float | None:
-        """The earliest of request deadlines, retries, pool timers and the close bound."""
+        """The earliest of request deadlines, retries, pool timers, the bound on the wait
+        for the GET stream (``get_stream_wait``) and the close bound."""
         # Plain comparisons: this runs after every input, so it stays cheap.
         best = self._session.next_deadline()
         for d in (
             self._table.next_deadline(),
             self._closing_at,
+            self._state.gate_until,
             None if self._auth is None else self._auth.next_deadline(),
         ):
             if d is not None and (best is None or d < best):
@@ -228,14 +250,18 @@ class HttpClient(SessionFront):
         self._drain_pool(now)
 
     def handle_timeout(self, now: float) -> None:
-        """Fire request deadlines, due retries, pool timers, the close bound and the
-        authorizer's timers (a token's renewal, the bound on the browser's redirect).
+        """Fire request deadlines, due retries, pool timers, the bound on the wait for the
+        GET stream (what waited for it goes), the close bound and the authorizer's timers
+        (a token's renewal, the bound on the browser's redirect).
 
         Events: ``RequestFailed(reason=TIMEOUT)`` (with ``notifications/cancelled``
         POSTed), ``InitializeFailed(reason=TIMEOUT)``.
         """
         self._refused_until_deadline(now)
-        self._session.handle_timeout(now)
+        self._session.handle_timeout(now)  # first: a request that timed out while held stays unsent
+        gate = self._state.gate_until
+        if gate is not None and gate <= now:
+            self._open_gate(now)  # the GET stream has no head yet: send what waited anyway
         self._pool.handle_timeout(now)
         self._table.submit_due(now, self._wanted)
         if self._closing_at is not None and self._closing_at <= now:
@@ -264,6 +290,7 @@ class HttpClient(SessionFront):
         if self._closing_at is not None or self._finished:
             return
         self._session.connection_lost(message, now=now)
+        self._state.ungate()  # the requests held failed above; what else waited is not sent
         self._table.abandon_all(now)
         if self._state.session_id is not None and not self._state.legacy:
             self._closing_at = now + self.config.close_timeout
@@ -274,24 +301,49 @@ class HttpClient(SessionFront):
     # ------------------------------------------------------------ the link
 
     def _carry(self, message: bytes, request_id: int | None, now: float) -> None:
+        if self._unsent is not None:
+            unsent, self._unsent = self._unsent, None
+            if request_id is None and _cancels(message, unsent):
+                return  # the server never saw the request: nothing to cancel
         session = self._session
         if self._state.carry(request_id, message, handshake_id=session.handshake_id,
                              ready=session.phase is Phase.READY):
             self._post(request_id, message, now)
 
     def _ready(self, now: float) -> None:
-        for request_id, message in self._state.ready(self._session.in_flight):
-            self._post(request_id, message, now)
+        """The handshake is done (``notifications/initialized`` is on its way): send what
+        waited for it and open the GET stream. While that stream has no response head, the
+        server may drop what it sends there (the TypeScript SDK does), so the app's messages
+        wait for the head, ``get_stream_wait`` at most (see :meth:`_open_gate`)."""
+        held = self._state.ready(self._session.in_flight)
         rules = self.rules
         assert rules is not None  # set by the handshake that just completed
-        if (not self._state.legacy and self.config.open_get_stream and rules.streamable_http
-                and rules.sessions):
+        wait = self.config.get_stream_wait
+        get_stream = (not self._state.legacy and self.config.open_get_stream and rules.streamable_http
+                      and rules.sessions)
+        if get_stream and wait > 0:
             self._open_get_stream(now)
+            self._state.gate(now + wait, held)
+            return
+        for request_id, message in held:
+            self._post(request_id, message, now)
+        if get_stream:
+            self._open_get_stream(now)
+
+    def _open_gate(self, now: float) -> None:
+        """The GET stream has its head (or failed, or the wait is over): send what waited,
+        in order (nothing once the session is closed)."""
+        for request_id, message in self._state.ungate():
+            if self.phase is not Phase.CLOSED:
+                self._post(request_id, message, now)
 
     def _ended(self, request_id: int, reason: FailureReason | None, now: float) -> None:
         answered = reason is None or reason is FailureReason.ERROR_RESPONSE
         self._state.ended(request_id, answered=answered)
         if answered:
+            return
+        if self._state.withdraw(request_id):
+            self._unsent = request_id  # held, never sent: its notifications/cancelled (next) is not sent
             return
         # Free the connection of a request given up on (timeout, cancel) if nothing
         # else waits on its stream.
@@ -380,6 +432,8 @@ class HttpClient(SessionFront):
         if status in (401, 403):
             self._session.add_event(ex.challenged(status, headers.get("www-authenticate", "")))
         ex.expect_body(headers.get("content-type", ""), self.config.max_response_bytes, now)
+        if ex.kind is ExchangeKind.GET_STREAM and self._state.gate_until is not None:
+            self._open_gate(now)  # the stream is open (or refused, 405): what waited for it goes
 
     def _on_data(self, ex: Exchange, data: bytes, now: float) -> None:
         sse = ex.sse
@@ -486,6 +540,8 @@ class HttpClient(SessionFront):
             message=f"gave up the event stream for server-initiated messages from {self.url}{times}: {why}"))
 
     def _on_exchange_failed(self, ex: Exchange, event: ExchangeFailed, now: float) -> None:
+        if ex.kind is ExchangeKind.GET_STREAM and self._state.gate_until is not None:
+            self._open_gate(now)  # no stream to wait for (a retry of it holds nothing)
         if ex.kind is ExchangeKind.SIDE:
             self._side_failed(ex.tag, event.message, now)
             return

@@ -317,9 +317,11 @@ def ready_http_client(
 
     The server answers ``initialize`` with JSON (``Mcp-Session-Id: session_id`` unless
     ``None``), ``notifications/initialized`` with 202, and the GET stream with
-    ``get_stream`` (405: none; 0: left open, unanswered). ``kwargs`` go to
-    :class:`HttpClient`. Returns the client, the server and the handshake's events. The
-    next request id is 2.
+    ``get_stream``: 405, none; 200, an open event stream (its head only, the body to
+    come: ``server.send(server.requests[2], chunk(...), now=...)``); 0, no answer at all
+    (the app's messages then wait for one, up to ``get_stream_wait``); any other status,
+    that status. ``kwargs`` go to :class:`HttpClient`. Returns the client, the server and
+    the handshake's events. The next request id is 2.
     """
     client = http_client(URL, **kwargs)
     server = ScriptedHttpServer(client, splitter=splitter)
@@ -330,6 +332,8 @@ def ready_http_client(
     for request in server.requests[1:]:
         if request.method == "POST":
             server.accept(request, now=0.0)
+        elif get_stream == 200:
+            server.send(request, chunked_head(), now=0.0)
         elif get_stream:
             server.reply(request, get_stream, now=0.0)
     server.pump(now=0.0)

@@ -133,7 +133,7 @@ def test_user_agent_comes_from_the_config() -> None:
 
 def test_user_headers_go_on_every_request() -> None:
     client, server, _ = ready_http_client(headers={"Authorization": "Bearer t0k", "X-Trace": "7"},
-                                          get_stream=0)
+                                          get_stream=200)
     client.ping(now=1.0)
     server.pump(now=1.0)
     client.close(now=2.0)
@@ -151,14 +151,14 @@ def test_session_id_from_initialize_is_kept() -> None:
 
 
 def test_session_id_is_sent_on_every_request_after_initialize() -> None:
-    client, server, _ = ready_http_client(session_id="abc-123", get_stream=0)
+    client, server, _ = ready_http_client(session_id="abc-123", get_stream=200)
     client.ping(now=1.0)
     server.pump(now=1.0)
     assert [r.header("mcp-session-id") for r in server.requests] == [None, "abc-123", "abc-123", "abc-123"]
 
 
 def test_no_session_id_header_when_the_server_gives_none() -> None:
-    client, server, _ = ready_http_client(session_id=None, get_stream=0)
+    client, server, _ = ready_http_client(session_id=None, get_stream=200)
     client.ping(now=1.0)
     server.pump(now=1.0)
     assert client.session_id is None
@@ -179,14 +179,14 @@ def test_session_id_of_a_failed_initialize_is_not_kept() -> None:
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
 def test_protocol_version_header_follows_the_negotiated_version(version: str) -> None:
-    client, server, _ = ready_http_client(version=version, get_stream=0)
+    client, server, _ = ready_http_client(version=version, get_stream=200)
     client.ping(now=1.0)
     server.pump(now=1.0)
     assert [r.header("mcp-protocol-version") for r in server.requests] == [None, version, version, version]
 
 
 def test_2025_03_26_sends_no_protocol_version_header() -> None:
-    client, server, _ = ready_http_client(version="2025-03-26", get_stream=0)
+    client, server, _ = ready_http_client(version="2025-03-26", get_stream=200)
     client.ping(now=1.0)
     server.pump(now=1.0)
     assert all(r.header("mcp-protocol-version") is None for r in server.requests)

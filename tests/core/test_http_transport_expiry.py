@@ -10,6 +10,7 @@ from http_helpers import (
     URL,
     ReceivedRequest,
     ScriptedHttpServer,
+    chunked_head,
     http_client,
     init_result,
     json_body,
@@ -49,16 +50,18 @@ def expire(server: ScriptedHttpServer, request: ReceivedRequest, now: float) -> 
 
 def reinitialize(server: ScriptedHttpServer, init: ReceivedRequest, session_id: str, now: float
                  ) -> list[ReceivedRequest]:
-    """Answer the new ``initialize``; return the requests that follow (GET stream refused)."""
+    """Answer the new ``initialize``; return the requests that follow (GET stream refused,
+    which sends what waited for it)."""
     server.reply_json(init, init_result(init.json()["id"]), now=now, headers={"Mcp-Session-Id": session_id})
     sent = []
-    for request in server.pump(now=now):
-        if request.method == "GET":
-            server.reply(request, 405, now=now)
-        elif request.rpc_method == "notifications/initialized":
-            server.accept(request, now=now)
-        else:
-            sent.append(request)
+    while fresh := server.pump(now=now):
+        for request in fresh:
+            if request.method == "GET":
+                server.reply(request, 405, now=now)
+            elif request.rpc_method == "notifications/initialized":
+                server.accept(request, now=now)
+            else:
+                sent.append(request)
     return sent
 
 
@@ -101,10 +104,14 @@ def test_initialized_notification_and_get_stream_follow_the_new_session() -> Non
     (post,) = server.pump(now=1.0)
     init = expire(server, post, 1.0)
     server.reply_json(init, init_result(init.json()["id"]), now=1.1, headers={"Mcp-Session-Id": "s-2"})
-    follow = server.pump(now=1.1)
+    follow = server.pump(now=1.1)  # the re-sent ping waits for the new GET stream
     assert sorted((r.method, r.rpc_method or "") for r in follow) == [
-        ("GET", ""), ("POST", "notifications/initialized"), ("POST", "ping")]
-    assert all(r.header("mcp-session-id") == "s-2" for r in follow)
+        ("GET", ""), ("POST", "notifications/initialized")]
+    (get,) = [r for r in follow if r.method == "GET"]
+    server.send(get, chunked_head(), now=1.2)
+    (ping,) = server.pump(now=1.2)
+    assert ping.rpc_method == "ping"
+    assert all(r.header("mcp-session-id") == "s-2" for r in [*follow, ping])
 
 
 def test_every_request_in_flight_is_resent_once() -> None:
@@ -285,7 +292,7 @@ def test_giving_up_on_an_expired_session_sends_no_delete() -> None:
 
 
 def test_reinitialize_disabled_fails_pending_requests_with_session_expired() -> None:
-    client, server, _ = ready_http_client(config=ClientConfig(reinitialize_on_expiry=False), get_stream=0)
+    client, server, _ = ready_http_client(config=ClientConfig(reinitialize_on_expiry=False), get_stream=200)
     first = client.call_tool("a", now=1.0)
     second = client.call_tool("b", now=1.0)
     post_a, post_b = server.pump(now=1.0)

@@ -183,9 +183,9 @@ def test_stream_without_an_event_id_is_not_resumed() -> None:
 
 
 def test_request_answered_on_the_get_stream_is_not_resumed() -> None:
-    client, server, rid = dropped_call(get_stream=0)
+    client, server, rid = dropped_call(get_stream=200)
     get_stream = server.requests[2]
-    server.reply_sse(get_stream, [sse_event(tool_result(rid), id="g-1")], now=1.2, end=False)
+    server.send(get_stream, chunk(sse_event(tool_result(rid), id="g-1")), now=1.2)
     assert [type(e) for e in drain_events(client)] == [ResponseReceived]
     client.handle_timeout(1.5)
     assert server.pump(now=1.5) == []
