@@ -1,19 +1,21 @@
-"""Server CPU per ``tools/call``: mcp-sansio's server against the official SDK's ``MCPServer``.
+"""Server CPU per ``tools/call``: mcp-sansio's server against the official SDK's ``MCPServer``
+and FastMCP 4.2.
 
 Usage: ``python bench/bench_server.py [--calls N] [--json FILE] [--only TRANSPORT] [--baseline DIR]``.
 
 Every server answers the same tool (``add(a, b)``, the sum as text: ``add_server.py`` for
-ours, ``sdk_add_server.py`` for the SDK's) to the same client, one request at a time, after
+ours, ``sdk_add_server.py`` for the SDK's, ``fastmcp_add_server.py`` for FastMCP's) to the
+same client, one request at a time, after
 the 2025-11-25 handshake. What is measured is the **server process's** CPU time (user +
 system, from ``/proc/PID/schedstat``, nanoseconds) over ``--calls`` calls after a warm-up,
 divided by the number of calls; the client's CPU is not counted. Rows:
 
-- stdio: the SDK; ours (``mcp-sansio serve bench/add_server.py``) with the asyncio, anyio
+- stdio: the SDK; FastMCP; ours (``mcp-sansio serve bench/add_server.py``) with the asyncio, anyio
   and blocking drivers; the floor, ``stdio_floor_server.py`` (a line loop decoding with
   msgspec and answering: the same work with no MCP library).
-- Streamable HTTP, JSON answers: the SDK under uvicorn (``json_response=True``); ours
+- Streamable HTTP, JSON answers: the SDK and FastMCP under uvicorn (``json_response=True``); ours
   (``mcp-sansio serve ... --http``, asyncio and blocking drivers); our ASGI app under uvicorn.
-- Streamable HTTP, SSE answers: the SDK under uvicorn (its default); ours and our ASGI app
+- Streamable HTTP, SSE answers: the SDK and FastMCP under uvicorn (their default); ours and our ASGI app
   with ``response_mode="sse"``.
 - Every HTTP row of ours is run twice: with the plain ``def add`` (the default policy runs it
   in a worker thread) and, marked "async def", with ``async def add`` (``BENCH_ASYNC_ADD=1``:
@@ -46,6 +48,7 @@ HERE = Path(__file__).parent
 PY = sys.executable
 ADD = str(HERE / "add_server.py")
 SDK = str(HERE / "sdk_add_server.py")
+FASTMCP = str(HERE / "fastmcp_add_server.py")
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_http; "
              "from mcp_sansio.server.http import HttpConfig; "
@@ -236,10 +239,12 @@ def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
         return run
 
     yield "stdio", "SDK MCPServer", stdio([PY, SDK])
+    yield "stdio", "FastMCP 4.2", stdio([PY, FASTMCP])
     for driver in ("asyncio", "anyio", "sync"):
         yield "stdio", f"mcp-sansio ({driver})", stdio([*serve, "--driver", driver])
     yield "stdio", "floor (msgspec line loop)", stdio([PY, str(HERE / "stdio_floor_server.py")])
     yield "HTTP JSON", "SDK MCPServer (uvicorn)", http(lambda p: [PY, SDK, "--http", str(p), "--json"])
+    yield "HTTP JSON", "FastMCP 4.2 (uvicorn)", http(lambda p: [PY, FASTMCP, "--http", str(p), "--json"])
     for driver in ("asyncio", "sync"):
         yield "HTTP JSON", f"mcp-sansio h11 ({driver})", http(
             lambda p, d=driver: [*serve, "--driver", d, "--http", str(p)])  # type: ignore[misc]
@@ -249,6 +254,7 @@ def rows(calls: int) -> Iterator[tuple[str, str, Callable[[], float]]]:
     yield "HTTP JSON", "floor (bare ASGI, uvicorn)", http(lambda p: [PY, str(HERE / "asgi_floor_app.py"),
                                                                     str(p)])
     yield "HTTP SSE", "SDK MCPServer (uvicorn)", http(lambda p: [PY, SDK, "--http", str(p)])
+    yield "HTTP SSE", "FastMCP 4.2 (uvicorn)", http(lambda p: [PY, FASTMCP, "--http", str(p)])
     yield "HTTP SSE", "mcp-sansio h11 (asyncio)", http(lambda p: [PY, "-c", SSE_SERVE, ADD, str(p)])
     yield "HTTP SSE", "floor (bare h11)", http(lambda p: [PY, str(HERE / "h11_floor_server.py"), str(p),
                                                          "sse"])
@@ -278,16 +284,18 @@ def main() -> None:
     results = [{"transport": t, "server": n, "us_per_call": us} for (t, n), us in best.items()]
     print(f"\nServer CPU per tools/call ({options.calls} sequential calls after a warm-up, best of "
           f"{options.rounds} alternated rounds; load {os.getloadavg()[0]:.2f})\n")
-    print("| transport | server | CPU us/call | SDK / this | this / floor |")
-    print("|---|---|---|---|---|")
+    print("| transport | server | CPU us/call | SDK / this | FastMCP / this | this / floor |")
+    print("|---|---|---|---|---|---|")
     for (transport, server), us in best.items():
         sdk = next((v for (t, n), v in best.items() if t == transport and n.startswith("SDK")), None)
+        fast = next((v for (t, n), v in best.items() if t == transport and n.startswith("FastMCP")), None)
         family = "ASGI" if "ASGI" in server else "h11" if "h11" in server else ""
         floor = next((v for (t, n), v in best.items() if t == transport and n.startswith("floor")
                       and family in n), None)
         versus = f"{us / floor:.2f}x" if floor is not None else ""
         ratio = f"{sdk / us:.1f}x" if sdk is not None else ""
-        print(f"| {transport} | {server} | {us:.1f} | {ratio} | {versus} |")
+        to_fast = f"{fast / us:.1f}x" if fast is not None else ""
+        print(f"| {transport} | {server} | {us:.1f} | {ratio} | {to_fast} | {versus} |")
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2))
 
