@@ -73,12 +73,13 @@ class HttpSessionState:
         return gated
 
     def withdraw(self, request_id: int) -> bool:
-        """Drop the held request ``request_id`` (it failed before it went out); whether
-        it was held."""
-        for i, (rid, _) in enumerate(self.gated):
-            if rid == request_id:
-                del self.gated[i]
-                return True
+        """Drop the held request ``request_id`` (it failed before it went out: held for the
+        GET stream, or for a session still in its handshake); whether it was held."""
+        for queue in (self.gated, self.held):
+            for i, (rid, _) in enumerate(queue):
+                if rid == request_id:
+                    del queue[i]
+                    return True
         return False
 
     def ready(self, in_flight: Callable[[], list[tuple[int, bytes]]]) -> list[Message]:

@@ -237,3 +237,24 @@ def test_a_request_held_when_the_session_expires_is_written_once_on_the_new_sess
     (resent,) = server.pump(now=0.7)
     assert (resent.json()["id"], resent.header("mcp-session-id")) == (rid, "s-3")
     assert not [e for e in drain_events(client) if isinstance(e, RequestFailed)]
+
+
+def test_a_request_timing_out_while_a_new_session_shakes_hands_is_never_written() -> None:
+    client = http_client(URL)
+    server = ScriptedHttpServer(client)
+    client.connect(now=0.0)
+    (init,) = server.pump(now=0.0)
+    server.reply_json(init, init_result(), now=0.0, headers={"Mcp-Session-Id": "s-1"})
+    initialized, _ = sorted(server.pump(now=0.0), key=lambda r: r.method, reverse=True)
+    server.reply(initialized, 404, now=0.1)  # the server forgot the session: a new handshake
+    (again,) = server.pump(now=0.1)
+    rid = client.ping(now=0.2, timeout=0.5)  # held for the new session
+    client.handle_timeout(0.7)
+    [failed] = [e for e in drain_events(client) if isinstance(e, RequestFailed)]
+    assert (failed.request_id, failed.reason) == (rid, FailureReason.TIMEOUT)
+    assert server.pump(now=0.7) == []  # nor its notifications/cancelled: the server never saw it
+    server.reply_json(again, init_result(again.json()["id"]), now=0.8, headers={"Mcp-Session-Id": "s-2"})
+    follow = server.pump(now=0.8)
+    (new_get,) = [r for r in follow if r.method == "GET"]
+    server.send(new_get, chunked_head(), now=0.9)
+    assert "ping" not in [r.rpc_method for r in follow + server.pump(now=0.9)]
