@@ -68,9 +68,10 @@ class Response:
 class RawHttp:
     """One connection to an :class:`HttpServer`, written and read by hand."""
 
-    def __init__(self, server: HttpServer, now: float = 0.0, peer: str | None = None) -> None:
+    def __init__(self, server: HttpServer, now: float = 0.0, peer: str | None = None, *,
+                 sending: bool = False) -> None:
         self.server = server
-        self.id = server.connection_made(now, peer)
+        self.id = server.connection_made(now, peer, sending=sending)
         self.h11 = h11.Connection(h11.CLIENT)
         self.responses: list[Response] = []
         self.closed = False

@@ -166,20 +166,20 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             except OSError:  # out of descriptors: accept again later
                 await anyio.sleep(ACCEPT_RETRY_DELAY)
                 continue
-            for sock, _ in accepted:
-                group.start_soon(adopt, sock)
+            for sock, _, sending in accepted:
+                group.start_soon(adopt, sock, sending)
 
-    async def adopt(sock: socket.socket) -> None:
+    async def adopt(sock: socket.socket, sending: bool) -> None:
         try:
             stream = await anyio.abc.SocketStream.from_socket(sock)
         except (OSError, ValueError):  # the client left meanwhile
             sock.close()
             return
-        await serve(stream)
+        await serve(stream, sending)
 
-    async def serve(stream: anyio.abc.SocketStream) -> None:
+    async def serve(stream: anyio.abc.SocketStream, sending: bool) -> None:
         peer = peer_host(stream.extra(anyio.abc.SocketAttribute.remote_address, None))
-        conn = _Conn(endpoint.connection_made(anyio.current_time(), peer), stream)
+        conn = _Conn(endpoint.connection_made(anyio.current_time(), peer, sending=sending), stream)
         conns[conn.id] = conn
         runner.pump()
         try:

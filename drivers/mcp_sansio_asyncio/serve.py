@@ -200,8 +200,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
     primitives = _Primitives(loop, write, handler_threads)
     runner = ServerRunner(endpoint, primitives, on_event)
 
-    def factory() -> asyncio.Protocol:
-        return _ConnectionProtocol(endpoint, runner, links, lingering, loop)
+    def factory(sending: bool) -> Callable[[], asyncio.Protocol]:
+        return lambda: _ConnectionProtocol(endpoint, runner, links, lingering, loop, sending)
 
     adopting: set[asyncio.Task[None]] = set()
 
@@ -212,8 +212,8 @@ async def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, 
             loop.remove_reader(listener)
             loop.call_later(ACCEPT_RETRY_DELAY, resume, listener)
             return
-        for sock, _ in accepted:
-            task = loop.create_task(_adopt(loop, factory, sock))
+        for sock, _, sending in accepted:
+            task = loop.create_task(_adopt(loop, factory(sending), sock))
             adopting.add(task)
             task.add_done_callback(adopting.discard)
 
@@ -276,8 +276,10 @@ class _ConnectionProtocol(asyncio.Protocol):
     """Feeds one connection's bytes to the transport's core and pumps the runner."""
 
     def __init__(self, endpoint: HttpServer | WebSocketServer, runner: ServerRunner,
-                 links: dict[int, _Link], lingering: Lingering, loop: asyncio.AbstractEventLoop) -> None:
+                 links: dict[int, _Link], lingering: Lingering, loop: asyncio.AbstractEventLoop,
+                 sending: bool) -> None:
         self._endpoint = endpoint
+        self._sending = sending  # its client's bytes were waiting when it was accepted
         self._runner = runner
         self._links = links
         self._lingering = lingering
@@ -287,7 +289,8 @@ class _ConnectionProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)  # a stream server's transport
         self._id = self._endpoint.connection_made(self._loop.time(),
-                                                  peer_host(transport.get_extra_info("peername")))
+                                                  peer_host(transport.get_extra_info("peername")),
+                                                  sending=self._sending)
         self._links[self._id] = _Link(transport)
         self._runner.pump()
 

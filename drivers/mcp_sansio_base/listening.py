@@ -57,9 +57,11 @@ _NOT_HERE: Final = frozenset({errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT})
 _OUT_OF_RESOURCES: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-def accept_ready(listener: socket.socket) -> list[tuple[socket.socket, object]]:
+def accept_ready(listener: socket.socket) -> list[tuple[socket.socket, object, bool]]:
     """The connections waiting on ``listener`` (up to :data:`LISTEN_BACKLOG`), with their
-    peer addresses. Those whose client is already gone (it closed or reset without sending
+    peer addresses and whether their client has sent bytes already (the core's
+    ``connection_made(..., sending=True)``: a request arriving, not an idle connection to
+    close first). Those whose client is already gone (it closed or reset without sending
     a byte: a connect-and-close flood) are closed here at once: there is nothing to answer.
 
     Raises:
@@ -67,7 +69,7 @@ def accept_ready(listener: socket.socket) -> list[tuple[socket.socket, object]]:
             ENOMEM) and nothing was accepted: the driver waits ``ACCEPT_RETRY_DELAY``
             before it accepts again (the listener stays readable meanwhile).
     """
-    accepted: list[tuple[socket.socket, object]] = []
+    accepted: list[tuple[socket.socket, object, bool]] = []
     for _ in range(LISTEN_BACKLOG):
         try:
             sock, address = listener.accept()
@@ -77,10 +79,11 @@ def accept_ready(listener: socket.socket) -> list[tuple[socket.socket, object]]:
             if exc.errno in _OUT_OF_RESOURCES and not accepted:
                 raise
             break
-        if _gone(sock):
+        sending = _sending(sock)
+        if sending is None:
             sock.close()
         else:
-            accepted.append((sock, address))
+            accepted.append((sock, address, sending))
     return accepted
 
 
@@ -89,14 +92,15 @@ ACCEPT_RETRY_DELAY: Final = 1.0
 of descriptors (as asyncio's own server does)."""
 
 
-def _gone(sock: socket.socket) -> bool:
-    """Whether the client of a just-accepted connection already left without a byte."""
+def _sending(sock: socket.socket) -> bool | None:
+    """Whether the client of a just-accepted connection has sent bytes already; ``None``
+    when it already left without a byte."""
     try:
-        return not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)) or None
     except (BlockingIOError, InterruptedError):
         return False
     except OSError:  # reset, or no longer connected
-        return True
+        return None
 
 
 LINGER_SECONDS: Final = 2.0

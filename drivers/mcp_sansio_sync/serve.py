@@ -341,9 +341,10 @@ def _serve_connections(endpoint: HttpServer | WebSocketServer, host: str, port: 
                         selector.unregister(data.sock)
                         data.paused_until = time.monotonic() + ACCEPT_RETRY_DELAY
                         accepted = []
-                    for sock, address in accepted:
+                    for sock, address, sending in accepted:
                         sock.setblocking(False)
-                        conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address)), sock)
+                        conn = _Conn(endpoint.connection_made(time.monotonic(), peer_host(address),
+                                                              sending=sending), sock)
                         conns[conn.id] = conn
                         selector.register(sock, selectors.EVENT_READ, conn)
                 elif isinstance(data, _Conn):

@@ -154,8 +154,11 @@ class HttpServer(SessionRouter):
 
     # ------------------------------------------------------------ driver: connections
 
-    def connection_made(self, now: float, peer: str | None = None) -> int:
+    def connection_made(self, now: float, peer: str | None = None, *, sending: bool = False) -> int:
         """A client connected from ``peer`` (its address, if known); its connection id.
+        ``sending``: the driver saw bytes of it waiting already (a request arriving: never
+        closed for being idle, as a client that connects and sends at once would be when
+        connections accepted after it are counted before its bytes are read).
 
         Past ``max_connections_per_peer`` the peer's own idle connection is closed, past
         ``max_connections`` the idle one of the peer holding the most or, when it has none
@@ -166,7 +169,7 @@ class HttpServer(SessionRouter):
         Actions: ``CloseConnection``.
         """
         wire = self._bytes()
-        conn = wire.connection_made(now, peer)
+        conn = wire.connection_made(now, peer, sending=sending)
         self._peers[conn] = peer
         self._peer_connections[peer] += 1
         config = self.config

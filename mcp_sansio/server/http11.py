@@ -190,10 +190,14 @@ class HttpConnections:
 
     # ------------------------------------------------------------ input
 
-    def connection_made(self, now: float, peer: str | None = None) -> int:
-        """A client connected (from ``peer``, its address, if the driver knows it); its id."""
+    def connection_made(self, now: float, peer: str | None = None, *, sending: bool = False) -> int:
+        """A client connected (from ``peer``, its address, if the driver knows it); its id.
+        ``sending``: the driver saw its bytes waiting already, so its request is arriving
+        (its head's deadline runs), and :meth:`idle_connection` does not take it for idle
+        before those bytes are fed to :meth:`receive_data`."""
         self._next_connection += 1
         conn = _Connection(self._next_connection, self.limits, peer)
+        conn.head_started = sending
         self._connections[conn.id] = conn
         self._deadlines.set(conn.id, now + self.limits.header_timeout)
         return conn.id

@@ -146,9 +146,11 @@ class WebSocketServer(Endpoint):
 
     # ------------------------------------------------------------ driver side
 
-    def connection_made(self, now: float, peer: str | None = None) -> int:
+    def connection_made(self, now: float, peer: str | None = None, *, sending: bool = False) -> int:
         """A client connected from ``peer`` (its address, if known); its id (closed at
-        once past ``max_connections``, or past ``max_connections_per_peer`` of its peer)."""
+        once past ``max_connections``, or past ``max_connections_per_peer`` of its peer).
+        ``sending`` (bytes of it wait already) changes nothing here: no connection is
+        closed to make room for another."""
         self._next += 1
         config = self.config
         mine = 0 if peer is None else self._per_peer[peer]

@@ -712,6 +712,21 @@ def test_a_connection_flood_from_one_peer_displaces_only_its_own_idle_connection
     assert _status(victim.request(body=INIT)) == 200
 
 
+def test_a_client_whose_bytes_wait_is_not_displaced_by_connections_accepted_after_it() -> None:
+    # A client sharing its address with a flood connects and sends at once; the driver
+    # accepts it, then more of the flood (accepted in the same batch, or whose handshake the
+    # kernel completed late), before its bytes are read. Its bytes were seen waiting, so it
+    # is no idle connection: the flood's own go first.
+    server = http_server(_app(), max_connections_per_peer=2)
+    flood = [RawHttp(server, peer="10.6.6.6") for _ in range(2)]
+    victim = RawHttp(server, peer="10.6.6.6", sending=True)
+    flood += [RawHttp(server, peer="10.6.6.6") for _ in range(5)]
+    for conn in [victim, *flood]:
+        conn.read()
+    assert not victim.closed and sum(not conn.closed for conn in flood) == 1
+    assert _status(victim.request(body=INIT)) == 200
+
+
 def test_a_session_is_rebuilt_from_a_shared_store() -> None:
     store, events = MemorySessionStore(), MemoryEventStore()
     first = HttpServer(_app(), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
