@@ -456,3 +456,12 @@ def test_a_request_sent_early_is_read_after_a_kept_head_response() -> None:
     assert isinstance(second, RequestReceived) and second.body == b"2"
     http.respond(second.exchange, 200, [("content-type", "application/json")], b"two", now=2.0)
     assert http.data_to_send(conn).count(b"HTTP/1.1 200 ") == 2 and not _closed(http)
+
+
+def test_a_body_answering_a_head_request_is_a_local_error() -> None:
+    http, conn = _connections()
+    http.receive_data(conn, b"HEAD /mcp HTTP/1.1\r\nHost: a\r\n\r\n", 0.0)
+    event = http.next_event()
+    assert isinstance(event, RequestReceived)
+    with pytest.raises(LocalProtocolError, match="invalid response"):
+        http.respond(event.exchange, 200, [], b"a body HEAD must not carry", now=0.0)
