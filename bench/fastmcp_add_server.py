@@ -8,10 +8,15 @@ Streamable HTTP under uvicorn (SSE answers unless ``--json``), stateful, at ``/m
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
 
-import uvicorn
 from fastmcp import FastMCP
+
+if __name__ == "__main__":  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.sdk_add_server import serve
 
 server = FastMCP("add-server")
 
@@ -22,17 +27,6 @@ def add(a: float, b: float) -> str:
     return repr(a + b)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--http", type=int)
-    parser.add_argument("--json", action="store_true")
-    options = parser.parse_args()
-    if options.http is None:
-        server.run("stdio", show_banner=False)
-        return
-    app = server.http_app(path="/mcp", json_response=options.json)
-    uvicorn.run(app, host="127.0.0.1", port=options.http, log_level="warning")
-
-
 if __name__ == "__main__":
-    main()
+    serve(lambda: server.run("stdio", show_banner=False),
+          lambda json: server.http_app(path="/mcp", json_response=json))

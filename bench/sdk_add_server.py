@@ -7,6 +7,8 @@ HTTP under uvicorn (SSE answers unless ``--json``), stateful, as ``MCPServer.run
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -20,17 +22,18 @@ def add(a: float, b: float) -> str:
     return repr(a + b)
 
 
-def main() -> None:
+def serve(run_stdio: Callable[[], None], http_app: Callable[[bool], Any]) -> None:
+    """Serve stdio (``run_stdio``), or with ``--http PORT [--json]`` the ASGI app
+    ``http_app(json_response)`` under uvicorn: the command line of this bench's peers."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int)
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
     if options.http is None:
-        server.run("stdio")
+        run_stdio()
         return
-    app = server.streamable_http_app(json_response=options.json)
-    uvicorn.run(app, host="127.0.0.1", port=options.http, log_level="warning")
+    uvicorn.run(http_app(options.json), host="127.0.0.1", port=options.http, log_level="warning")
 
 
 if __name__ == "__main__":
-    main()
+    serve(lambda: server.run("stdio"), lambda json: server.streamable_http_app(json_response=json))

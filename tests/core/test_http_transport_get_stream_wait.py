@@ -210,13 +210,20 @@ def test_a_reconnection_of_the_get_stream_holds_nothing() -> None:
     assert [r.rpc_method for r in server.pump(now=1.2)] == ["ping"]
 
 
-def test_a_request_held_when_the_session_expires_is_written_once_on_the_new_session() -> None:
+def shaken_hands() -> tuple[HttpClient, ScriptedHttpServer, ReceivedRequest, ReceivedRequest]:
+    """A client at 0.0 just past its handshake (session ``s-1``), with its
+    ``notifications/initialized`` and its GET stream not answered yet."""
     client = http_client(URL)
     server = ScriptedHttpServer(client)
     client.connect(now=0.0)
     (init,) = server.pump(now=0.0)
     server.reply_json(init, init_result(), now=0.0, headers={"Mcp-Session-Id": "s-1"})
     initialized, get = sorted(server.pump(now=0.0), key=lambda r: r.method, reverse=True)
+    return client, server, initialized, get
+
+
+def test_a_request_held_when_the_session_expires_is_written_once_on_the_new_session() -> None:
+    client, server, initialized, get = shaken_hands()
     rid = client.ping(now=0.1)
     server.reply(initialized, 404, now=0.2)  # the server forgot the session at once
     (again,) = server.pump(now=0.2)
@@ -240,12 +247,7 @@ def test_a_request_held_when_the_session_expires_is_written_once_on_the_new_sess
 
 
 def test_a_request_timing_out_while_a_new_session_shakes_hands_is_never_written() -> None:
-    client = http_client(URL)
-    server = ScriptedHttpServer(client)
-    client.connect(now=0.0)
-    (init,) = server.pump(now=0.0)
-    server.reply_json(init, init_result(), now=0.0, headers={"Mcp-Session-Id": "s-1"})
-    initialized, _ = sorted(server.pump(now=0.0), key=lambda r: r.method, reverse=True)
+    client, server, initialized, _ = shaken_hands()
     server.reply(initialized, 404, now=0.1)  # the server forgot the session: a new handshake
     (again,) = server.pump(now=0.1)
     rid = client.ping(now=0.2, timeout=0.5)  # held for the new session
