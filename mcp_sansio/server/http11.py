@@ -144,7 +144,7 @@ def _parser(limits: HttpLimits) -> h11.Connection:
 
 class _Connection:
     __slots__ = ("ahead", "backlog", "body", "exchange", "h11", "head_started", "headers", "id", "out",
-                 "peer", "plain", "request", "state")
+                 "peer", "request", "state")
 
     def __init__(self, connection: int, limits: HttpLimits, peer: str | None) -> None:
         self.id = connection
@@ -153,7 +153,6 @@ class _Connection:
         self.state = _State.READING
         self.exchange = 0
         self.request: h11.Request | None = None
-        self.plain = False  # the request is one whose response h11 frames by Content-Length (not HEAD)
         self.headers: tuple[Header, ...] = ()  # the request's, decoded (once, as it arrived)
         self.body = bytearray()
         self.out: list[bytes] = []
@@ -298,7 +297,9 @@ class HttpConnections:
             self._lost(conn, "the client does not read its responses")
             return
         h = conn.h11
-        wire = self._wire_head(status, headers) if h.their_state is h11.DONE and conn.plain else None
+        request = conn.request
+        plain = h.their_state is h11.DONE and request is not None and request.method != b"HEAD"
+        wire = self._wire_head(status, headers) if plain else None
         if wire is not None:
             # A keep-alive exchange whose response h11 would only frame by Content-Length:
             # its checked head is written as kept, and the next request gets an h11 of
@@ -462,7 +463,6 @@ class HttpConnections:
                     return
             elif type(event) is h11.Request:
                 conn.request = event
-                conn.plain = event.method != b"HEAD"
                 head = _head(event)
                 conn.headers = head.headers
                 length = head.length
