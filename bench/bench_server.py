@@ -115,11 +115,14 @@ def measure_stdio(command: list[str], calls: int, warmup: int) -> float:
 
 
 @contextmanager
-def http_server(command: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+def http_server(command: list[str], port: int, *, env: dict[str, str] | None = None, cwd: str | None = None,
+                start_timeout: float = 30, stop_timeout: float = 10) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``command`` until it listens on ``port`` (``start_timeout`` at most); at the end,
+    SIGTERM, then SIGKILL if it has not ended within ``stop_timeout``."""
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
@@ -132,7 +135,7 @@ def http_server(command: list[str], port: int) -> Iterator[subprocess.Popen[byte
     finally:
         proc.terminate()
         try:
-            proc.wait(10)
+            proc.wait(stop_timeout)
         except subprocess.TimeoutExpired:  # (the SDK holding 10,000 sessions takes longer to end)
             proc.kill()
             proc.wait()

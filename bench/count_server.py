@@ -20,18 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_server import ADD, ASGI_SERVE, HERE, PY, SSE_SERVE, call, free_port, session
+from bench.bench_server import ADD, ASGI_SERVE, HERE, PY, SSE_SERVE, call, free_port, http_server, session
 
 ROWS: dict[str, Callable[[str, int], list[str]]] = {
     "h11 JSON": lambda add, port: [PY, "-m", "mcp_sansio_cli", "serve", add, "--http", str(port)],
@@ -55,25 +52,12 @@ def instructions(row: str, calls: int, tree: str | None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "cachegrind.out")
         valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}"]
-        proc = subprocess.Popen([*valgrind, *ROWS[row](add, port)], env=env, cwd=scratch,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 300
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), 1).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError(f"{row} did not listen on {port}") from None
-                    time.sleep(0.5)
-            with session(port, 100) as post:
-                for rid in range(1000, 1000 + calls):
-                    reply = post(call(rid))
-                    assert "result" in reply, reply
-        finally:
-            proc.terminate()
-            proc.wait(120)
+        # (valgrind writes its counts as the server ends: give it time to)
+        with http_server([*valgrind, *ROWS[row](add, port)], port, env=env, cwd=scratch, start_timeout=300,
+                         stop_timeout=120), session(port, 100) as post:
+            for rid in range(1000, 1000 + calls):
+                reply = post(call(rid))
+                assert "result" in reply, reply
         found = re.search(r"^summary: (\d+)", Path(out).read_text(), re.MULTILINE)
         assert found is not None, f"no cachegrind summary for {row}"
         return int(found.group(1))
