@@ -13,7 +13,7 @@ Per call it reports:
   trips are in it, Redis's own CPU is not in ``server us``);
 - ``store trips``: Redis commands the server sent per call (``INFO stats``
   ``total_commands_processed`` before and after, minus this bench's own two ``INFO`` calls),
-  and ``round trips`` (a pipeline is one).
+  and ``round trips``: Redis's reads (``total_reads_processed``; a pipeline arrives in one).
 
 The rows alternate (memory, Redis, memory, Redis, ...) over ``--rounds`` rounds and the
 median of each is reported, so that a loaded machine affects both alike.
@@ -41,18 +41,17 @@ SSE_SERVE = ("import asyncio, runpy, sys; from mcp_sansio_asyncio import serve_h
              "store = sys.argv[3] if sys.argv[3] != '-' else None; "
              "asyncio.run(serve_http(app, port=int(sys.argv[2]), store=store, "
              "config=HttpConfig.loopback(response_mode='sse')))")
-# Redis round trips per call, by the code: a JSON answer: EXPIRE (touch); an SSE answer: the
-# touch and two appends (priming, answer), each one XADD+XTRIM+EXPIRE pipeline (the priming's
-# also HSET+EXPIRE: who produces the stream, for the request): 9 commands in 3 round trips.
-ROUND_TRIPS = {"JSON": 1, "SSE": 3}
 
 
-def redis_commands(port: int) -> int:
+def redis_counts(port: int) -> tuple[int, int]:
+    """Redis's ``INFO stats``: commands processed, and reads (a pipeline arrives in one: a
+    round trip)."""
     import redis
 
     client = redis.Redis(port=port)
     try:
-        return int(client.info("stats")["total_commands_processed"])
+        stats = client.info("stats")
+        return int(stats["total_commands_processed"]), int(stats["total_reads_processed"])
     finally:
         client.close()
 
@@ -65,7 +64,7 @@ def measure(mode: str, store: str | None, redis_port: int, calls: int, warmup: i
     else:
         command = [PY, "-c", SSE_SERVE, ADD, str(port), store or "-"]
     with http_server(command, port) as proc, session(port, warmup) as post:
-        commands = redis_commands(redis_port)
+        commands, reads = redis_counts(redis_port)
         cpu = cpu_ns(proc.pid)
         wall = time.perf_counter()
         for rid in range(warmup + 1, warmup + calls + 1):
@@ -73,9 +72,11 @@ def measure(mode: str, store: str | None, redis_port: int, calls: int, warmup: i
             assert "result" in reply, reply
         wall = time.perf_counter() - wall
         used = cpu_ns(proc.pid) - cpu
-        commands = redis_commands(redis_port) - commands - 1  # the second INFO counts itself
+        commands_after, reads_after = redis_counts(redis_port)
+        # (this bench's second connection: its INFO, one command, in one read)
+        commands, reads = commands_after - commands - 1, reads_after - reads - 1
     return {"server_us": used / calls / 1000, "wall_us": wall / calls * 1e6,
-            "store_commands": commands / calls}
+            "store_commands": commands / calls, "round_trips": reads / calls}
 
 
 def main() -> None:
@@ -93,7 +94,7 @@ def main() -> None:
         deadline = time.monotonic() + 10
         while True:
             try:
-                redis_commands(redis_port)
+                redis_counts(redis_port)
                 break
             except Exception:
                 if time.monotonic() > deadline:
@@ -112,10 +113,9 @@ def main() -> None:
               f"{'round trips':>12}")
         for (mode, name), runs in samples.items():
             row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-            trips = 0 if name == "memory" else ROUND_TRIPS[mode]
-            results.append({"answers": mode, "store": name, **row, "round_trips": trips})
+            results.append({"answers": mode, "store": name, **row})
             print(f"{mode:8} {name:7} {row['server_us']:10.1f} {row['wall_us']:9.1f} "
-                  f"{row['store_commands']:9.2f} {trips:12}")
+                  f"{row['store_commands']:9.2f} {row['round_trips']:12.2f}")
     finally:
         server.terminate()
         server.wait(10)

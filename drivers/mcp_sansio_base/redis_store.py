@@ -220,16 +220,24 @@ class RedisStore:
                request_id: int | str | None = None) -> str:
         """Keep one event of ``stream`` (one round trip); its id (``request_id``: with a
         stream's first event, the request it answers, produced by this worker)."""
+        return self.extend(session_id, stream, ((data, final),), request_id)[0]
+
+    def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+               request_id: int | str | None = None) -> list[str]:
+        """Keep several events of ``stream``, in order, in one round trip; their ids."""
+        if not events:
+            return []
         key = self.prefix + ("i:" if stream == INBOX_STREAM else "e:") + session_id
-        fields: dict[Any, Any] = {"s": stream, "d": data}
-        if final:
-            fields["f"] = 1
         oldest = f"{int(time.time() * 1000) - self.event_ttl * 1000}-0"
         producers = self.prefix + "r:" + session_id
 
         def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
-            pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
+            for data, final in events:
+                fields: dict[Any, Any] = {"s": stream, "d": data}
+                if final:
+                    fields["f"] = 1
+                pipe.xadd(key, fields, maxlen=self.max_events, approximate=True)
             pipe.xtrim(key, minid=oldest, approximate=True)
             pipe.expire(key, self.event_ttl)
             if request_id is not None:
@@ -237,8 +245,8 @@ class RedisStore:
                 pipe.expire(producers, self.event_ttl)
             return pipe.execute()
 
-        entry = self._call(run)[0]
-        return f"{stream}.{_text(entry)}"
+        entries = self._call(run)[:len(events)]
+        return [f"{stream}.{_text(entry)}" for entry in entries]
 
     def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream of ``last_event_id``, its later events, and whether it has ended."""

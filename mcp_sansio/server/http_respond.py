@@ -12,7 +12,7 @@ the session table, ``http`` the requests and the driver's side).
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from .. import jsonrpc
@@ -161,10 +161,8 @@ class ResponseWriter(Endpoint):
             self.http.respond(ex.id, 200, SSE_ANSWER_HEAD, sse_event(data, None), now=now)
             return
         stream = self._open_stream(ex, legacy)
-        priming = self._append(legacy, stream, b"", False, ex.request_id)
-        body = sse_event(data, self._append(legacy, stream, data, True))
-        if priming is not None:
-            body = self._priming(priming) + body
+        ids = self._extend(legacy, stream, ((b"", False), (data, True)), ex.request_id)
+        body = sse_event(data, None) if ids is None else self._priming(ids[0]) + sse_event(data, ids[1])
         self.http.respond(ex.id, 200, legacy.sse_answer_head, body, now=now)
         self._stream_done(legacy, stream, ex.id)
 
@@ -216,10 +214,25 @@ class ResponseWriter(Endpoint):
             event_id = self.event_store.append(legacy.id, stream, data, final, request_id)
         except StoreUnavailable:
             return None
+        self._kept(legacy, stream, event_id)
+        return event_id
+
+    def _extend(self, legacy: Legacy, stream: int, events: Sequence[tuple[bytes, bool]],
+                request_id: int | str | None) -> list[str] | None:
+        """Keep several events for resumption in one store call; their ids, or ``None``
+        when the store failed."""
+        try:
+            ids = self.event_store.extend(legacy.id, stream, events, request_id)
+        except StoreUnavailable:
+            return None
+        self._kept(legacy, stream, ids[0])
+        return ids
+
+    def _kept(self, legacy: Legacy, stream: int, event_id: str) -> None:
+        """``legacy``'s first event in a shared store marks where its inbox begins."""
         if self.event_store.shared and legacy.inbox_after is None and stream != INBOX_STREAM:
             legacy.inbox_after = event_id  # the client's answers to what we send come after it
             self._inboxes[legacy.id] = None
-        return event_id
 
     def _headers(self, legacy: Legacy | None) -> list[Header]:
         return [] if legacy is None else legacy.head

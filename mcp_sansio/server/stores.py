@@ -139,6 +139,13 @@ class EventStore(Protocol):
         request it answers (another worker relaying it answers for it if its producer dies)."""
         ...
 
+    def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+               request_id: int | str | None = None) -> list[str]:
+        """Keep several events of ``stream`` at once, as :meth:`append` would one by one
+        (each a ``(data, final)`` pair); their ids. A whole SSE answer (its priming event
+        and the answer) is kept this way: one round trip to a remote store, not two."""
+        ...
+
     def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream ``last_event_id`` belongs to and its events after it, or ``None``
         when the id is unknown (forgotten, or never issued)."""
@@ -283,27 +290,39 @@ class MemoryEventStore:
     def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
                request_id: int | str | None = None) -> str:
         """Keep one event; its id."""
+        return self.extend(session_id, stream, ((data, final),), request_id)[0]
+
+    def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+               request_id: int | str | None = None) -> list[str]:
+        """Keep several events of ``stream``, in order; their ids."""
+        if not events:
+            return []
         key = (session_id, stream)
         if request_id is not None:
             self._requests[key] = request_id
-        seq = self._next.get(session_id, 0) + 1
+        kept = self._events.get(session_id)
+        if kept is None:
+            kept = self._events[session_id] = deque()
+        seq = self._next.get(session_id, 0)
+        size = self._sizes.get(session_id, 0)
+        ids = []
+        for data, final in events:
+            seq += 1
+            kept.append((stream, seq, data, final))
+            size += len(data)
+            ids.append(f"{stream}-{seq}")
         self._next[session_id] = seq
         last = self._last
         last[key] = seq
-        events = self._events.get(session_id)
-        if events is None:
-            events = self._events[session_id] = deque()
-        events.append((stream, seq, data, final))
-        size = self._sizes.get(session_id, 0) + len(data)
-        while len(events) > self._max or (size > self._max_bytes and len(events) > 1):
-            gone = events.popleft()
+        while len(kept) > self._max or (size > self._max_bytes and len(kept) > 1):
+            gone = kept.popleft()
             size -= len(gone[2])
-            key = (session_id, gone[0])
-            if last.get(key) == gone[1]:  # the stream's newest event went, so every one of them
-                del last[key]
-                self._requests.pop(key, None)
+            gone_key = (session_id, gone[0])
+            if last.get(gone_key) == gone[1]:  # the stream's newest event went, so every one of them
+                del last[gone_key]
+                self._requests.pop(gone_key, None)
         self._sizes[session_id] = size
-        return f"{stream}-{seq}"
+        return ids
 
     def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream of ``last_event_id`` and its later events, or ``None``."""

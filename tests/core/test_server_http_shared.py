@@ -4,6 +4,8 @@ idle expiry or shutdown leaves a shared session to the others."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from pair import StepLoop
 from server_http_helpers import MODERN_HEADERS, RawHttp, Response, modern_body
@@ -279,8 +281,8 @@ def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> Non
 
 def test_events_the_store_cannot_keep_are_sent_without_ids() -> None:
     class Down(MemoryEventStore):
-        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
-                   request_id: int | str | None = None) -> str:
+        def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+                   request_id: int | str | None = None) -> list[str]:
             raise StoreUnavailable("down")
 
         def forget(self, session_id: str) -> None:
@@ -298,6 +300,37 @@ def test_events_the_store_cannot_keep_are_sent_without_ids() -> None:
     assert answer.ids == [""]
     deleted = conn.request("DELETE", headers={"mcp-session-id": session_id})
     assert deleted is not None and deleted.status == 200
+
+
+def test_a_whole_sse_answer_keeps_its_priming_event_and_answer_in_one_store_call() -> None:
+    calls: list[tuple[str, int]] = []
+
+    class Counting(MemoryEventStore):
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+                   request_id: int | str | None = None) -> str:
+            calls.append(("append", 1))
+            return super().append(session_id, stream, data, final, request_id)
+
+        def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+                   request_id: int | str | None = None) -> list[str]:
+            calls.append(("extend", len(events)))
+            return super().extend(session_id, stream, events, request_id)
+
+    events = Counting()
+    server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32,
+                        config=HttpConfig.loopback(response_mode="sse"), events=events)
+    conn = RawHttp(server)
+    session_id = _open_on(conn)
+    calls.clear()
+    answer = conn.request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                          headers={"mcp-session-id": session_id})
+    assert answer is not None and answer.complete
+    assert calls == [("extend", 2)]  # (a remote store: one round trip, not one per event)
+    priming, last = answer.ids
+    assert priming and last and answer.events == [None, {"jsonrpc": "2.0", "id": 2, "result": {}}]
+    replay = events.replay(session_id, priming)
+    assert replay is not None and replay.finished and replay.request_id == 2
+    assert replay.events == [(last, b'{"jsonrpc":"2.0","id":2,"result":{}}')]
 
 
 def _open_on(conn: RawHttp) -> str:
@@ -459,9 +492,9 @@ def test_a_followed_stream_whose_worker_died_is_answered_with_an_error_for_every
 
 def test_an_abandoned_stream_of_no_known_request_just_ends() -> None:
     class Forgetful(MemoryEventStore):
-        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
-                   request_id: int | str | None = None) -> str:
-            return super().append(session_id, stream, data, final)
+        def extend(self, session_id: str, stream: int, events: Sequence[tuple[bytes, bool]],
+                   request_id: int | str | None = None) -> list[str]:
+            return super().extend(session_id, stream, events)
 
     events = Forgetful()
     events.shared = True

@@ -74,6 +74,19 @@ def test_events_replay_after_an_id_of_their_stream_and_know_a_finished_stream(st
     assert store.replay("s3", priming) is None
 
 
+def test_several_events_are_kept_in_one_round_trip_and_replay_as_appended_ones(store: RedisStore) -> None:
+    trips = store.round_trips
+    priming, answer = store.extend("s6", 3, [(b"", False), (b'{"id":9}', True)], 9)
+    assert store.round_trips == trips + 1
+    replay = store.replay("s6", priming)
+    assert replay is not None and replay.events == [(answer, b'{"id":9}')]
+    assert replay.finished and replay.request_id == 9
+    later = store.append("s6", 3, b'{"late":1}')
+    assert store.extend("s6", 3, []) == []  # (nothing to keep: no event)
+    replay = store.replay("s6", priming)
+    assert replay is not None and [event_id for event_id, _ in replay.events] == [answer, later]
+
+
 def test_events_are_bounded_by_length(redis_proc: Proc) -> None:
     store = open_store(f"redis://127.0.0.1:{redis_proc.port}/0?max_events=10&prefix=len:")
     first = store.append("s4", 1, b"{}")
