@@ -19,6 +19,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Final
 
+if __name__ == "__main__":  # run as a script (the README's recipe): find the tests' helpers
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from peer_servers import free_port, stop_process
 
 HERE: Final = Path(__file__).parent
