@@ -219,6 +219,7 @@ class AsgiApp:
                 else:  # http.disconnect before the body was in
                     return
             del self._reading[exchange]
+            started = runner.tasks_started
             server.exchanges_changed(self._clock())
             runner.pump()
             with _Block(self._loop) as block:
@@ -226,11 +227,14 @@ class AsgiApp:
                 # An answer already there, or given by a handler (an async def) that runs at
                 # the next turn of the loop, is sent with no watcher: the client leaving
                 # matters only while the response waits (no task and task group per request).
+                # No handler task started: no answer comes at the next turn (a plain def
+                # answers from its thread), so that turn is not waited.
                 if exchanges.has_output(exchange) and await self._send_ready(exchange, send):
                     return
-                await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
-                if await self._send_ready(exchange, send):
-                    return
+                if runner.tasks_started != started:
+                    await (asyncio.sleep(0) if self._loop is not None else anyio.lowlevel.checkpoint())
+                    if await self._send_ready(exchange, send):
+                        return
                 if self._loop is not None:
                     # The answer takes longer (a plain def handler runs in its worker thread):
                     # wait for it in receive() itself, which sees the client leave as the

@@ -183,6 +183,9 @@ class ServerRunner:
         self._thread = threading.get_ident()  # the loop's: the core is touched there only
         self._threaded = 0
         self._idle_waiters: list[FutureLike[msgspec.Struct]] = []
+        self.tasks_started = 0
+        """Handlers started as tasks so far (an ``async def`` that awaits): a driver that
+        pumped and sees this unchanged knows no handler answers at the loop's next turn."""
         self.terminated = False
         """The transport reported ``ConnectionTerminated`` (stdio: the client left)."""
         self.on_terminated: Callable[[], None] = lambda: None
@@ -426,6 +429,7 @@ class ServerRunner:
                 if token is not None and telemetry is not None:
                     telemetry.leave(token)
             return
+        self.tasks_started += 1
         self._tasks[call] = self._p.spawn(self._run(call, handler.fn, kwargs, ctx,
                                                     None if telemetry is None else event))
 
