@@ -1,4 +1,5 @@
-"""The server of the server benchmark: one tool, ``add(a, b)``, answering the sum as text.
+"""The server of the server benchmark: ``add(a, b)``, answering the sum as text, and
+``text(size)``, answering ``size`` bytes of text (``bench_sizes.py``: cost with message size).
 
 ``mcp-sansio serve bench/add_server.py`` (stdio) or ``... --http PORT``; ``asgi`` is the same
 server as an ASGI application (``uvicorn add_server:asgi``). With ``BENCH_ASYNC_ADD=1`` in the
@@ -26,6 +27,18 @@ async def add_async(a: float, b: float) -> str:
     return repr(a + b)
 
 
-app.tool(name="add")(add_async if os.environ.get("BENCH_ASYNC_ADD") == "1" else add)
+def text(size: int) -> str:
+    """A text of ``size`` bytes."""
+    return "a" * size
+
+
+async def text_async(size: int) -> str:
+    """A text of ``size`` bytes."""
+    return "a" * size
+
+
+ON_LOOP = os.environ.get("BENCH_ASYNC_ADD") == "1"
+app.tool(name="add")(add_async if ON_LOOP else add)
+app.tool(name="text")(text_async if ON_LOOP else text)
 
 asgi = AsgiApp(app)

@@ -40,7 +40,9 @@ async def app(scope: MutableMapping[str, Any], receive: Callable[[], Awaitable[M
                                      "serverInfo": {"name": "floor", "version": "1"}}
     else:
         arguments = request["params"]["arguments"]
-        result = {"content": [{"type": "text", "text": repr(arguments["a"] + arguments["b"])}]}
+        text = "a" * arguments["size"] if request["params"]["name"] == "text" else repr(
+            arguments["a"] + arguments["b"])
+        result = {"content": [{"type": "text", "text": text}]}
     data = _encode({"jsonrpc": "2.0", "id": request["id"], "result": result})
     if SSE:
         data = b"event: message\ndata: " + data + b"\n\n"

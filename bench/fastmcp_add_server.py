@@ -1,5 +1,5 @@
 # mypy: disable-error-code="untyped-decorator"
-"""FastMCP 4.2 (the standalone ``fastmcp`` package) with the same ``add`` tool as
+"""FastMCP 4.2 (the standalone ``fastmcp`` package) with the same ``add`` and ``text`` tools as
 ``add_server.py``, for the server benchmark's FastMCP rows.
 
 ``python bench/fastmcp_add_server.py`` serves stdio; ``--http PORT [--json]`` serves
@@ -25,6 +25,12 @@ server = FastMCP("add-server")
 def add(a: float, b: float) -> str:
     """Add two numbers."""
     return repr(a + b)
+
+
+@server.tool
+def text(size: int) -> str:
+    """A text of ``size`` bytes."""
+    return "a" * size
 
 
 if __name__ == "__main__":

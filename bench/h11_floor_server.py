@@ -2,8 +2,9 @@
 library (asyncio protocol, h11 parsing and writing, msgspec decoding and encoding).
 
 ``python bench/h11_floor_server.py PORT [json|sse]``: ``initialize`` is answered with a
-session id, notifications with 202, ``tools/call`` of ``add`` with the sum as text, as JSON
-or as one SSE event. What ``bench_server.py`` measures against it is the cost MCP adds.
+session id, notifications with 202, ``tools/call`` of ``add`` with the sum as text (and of
+``text`` with ``size`` bytes of text), as JSON or as one SSE event. What ``bench_server.py``
+measures against it is the cost MCP adds.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ class _Floor(asyncio.Protocol):
         else:
             arguments = message.params.get("arguments")
             assert isinstance(arguments, dict)
-            result = {"content": [{"type": "text", "text": repr(arguments["a"] + arguments["b"])}]}
+            text = "a" * arguments["size"] if message.params.get("name") == "text" else repr(
+                arguments["a"] + arguments["b"])
+            result = {"content": [{"type": "text", "text": text}]}
         body = _encode({"jsonrpc": "2.0", "id": message.id, "result": result})
         if self.sse:
             self.write(200, [*headers, ("content-type", "text/event-stream")],

@@ -1,4 +1,5 @@
-"""The official SDK's ``MCPServer`` (mcp 2.3) with the same ``add`` tool as ``add_server.py``.
+"""The official SDK's ``MCPServer`` (mcp 2.3) with the same ``add`` and ``text`` tools as
+``add_server.py``.
 
 ``python bench/sdk_add_server.py`` serves stdio; ``--http PORT [--json]`` serves Streamable
 HTTP under uvicorn (SSE answers unless ``--json``), stateful, as ``MCPServer.run`` does.
@@ -20,6 +21,12 @@ server = MCPServer("add-server")
 def add(a: float, b: float) -> str:
     """Add two numbers."""
     return repr(a + b)
+
+
+@server.tool()
+def text(size: int) -> str:
+    """A text of ``size`` bytes."""
+    return "a" * size
 
 
 def serve(run_stdio: Callable[[], None], http_app: Callable[[bool], Any]) -> None:
