@@ -77,6 +77,7 @@ __all__ = ["HttpConfig", "HttpServer"]
 Header = tuple[str, str]
 _JSON: Final[Header] = ("content-type", "application/json")
 _SESSION_NOT_FOUND: Final = -32001
+_STORE_UNAVAILABLE: Final = b"Service Unavailable: the session store did not answer; try again\n"
 _ADMISSIONS: Final = 1024  # (Host, Origin) verdicts remembered
 _FINISHED_STREAMS: Final = 1024
 _GATED: Final = frozenset({"authorization"})
@@ -429,8 +430,10 @@ class HttpServer(SessionRouter):
                  headers: dict[str, str] | None = None) -> None:
         try:
             self._dispatch(req, single_headers(req.headers) if headers is None else headers, principal, now)
-        except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
-            self._plain(req, 503, f"Service Unavailable: {exc}", now)
+        except StoreUnavailable:  # from a session lookup or a replay: nothing was answered yet
+            # the client learns the cause, not the store's address or words (the store logs those)
+            self.http.respond(req.exchange, 503, [("content-type", "text/plain; charset=utf-8"),
+                                                  ("retry-after", "1")], _STORE_UNAVAILABLE, now=now)
 
     def _dispatch(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
                   now: float) -> None:

@@ -209,7 +209,10 @@ class SessionRouter(ResponseWriter):
         if legacy is not None:
             if legacy.owner != owner:
                 return None
-            if self.session_store.shared and not self.session_store.touch(session_id):
+            # (one never saved, its store down at its initialize, is not missing there: it
+            # was never there; the request saves it)
+            store = self.session_store
+            if store.shared and legacy.saved is not None and not store.touch(session_id):
                 self._end_session(legacy, now, "the session ended", forget=False)  # by another worker
                 return None
             return legacy

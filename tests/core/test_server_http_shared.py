@@ -256,12 +256,13 @@ class _Down(MemorySessionStore):
         super().save(record)
 
 
-def test_a_request_the_store_cannot_serve_gets_503() -> None:
+def test_a_request_the_store_cannot_serve_gets_503_naming_the_store_not_its_address() -> None:
     server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
                         sessions=_Down())
     answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
                                      headers={"mcp-session-id": "abc"})
-    assert answer is not None and answer.status == 503 and b"redis://x is down" in answer.body
+    assert answer is not None and answer.status == 503 and answer.headers["retry-after"] == "1"
+    assert b"session store did not answer" in answer.body and b"redis://" not in answer.body
 
 
 def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> None:
