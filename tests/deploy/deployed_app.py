@@ -9,6 +9,7 @@ test sees where the balancer sent each request.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import anyio
@@ -42,6 +43,15 @@ async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False
         if delay:
             await anyio.sleep(delay)
     return f"counted {n} at {os.getpid()}"
+
+
+@app.tool()
+def steps(ctx: Context, n: int = 5, delay: float = 0.1) -> str:
+    """``count`` as a plain ``def`` (a handler thread on every driver, the blocking one too)."""
+    for step in range(1, n + 1):
+        ctx.report_progress(step, n, f"{os.getpid()}")
+        time.sleep(delay)
+    return f"stepped {n} at {os.getpid()}"
 
 
 @app.tool()
