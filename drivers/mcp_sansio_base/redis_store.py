@@ -515,14 +515,19 @@ class RedisStore:
             self._answered()
 
     def _abandoned(self, quiet: Sequence[Follow]) -> list[Relayed]:
-        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone."""
+        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone, and
+        ``lost`` ones too for those the store no longer has at all (neither the producer
+        nor any event: it restarted empty, or evicted them), which nothing could end."""
         if not quiet:
             return []
         try:
             pipe = self._follower.pipeline(transaction=False)
             for want in quiet:
                 pipe.hget(self.prefix + "r:" + want.session_id, str(want.stream))
-            producers = cast("list[bytes | None]", pipe.execute())
+                pipe.exists(self.prefix + "e:" + want.session_id)
+            answers = pipe.execute()
+            producers = cast("list[bytes | None]", answers[::2])
+            kept = cast("list[int]", answers[1::2])
             workers = [None if p is None else _producer(p)[0] for p in producers]
             pipe = self._follower.pipeline(transaction=False)
             for worker in workers:
@@ -530,9 +535,13 @@ class RedisStore:
             alive = cast("list[int]", pipe.execute())
         except RedisError:
             return []
-        return [Relayed(session_id=w.session_id, stream=w.stream, event_id=w.after, data=b"", since=w.after,
-                        abandoned=True)
-                for w, worker, up in zip(quiet, workers, alive, strict=True) if worker is not None and not up]
+        out: list[Relayed] = []
+        for want, worker, up, events in zip(quiet, workers, alive, kept, strict=True):
+            lost = worker is None and not events
+            if lost or (worker is not None and not up):
+                out.append(Relayed(session_id=want.session_id, stream=want.stream, event_id=want.after,
+                                   data=b"", since=want.after, abandoned=True, lost=lost))
+        return out
 
 
 def open_store(url: str) -> RedisStore:

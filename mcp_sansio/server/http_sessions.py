@@ -100,8 +100,10 @@ class SessionRouter(ResponseWriter):
             event_id: str | None = item.event_id
             if item.abandoned:  # its worker died: answer for it, for this and any later resumption
                 request_id = self._follow_request.get(key)
+                why = ("the session store lost this request's stream" if item.lost
+                       else "the server process running this request stopped")
                 data = b"" if request_id is None else jsonrpc.encode_error(
-                    request_id, jsonrpc.INTERNAL_ERROR, "the server process running this request stopped")
+                    request_id, jsonrpc.INTERNAL_ERROR, why)
                 event_id, final = self._append(legacy, item.stream, data, True), True
             if data:
                 self.http.send(ex.id, sse_event(data, event_id))

@@ -33,15 +33,18 @@ def add(a: int, b: int) -> int:
 
 
 @app.tool()
-async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False) -> str:
+async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False, done: str = "") -> str:
     """Report progress ``n`` times, ``delay`` seconds apart (``poll``: end the SSE stream
-    after the first, so that the client resumes it, SEP-1699)."""
+    after the first, so that the client resumes it, SEP-1699; ``done``: a file written as
+    it returns)."""
     for step in range(1, n + 1):
         ctx.report_progress(step, n, f"{os.getpid()}")
         if poll and step == 1:
             ctx.close_sse_stream()
         if delay:
             await anyio.sleep(delay)
+    if done:
+        Path(done).write_text("done")  # noqa: ASYNC240  (a few bytes, once)
     return f"counted {n} at {os.getpid()}"
 
 

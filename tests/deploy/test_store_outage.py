@@ -257,3 +257,36 @@ def test_the_store_password_shows_in_no_error_log_or_answer(tmp_path: Path) -> N
             assert f":***@127.0.0.1:{store_proc.port}" in failed and "s3cr3t" not in proc.text(), failed
     finally:
         store_proc.stop()
+
+
+def test_a_stream_relayed_from_another_worker_that_the_store_lost_ends_with_an_error_not_a_hang(
+        tmp_path: Path) -> None:
+    store_proc = redis_server()
+    store = f"redis://127.0.0.1:{store_proc.port}/0"
+    done = tmp_path / "done"
+    try:
+        with worker(store, "asyncio") as runs, worker(store, "asyncio") as relays:
+            session = open_session(runs.port)
+            first = post(runs.port, call("count", {"n": 2, "delay": 1.0, "poll": True, "done": str(done)}, 2,
+                                         True), session)  # its stream ends after the first progress
+            last_id = [line for line in first.body.decode().splitlines() if line.startswith("id: ")][-1][4:]
+
+            conn = http.client.HTTPConnection("127.0.0.1", relays.port, timeout=30)
+            conn.request("GET", "/mcp", headers={
+                "accept": "text/event-stream", "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25", "last-event-id": last_id})
+            resumed = conn.getresponse()  # the other worker follows the stream in the store
+            assert resumed.status == 200
+            store_proc.kill()  # the rest of the call, its answer too, is never stored
+            deadline = time.monotonic() + 30
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            store_proc = redis_server(store_proc.port)  # back, empty: the stream is gone
+            rest = resumed.read()  # (a read timeout of 30 s: before, it waited for ever)
+            conn.close()
+            answer = json.loads(rest.decode().rstrip().rpartition("data: ")[2])
+            # (the store restarted in time for the call's answer: it is relayed)
+            assert answer["id"] == 2 and ("result" in answer or answer["error"] == {
+                "code": -32603, "message": "the session store lost this request's stream"}), answer
+    finally:
+        store_proc.stop()
