@@ -353,9 +353,11 @@ class RedisStore:
         costs the wait (``timeout``) and gives nothing."""
         try:
             self._heartbeat()
-        except RedisError as exc:
+        except _DOWN as exc:
             self._wait_out(exc, timeout)
             return []
+        except RedisError:
+            pass  # it answered, refusing (the next call tries again): read all the same
         if not wants:
             return []
         after: dict[str, str] = {}
@@ -509,7 +511,11 @@ class RedisStore:
         now = time.monotonic()
         if now - self._beat_at < HEARTBEAT_EVERY:
             return
-        self._follower.set(self.prefix + "w:" + self.worker, b"1", ex=HEARTBEAT_TTL)
+        key = self.prefix + "w:" + self.worker
+        # EXPIRE renews it even at maxmemory with noeviction, which refuses SET: a worker
+        # alive is not taken for dead (its streams and tasks failed) while Redis is full
+        if not self._follower.expire(key, HEARTBEAT_TTL):
+            self._follower.set(key, b"1", ex=HEARTBEAT_TTL)
         self._beat_at = now
         if self._outage is not None:
             self._answered()

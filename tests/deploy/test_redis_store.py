@@ -17,7 +17,7 @@ from peer_servers import free_port
 
 from mcp_sansio.server.stores import Follow, SessionRecord, StoreUnavailable, TaskMessage, TaskSnapshot
 from mcp_sansio.types import ClientCapabilities, Implementation
-from mcp_sansio_base.redis_store import RedisStore, open_store
+from mcp_sansio_base.redis_store import HEARTBEAT_TTL, RedisStore, open_store
 
 from .cluster import Proc, redis_server
 
@@ -326,4 +326,29 @@ def test_a_unix_socket_url_names_a_store(tmp_path: Path) -> None:
         assert redis.Redis(port=proc.port).exists("unix:s:u1")
         store.close()
     finally:
+        proc.stop()
+
+
+def test_a_worker_beats_on_while_redis_is_full_and_its_relay_reads_on() -> None:
+    proc = redis_server()
+    store = RedisStore(f"redis://127.0.0.1:{proc.port}/0", timeout=0.5)
+    raw = redis.Redis(port=proc.port)
+    try:
+        assert store.follow([], 0.05) == []  # the heartbeat starts
+        priming = store.append("f1", 2, b"")
+        raw.config_set("maxmemory", "1")  # full, noeviction: every SET, XADD, HSET is refused
+        with pytest.raises(StoreUnavailable, match="maxmemory"):
+            store.append("f1", 2, b'{"refused":1}')
+        beat = f"mcp:w:{store.worker}"
+        ends = time.monotonic() + HEARTBEAT_TTL + 1.0
+        while time.monotonic() < ends:  # longer than a heartbeat lives unless renewed
+            assert store.follow([Follow(session_id="f1", stream=2, after=priming)], 0.25) == []
+        assert raw.exists(beat), "renewed (EXPIRE) though SET is refused: alive, not taken for dead"
+        raw.config_set("maxmemory", "0")
+        later = store.append("f1", 2, b'{"late":1}', True)
+        (got,) = store.follow([Follow(session_id="f1", stream=2, after=priming)], 0.25)
+        assert (got.event_id, got.data, got.final) == (later, b'{"late":1}', True)
+    finally:
+        raw.close()
+        store.close()
         proc.stop()
