@@ -230,14 +230,16 @@ class HttpServer(SessionRouter):
         if self._legacy:  # least recently active first: the first expires first
             expires = next(iter(self._legacy.values())).expires_at
             earliest = expires if earliest is None or expires < earliest else earliest
-        for deadline in (http.next_deadline(), None if self.gate is None else self.gate.next_deadline()):
+        for deadline in (http.next_deadline(), None if self.gate is None else self.gate.next_deadline(),
+                         self._unstored_deadline()):
             if deadline is not None and (earliest is None or deadline < earliest):
                 earliest = deadline
         return earliest
 
     def handle_timeout(self, now: float) -> None:
         """Fire what is due: slow requests (408), idle sessions, unanswered questions,
-        overdue token verdicts (503), and streams dropped since the last input."""
+        overdue token verdicts (503), streams dropped since the last input, and events of
+        broken streams the store did not take, offered again."""
         self.http.handle_timeout(now)
         if self.gate is not None:
             for req, refusal in self.gate.handle_timeout(now):
@@ -245,6 +247,7 @@ class HttpServer(SessionRouter):
         while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
             self._end_session(legacy, now, "the session expired", forget=not self.session_store.shared)
         super().handle_timeout(now)
+        self._store_unstored(now)
         self._pump(now)
 
     def close(self, now: float) -> None:

@@ -12,7 +12,7 @@ writes into) and under :class:`~.http.HttpServer` (the requests).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -279,6 +279,8 @@ class SessionRouter(ResponseWriter):
             self._follow_request.pop(key, None)
         self._inboxes.pop(legacy.id, None)
         if forget:
+            if self._unstored:
+                self._unstored = deque(event for event in self._unstored if event[0] != legacy.id)
             try:
                 self.session_store.delete(legacy.id)
                 self.event_store.forget(legacy.id)

@@ -517,3 +517,51 @@ def test_what_a_session_changes_after_it_was_saved_is_saved_again() -> None:
     _post(worker, session_id, {"jsonrpc": "2.0", "id": 4, "method": "ping"})
     saved = sessions.load(session_id)
     assert saved is not None and saved.log_level == "error"
+
+
+def test_events_of_a_broken_stream_the_store_could_not_keep_are_kept_and_stored_once_it_answers() -> None:
+    class Failing(MemoryEventStore):
+        down = False
+
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+                   request_id: int | str | None = None) -> str:
+            if self.down:
+                raise StoreUnavailable("down")
+            return super().append(session_id, stream, data, final, request_id)
+
+    sessions, events = MemorySessionStore(), Failing()
+    sessions.shared = events.shared = True
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.report_progress(1, 3)
+        ctx.close_sse_stream()  # the client's connection drops here
+        await gate
+        ctx.report_progress(2, 3)
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, {**SLOW, "params": {"name": "slow", "_meta": {"progressToken": "t"}}})
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None and first.complete
+    events.down = True
+    gate.set_result(None)
+    one.loop.run_ready()
+    one.runner.pump()  # the progress and the answer reach nobody, and no store
+    assert one.server.next_deadline() == 0.0
+    one.server.handle_timeout(10.0)  # (offered again in a second)
+    assert one.server.next_deadline() == 11.0
+    one.server.handle_timeout(11.0)  # still down: a second more
+    assert one.server.next_deadline() == 12.0
+    events.down = False
+    one.server.handle_timeout(12.0)
+    assert one.server.next_deadline() != 13.0
+    _, resumed = _resume(two, session_id, first.last_id)
+    assert resumed is not None and resumed.complete  # every event once, in order, the answer last
+    assert [e.get("params", {}).get("progress") or e["result"]["content"][0]["text"]
+            for e in resumed.events if e] == [2, "done"]

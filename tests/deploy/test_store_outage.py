@@ -290,3 +290,37 @@ def test_a_stream_relayed_from_another_worker_that_the_store_lost_ends_with_an_e
                 "code": -32603, "message": "the session store lost this request's stream"}), answer
     finally:
         store_proc.stop()
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "trio", "asgi"])  # (count is async: not on the blocking driver)
+def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_can(
+        kind: str, tmp_path: Path) -> None:
+    store_proc = redis_server(options=["--dir", str(tmp_path)])
+    store = f"redis://127.0.0.1:{store_proc.port}/0"
+    done = tmp_path / "done"
+    try:
+        with worker(store, kind) as runs, worker(store, "asyncio") as relays:
+            session = open_session(runs.port)
+            first = post(runs.port, call("count", {"n": 2, "delay": 1.0, "poll": True, "done": str(done)}, 2,
+                                         True), session)  # its stream ends after the first progress
+            last_id = [line for line in first.body.decode().splitlines() if line.startswith("id: ")][-1][4:]
+            redis.Redis(port=store_proc.port).save()  # the stream so far, kept for the restart
+
+            conn = http.client.HTTPConnection("127.0.0.1", relays.port, timeout=30)
+            conn.request("GET", "/mcp", headers={
+                "accept": "text/event-stream", "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25", "last-event-id": last_id})
+            resumed = conn.getresponse()  # the other worker follows the stream in the store
+            assert resumed.status == 200
+            store_proc.kill()  # the rest of the call, its answer too, reaches nobody and no store
+            deadline = time.monotonic() + 30
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            store_proc = redis_server(store_proc.port, ["--dir", str(tmp_path)])  # back, with its data
+            rest = resumed.read()  # (a read timeout of 30 s: before, it waited for ever)
+            conn.close()
+            answer = json.loads(rest.decode().rstrip().rpartition("data: ")[2])
+            text = answer["result"]["content"][0]["text"]
+            assert answer["id"] == 2 and text.startswith("counted 2 at "), answer
+    finally:
+        store_proc.stop()
