@@ -139,6 +139,11 @@ class SessionRouter(ResponseWriter):
         for event_id, data in events:
             if data:
                 self.http.send(req.exchange, sse_event(data, event_id))
+        kept_final = False
+        for session_id, kept_stream, data, final in self._unstored:
+            if session_id == legacy.id and kept_stream == stream:  # what the store has not taken yet
+                self.http.send(req.exchange, sse_event(data, None))
+                kept_final = kept_final or final
         legacy.stream_of[req.exchange] = stream
         previous = legacy.live.get(stream)
         if previous is not None:  # a stale connection of the same stream: the new one takes over
@@ -147,7 +152,7 @@ class SessionRouter(ResponseWriter):
         legacy.live[stream] = req.exchange
         if stream == 0:
             legacy.get_exchange = req.exchange
-        finished = replay.finished or stream in legacy.finished_streams
+        finished = replay.finished or stream in legacy.finished_streams or kept_final
         if finished:
             self.http.end(req.exchange, now=now)
             self._exchanges.pop(req.exchange, None)

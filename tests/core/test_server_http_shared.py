@@ -558,6 +558,10 @@ def test_events_of_a_broken_stream_the_store_could_not_keep_are_kept_and_stored_
     assert one.server.next_deadline() == 11.0
     one.server.handle_timeout(11.0)  # still down: a second more
     assert one.server.next_deadline() == 12.0
+    _, here = _resume(one, session_id, first.last_id)  # the worker keeping them has them at once
+    assert here is not None and here.complete
+    assert [e.get("params", {}).get("progress") or e["result"]["content"][0]["text"]
+            for e in here.events if e] == [2, "done"]
     events.down = False
     one.server.handle_timeout(12.0)
     assert one.server.next_deadline() != 13.0
