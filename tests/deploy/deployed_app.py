@@ -65,9 +65,10 @@ async def ask(ctx: Context) -> str:
 
 
 @app.tool(task_support="optional")
-async def job(ctx: Context, seconds: float = 1.0, mark: str = "") -> str:
+async def job(ctx: Context, seconds: float = 1.0, mark: str = "", done: str = "") -> str:
     """A task (tasks extension) that works ``seconds``; its status message names its worker.
-    ``mark``: a file the handler writes when it is cancelled."""
+    ``mark``: a file the handler writes when it is cancelled; ``done``: one it writes as it
+    returns."""
     ctx.start_task(str(os.getpid()))
     try:
         await anyio.sleep(seconds)
@@ -76,6 +77,8 @@ async def job(ctx: Context, seconds: float = 1.0, mark: str = "") -> str:
             # a few bytes, once, while cancelled (no await is possible here)
             Path(mark).write_text(f"cancelled at {os.getpid()}")  # noqa: ASYNC240
         raise
+    if done:
+        Path(done).write_text("done")  # noqa: ASYNC240  (a few bytes, once)
     return f"done at {os.getpid()}"
 
 

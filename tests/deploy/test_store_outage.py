@@ -324,3 +324,38 @@ def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_
             assert answer["id"] == 2 and text.startswith("counted 2 at "), answer
     finally:
         store_proc.stop()
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "trio", "asgi"])  # (job is async: not on the blocking driver)
+def test_a_task_that_ended_while_the_store_was_down_is_reported_ended_at_every_worker_once_it_is_back(
+        kind: str, tmp_path: Path) -> None:
+    from .test_balanced_tasks import call as stateless
+
+    store_proc = redis_server(options=["--dir", str(tmp_path)])
+    store = f"redis://127.0.0.1:{store_proc.port}/0"
+    done = tmp_path / "done"
+    try:
+        with worker(store, kind) as runs, worker(store, "asyncio") as other:
+            created, _ = stateless(runs.port, "tools/call", {
+                "name": "job", "arguments": {"seconds": 1.0, "done": str(done)}, "task": {"ttl": 120_000}})
+            task_id = created["result"]["taskId"]
+            redis.Redis(port=store_proc.port).save()  # the task, working, kept for the restart
+            store_proc.kill()  # its end reaches no store
+            deadline = time.monotonic() + 30
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            store_proc = redis_server(store_proc.port, ["--dir", str(tmp_path)])  # back, with its data
+            deadline = time.monotonic() + 30
+            while True:  # (before: working at every other worker until its TTL, its worker alive)
+                try:
+                    task, _ = stateless(other.port, "tasks/get", {"taskId": task_id})
+                except json.JSONDecodeError:  # a 503 while the store comes back
+                    task = {}
+                status = task.get("result", {}).get("status")
+                if status not in ("working", None) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert status == "completed", task
+            assert task["result"]["result"]["content"][0]["text"].startswith("done at "), task
+    finally:
+        store_proc.stop()
