@@ -10,6 +10,15 @@ stalling the loop. The only call that waits, :meth:`RedisStore.follow` (``XREAD 
 runs on a connection of its own and is made by the driver off its loop, so asyncio,
 trio, the blocking driver and ASGI all share this one implementation.
 
+A store that is down or stalled (refused, timed out, unreachable) is asked again only
+after ``RETRY_AFTER`` seconds, or as soon as the relay's own calls (off the loop, every
+second at least) find it answering: meanwhile the core's calls fail at once, so a stalled
+Redis costs the loop one timeout, not one per request (the blocking driver has one
+thread for every client). The relay's calls to a store that failed wait out their time
+before they return, so that a relay loop does not spin against it. The outage and the
+recovery are logged once each (``mcp_sansio.store``, with the password masked); clients
+are told only that the session store did not answer.
+
 Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
 
 - ``<prefix>s:<session id>``: the ``SessionRecord`` as JSON, with a TTL (``?session_ttl=``
@@ -41,15 +50,20 @@ Layout, under a key prefix (``mcp:`` by default, ``?prefix=`` in the URL):
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_sansio.server.stores import (
     INBOX_STREAM,
@@ -64,6 +78,8 @@ from mcp_sansio.server.stores import (
 
 __all__ = ["RedisStore", "open_store"]
 
+_log = logging.getLogger("mcp_sansio.store")
+
 T = TypeVar("T")
 Entries = list[tuple[bytes, dict[bytes, bytes]]]  # XRANGE's answer (redis-py types it loosely)
 
@@ -75,6 +91,12 @@ _decode_producer: Final = msgspec.json.Decoder(tuple[str, int | str]).decode
 HEARTBEAT_TTL: Final = 5
 """Seconds a worker's heartbeat lives: how long a killed worker's streams wait for it."""
 HEARTBEAT_EVERY: Final = 1.0
+RETRY_AFTER: Final = 1.0
+"""Seconds the core's calls fail at once after the store failed to answer (unless the
+relay finds it answering sooner): one stalled call, not one per request."""
+_DOWN: Final = (RedisConnectionError, RedisTimeoutError, OSError)
+"""What says the store is unreachable (refused, timed out, not authenticated, loading),
+rather than answering with an error of one command."""
 MAX_TASK_MESSAGES: Final = 1000
 """Messages kept in a worker's task queue (``XADD MAXLEN ~``)."""
 
@@ -151,7 +173,8 @@ class RedisStore:
     def __init__(self, url: str, *, prefix: str = "mcp:", session_ttl: float = 1800.0,
                  max_events: int = 1000, event_ttl: float = 3600.0, timeout: float = 0.5,
                  follow_timeout: float = 0.25) -> None:
-        self.url = url
+        self.url = _safe(url)
+        """The store's URL, its password masked (``***``)."""
         self.prefix = prefix
         self.session_ttl = max(1, round(session_ttl))
         self.max_events = max_events
@@ -162,11 +185,19 @@ class RedisStore:
         self.worker = os.urandom(8).hex()
         """This process's name in the store (its heartbeat, the producer of its streams)."""
         self._beat_at = 0.0
+        self._down_until = 0.0  # (monotonic) the core's calls fail at once until then
+        self._outage: str | None = None  # why the store failed, while it is down
+        self._state = threading.Lock()  # the loop's thread and the relay's report outages
         real = _redis_url(url)
-        self._client: redis.Redis = redis.Redis.from_url(
-            real, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
-        self._follower: redis.Redis = redis.Redis.from_url(
-            real, socket_timeout=follow_timeout + timeout, socket_connect_timeout=timeout)
+        try:
+            self._client: redis.Redis = redis.Redis.from_url(
+                real, socket_timeout=timeout, socket_connect_timeout=timeout, retry_on_timeout=False)
+            self._follower: redis.Redis = redis.Redis.from_url(
+                real, socket_timeout=follow_timeout + timeout, socket_connect_timeout=timeout)
+        except ValueError:
+            # redis-py's words may quote a piece of the password (a "/" in it ends the host)
+            raise ValueError(f"{self.url} is no store URL redis-py can read (in a password, "
+                             "percent-encode / # ? and @)") from None
         self._task_after = "0-0"  # the position in this worker's task queue
         self._load_task = self._client.register_script(_LOAD_TASK)
         self._ask_task = self._client.register_script(_ASK_TASK)
@@ -179,12 +210,53 @@ class RedisStore:
         self._client.close()
         self._follower.close()
 
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+
     def _call(self, fn: Callable[[], T]) -> T:
         self.round_trips += 1
+        if self._down_until and time.monotonic() < self._down_until:
+            raise StoreUnavailable(f"the session store at {self.url} failed: {self._outage}")
         try:
-            return fn()
-        except RedisError as exc:
-            raise StoreUnavailable(f"the session store at {_safe(self.url)} failed: {exc}") from exc
+            answer = fn()
+        except _DOWN as exc:
+            self._failed(exc)
+            raise StoreUnavailable(f"the session store at {self.url} failed: {exc}") from exc
+        except RedisError as exc:  # it answered, with an error (out of memory, ...): it is up
+            self._answered()
+            raise StoreUnavailable(f"the session store at {self.url} failed: {exc}") from exc
+        if self._outage is not None:
+            self._answered()
+        return answer
+
+    def _failed(self, exc: BaseException) -> None:
+        """The store did not answer: the core's calls fail at once for ``RETRY_AFTER``
+        seconds; an outage is logged when it starts."""
+        with self._state:
+            self._down_until = time.monotonic() + RETRY_AFTER
+            if self._outage is not None:
+                return
+            self._outage = str(exc) or type(exc).__name__
+        _log.warning("the session store at %s failed (%s): requests that need it are answered 503 "
+                     "until it answers", self.url, self._outage)
+
+    def _answered(self) -> None:
+        """The store answered: the core's calls go to it again; an outage's end is logged."""
+        with self._state:
+            self._down_until = 0.0
+            if self._outage is None:
+                return
+            self._outage = None
+        _log.warning("the session store at %s answers again", self.url)
+
+    def _wait_out(self, exc: BaseException, timeout: float) -> None:
+        """A relay call failed: note it and wait ``timeout`` (at most ``follow_timeout``), as a
+        wait that found nothing would, so that a relay asking again does not spin."""
+        if isinstance(exc, _DOWN):
+            self._failed(exc)
+        else:
+            self._answered()
+        time.sleep(max(0.0, min(timeout, self.follow_timeout)))
 
     # ------------------------------------------------------------ SessionStore
 
@@ -285,8 +357,15 @@ class RedisStore:
         ``follow_timeout``) for the first (``XREAD BLOCK`` on a connection of its own), and
         an ``abandoned`` mark for a stream whose producer's heartbeat is gone. Renews this
         worker's heartbeat (a driver calls it, with no ``wants`` too, at least every
-        second). Blocking: a driver calls it off its loop."""
-        self._heartbeat()
+        second). Blocking: a driver calls it off its loop. A store that does not answer
+        costs the wait (``timeout``) and gives nothing."""
+        try:
+            self._heartbeat()
+        except _DOWN as exc:
+            self._wait_out(exc, timeout)
+            return []
+        except RedisError:
+            pass  # it answered, refusing (the next call tries again): read all the same
         if not wants:
             return []
         after: dict[str, str] = {}
@@ -313,8 +392,11 @@ class RedisStore:
         try:
             answer = cast("list[tuple[bytes, Entries]] | None",
                           self._follower.xread(cast(Any, after), block=block))  # str keys and ids
-        except RedisError:
+        except RedisError as exc:
+            self._wait_out(exc, timeout)
             return []  # the driver asks again; nothing was consumed
+        if self._outage is not None:
+            self._answered()
         out: list[Relayed] = []
         for raw_key, entries in answer or []:
             key_text = _text(raw_key)
@@ -415,7 +497,8 @@ class RedisStore:
         try:
             answer = cast("list[tuple[bytes, Entries]] | None",
                           self._follower.xread({key: self._task_after}, count=100, block=block))
-        except RedisError:
+        except RedisError as exc:
+            self._wait_out(exc, timeout)
             return []  # the driver asks again; nothing was consumed
         out: list[TaskMessage] = []
         for _, entries in answer or []:
@@ -428,24 +511,37 @@ class RedisStore:
         return out
 
     def _heartbeat(self) -> None:
+        """Renew this worker's heartbeat (at most every ``HEARTBEAT_EVERY`` seconds).
+
+        Raises:
+            RedisError: it failed (the next call tries again).
+        """
         now = time.monotonic()
         if now - self._beat_at < HEARTBEAT_EVERY:
             return
-        try:
-            self._follower.set(self.prefix + "w:" + self.worker, b"1", ex=HEARTBEAT_TTL)
-        except RedisError:
-            return  # the next call tries again
+        key = self.prefix + "w:" + self.worker
+        # EXPIRE renews it even at maxmemory with noeviction, which refuses SET: a worker
+        # alive is not taken for dead (its streams and tasks failed) while Redis is full
+        if not self._follower.expire(key, HEARTBEAT_TTL):
+            self._follower.set(key, b"1", ex=HEARTBEAT_TTL)
         self._beat_at = now
+        if self._outage is not None:
+            self._answered()
 
     def _abandoned(self, quiet: Sequence[Follow]) -> list[Relayed]:
-        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone."""
+        """``abandoned`` marks for the streams of ``quiet`` whose producer is gone, and
+        ``lost`` ones too for those the store no longer has at all (neither the producer
+        nor any event: it restarted empty, or evicted them), which nothing could end."""
         if not quiet:
             return []
         try:
             pipe = self._follower.pipeline(transaction=False)
             for want in quiet:
                 pipe.hget(self.prefix + "r:" + want.session_id, str(want.stream))
-            producers = cast("list[bytes | None]", pipe.execute())
+                pipe.exists(self.prefix + "e:" + want.session_id)
+            answers = pipe.execute()
+            producers = cast("list[bytes | None]", answers[::2])
+            kept = cast("list[int]", answers[1::2])
             workers = [None if p is None else _producer(p)[0] for p in producers]
             pipe = self._follower.pipeline(transaction=False)
             for worker in workers:
@@ -453,9 +549,13 @@ class RedisStore:
             alive = cast("list[int]", pipe.execute())
         except RedisError:
             return []
-        return [Relayed(session_id=w.session_id, stream=w.stream, event_id=w.after, data=b"", since=w.after,
-                        abandoned=True)
-                for w, worker, up in zip(quiet, workers, alive, strict=True) if worker is not None and not up]
+        out: list[Relayed] = []
+        for want, worker, up, events in zip(quiet, workers, alive, kept, strict=True):
+            lost = worker is None and not events
+            if lost or (worker is not None and not up):
+                out.append(Relayed(session_id=want.session_id, stream=want.stream, event_id=want.after,
+                                   data=b"", since=want.after, abandoned=True, lost=lost))
+        return out
 
 
 def open_store(url: str) -> RedisStore:
@@ -467,33 +567,51 @@ def open_store(url: str) -> RedisStore:
         ValueError: the scheme is not one of those, or a setting is not a number.
     """
     parts = urlsplit(url)
-    if parts.scheme not in _SCHEMES:
-        raise ValueError(f"--store takes redis://, rediss://, valkey:// or valkeys://, not {url!r}")
+    if parts.scheme not in _SCHEMES:  # (the scheme alone: the rest may hold a password)
+        raise ValueError(f"--store takes redis://, rediss://, valkey:// or valkeys://, not {parts.scheme}://...")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     settings: dict[str, Any] = {}
-    for name in ("session_ttl", "event_ttl", "timeout"):
+    for name, kind in (("session_ttl", float), ("event_ttl", float), ("timeout", float), ("max_events", int)):
         if name in query:
-            settings[name] = float(query.pop(name))
-    if "max_events" in query:
-        settings["max_events"] = int(query.pop("max_events"))
+            text = query.pop(name)
+            try:
+                settings[name] = kind(text)
+            except ValueError:
+                raise ValueError(f"--store's {name}= takes a number, not {text!r}") from None
     if "prefix" in query:
         settings["prefix"] = query.pop("prefix")
     rest = "&".join(f"{k}={v}" for k, v in query.items())
-    return RedisStore(urlunsplit(parts._replace(query=rest)), **settings)
+    if parts.query:  # (cut as text: urlunsplit would turn unix:///path into unix:/path)
+        url = url.split("?", 1)[0] + (f"?{rest}" if rest else "")
+    return RedisStore(url, **settings)
 
 
 def _redis_url(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(scheme=_SCHEMES.get(parts.scheme, parts.scheme)))
+    """``url`` in a scheme redis-py reads (``valkey`` is ``redis``)."""
+    scheme, colon, rest = url.partition(":")
+    return _SCHEMES.get(scheme, scheme) + colon + rest
+
+
+_PASSWORD_SETTING: Final = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
+def _safe_authority(url: str) -> str:
+    """``url`` without the password of its authority: everything between ``://`` and the last ``@`` of the
+    authority but the user name is masked, and so is all of it where a password holding
+    ``/``, ``?`` or ``#`` unencoded makes the URL's parts uncertain."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    if any(c in rest.rpartition("@")[0] for c in "/?#"):
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"  # where the password ended is unsure
+    userinfo, _, hostpart = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}:***@{hostpart}" if colon else f"{scheme}://***@{hostpart}"
 
 
 def _safe(url: str) -> str:
-    """``url`` without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc}"))
+    """``url`` without its password (in the authority or a ``password=`` setting)."""
+    return _PASSWORD_SETTING.sub(r"\1***", _safe_authority(url))
 
 
 def _producer(raw: bytes) -> tuple[str, int | str | None]:
@@ -520,11 +638,24 @@ def _stream(fields: dict[bytes, bytes]) -> int:
         return -1
 
 
+_ENTRY_BOUND: Final = 2**64
+"""Redis Stream entry ids are two unsigned 64-bit numbers."""
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is 1-20 ASCII digits (``str.isdigit`` alone also takes ``"²"``)."""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit()
+
+
 def _parse_id(event_id: str) -> tuple[int, str] | None:
-    """``(stream, entry id)`` of an event id this store issued, or ``None``."""
+    """``(stream, entry id)`` of an event id this store issued, or ``None`` (also for one
+    no Redis Stream could hold: digits other than ASCII, numbers past 64 bits, which a
+    client may send and Redis would refuse)."""
     stream_text, dot, entry = event_id.partition(".")
     ms, dash, seq = entry.partition("-")
-    if not dot or not dash or not stream_text.isdigit() or not ms.isdigit() or not seq.isdigit():
+    if not dot or not dash or not all(_digits(t) for t in (stream_text, ms, seq)):
+        return None
+    if int(ms) >= _ENTRY_BOUND or int(seq) >= _ENTRY_BOUND or int(stream_text) > INBOX_STREAM:
         return None
     return int(stream_text), entry
 

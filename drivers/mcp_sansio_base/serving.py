@@ -52,14 +52,18 @@ from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio.urls import is_loopback_host
 
-__all__ = ["SECRET_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared", "peer_host",
-           "protocol_stdout", "server_entropy", "server_secret", "shared_tasks", "stdio_endpoint",
-           "websocket_endpoint"]
+__all__ = ["SECRET_ENV", "STORE_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
+           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
+           "stdio_endpoint", "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
 
 SECRET_ENV: Final = "MCP_SANSIO_SECRET"
 """The environment variable every worker of a deployment reads its shared secret from."""
+STORE_ENV: Final = "MCP_SANSIO_STORE"
+"""The environment variable ``mcp-sansio serve --http`` reads its store's URL from when
+``--store`` is not given (a password in it stays off the command line, which every local
+user reads)."""
 
 
 class SharedStore(SessionStore, EventStore, Protocol):

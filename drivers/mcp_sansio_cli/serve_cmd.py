@@ -29,7 +29,7 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig
 from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
 from mcp_sansio.server.websocket import WebSocketConfig
-from mcp_sansio_base.serving import is_loopback, open_shared
+from mcp_sansio_base.serving import STORE_ENV, is_loopback, open_shared
 
 from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
@@ -68,7 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="the driver that runs it (trio: the anyio driver on trio; sync: no event loop)")
     parser.add_argument("--store", metavar="URL",
                         help="with --http: keep sessions and stream events in Redis/Valkey (redis://HOST:PORT/DB,"
-                             " rediss://, valkey://): any process behind a balancer serves any session")
+                             " rediss://, valkey://): any process behind a balancer serves any session "
+                             "(default: $MCP_SANSIO_STORE, the place for a URL with a password: every local "
+                             "user reads a command line)")
     parser.add_argument("--secret-file", metavar="PATH",
                         help="read the secret every process shares from PATH (default: $MCP_SANSIO_SECRET,"
                              " else random)")
@@ -214,8 +216,9 @@ def run(args: argparse.Namespace) -> int:
         def listening(port: int) -> None:
             print(f"mcp-sansio serve: Streamable HTTP at http://{_authority(args.host, port)}/mcp",
                   file=sys.stderr, flush=True)
+        url = args.store if args.store is not None else os.environ.get(STORE_ENV) or None
         try:
-            store = None if args.store is None else open_shared(args.store)
+            store = None if url is None else open_shared(url)
         except (ValueError, ImportError) as exc:
             print(f"mcp-sansio serve: error: --store: {exc}", file=sys.stderr)
             return _EXIT_USAGE

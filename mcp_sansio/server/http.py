@@ -77,6 +77,7 @@ __all__ = ["HttpConfig", "HttpServer"]
 Header = tuple[str, str]
 _JSON: Final[Header] = ("content-type", "application/json")
 _SESSION_NOT_FOUND: Final = -32001
+_STORE_UNAVAILABLE: Final = b"Service Unavailable: the session store did not answer; try again\n"
 _ADMISSIONS: Final = 1024  # (Host, Origin) verdicts remembered
 _FINISHED_STREAMS: Final = 1024
 _GATED: Final = frozenset({"authorization"})
@@ -229,14 +230,16 @@ class HttpServer(SessionRouter):
         if self._legacy:  # least recently active first: the first expires first
             expires = next(iter(self._legacy.values())).expires_at
             earliest = expires if earliest is None or expires < earliest else earliest
-        for deadline in (http.next_deadline(), None if self.gate is None else self.gate.next_deadline()):
+        for deadline in (http.next_deadline(), None if self.gate is None else self.gate.next_deadline(),
+                         self._unstored_deadline()):
             if deadline is not None and (earliest is None or deadline < earliest):
                 earliest = deadline
         return earliest
 
     def handle_timeout(self, now: float) -> None:
         """Fire what is due: slow requests (408), idle sessions, unanswered questions,
-        overdue token verdicts (503), and streams dropped since the last input."""
+        overdue token verdicts (503), streams dropped since the last input, and events of
+        broken streams the store did not take, offered again."""
         self.http.handle_timeout(now)
         if self.gate is not None:
             for req, refusal in self.gate.handle_timeout(now):
@@ -244,6 +247,7 @@ class HttpServer(SessionRouter):
         while self._legacy and (legacy := next(iter(self._legacy.values()))).expires_at <= now:
             self._end_session(legacy, now, "the session expired", forget=not self.session_store.shared)
         super().handle_timeout(now)
+        self._store_unstored(now)
         self._pump(now)
 
     def close(self, now: float) -> None:
@@ -429,8 +433,10 @@ class HttpServer(SessionRouter):
                  headers: dict[str, str] | None = None) -> None:
         try:
             self._dispatch(req, single_headers(req.headers) if headers is None else headers, principal, now)
-        except StoreUnavailable as exc:  # from a session lookup or a replay: nothing was answered yet
-            self._plain(req, 503, f"Service Unavailable: {exc}", now)
+        except StoreUnavailable:  # from a session lookup or a replay: nothing was answered yet
+            # the client learns the cause, not the store's address or words (the store logs those)
+            self.http.respond(req.exchange, 503, [("content-type", "text/plain; charset=utf-8"),
+                                                  ("retry-after", "1")], _STORE_UNAVAILABLE, now=now)
 
     def _dispatch(self, req: RequestReceived, headers: dict[str, str], principal: Principal | None,
                   now: float) -> None:

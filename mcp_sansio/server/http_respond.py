@@ -12,13 +12,14 @@ the session table, ``http`` the requests and the driver's side).
 from __future__ import annotations
 
 import abc
+from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Final
 
 from .. import jsonrpc
 from .endpoint import Endpoint
 from .exchanges import HttpExchanges
-from .flow import FlowLimits
+from .flow import AT_ONCE, FlowLimits
 from .http11 import HttpConnections, RequestReceived
 from .http_config import HttpConfig
 from .http_streams import JSON_HEAD, SSE_ANSWER_HEAD, SSE_HEAD, Exchange, Legacy, LegacyHost, Mode, sse_event
@@ -32,6 +33,10 @@ __all__ = ["ResponseWriter"]
 Header = tuple[str, str]
 JSON: Final[Header] = ("content-type", "application/json")
 _FINISHED_STREAMS: Final = 1024
+_UNSTORED: Final = 1024
+"""Events of broken streams kept while a shared store does not take them."""
+_UNSTORED_RETRY: Final = 1.0
+"""Seconds between offers of those events to the store."""
 
 
 class ResponseWriter(Endpoint):
@@ -59,6 +64,11 @@ class ResponseWriter(Endpoint):
         self._exchanges: dict[int, Exchange] = {}
         self._inboxes: dict[str, None] = {}  # the sessions whose inbox may matter here (a shared store)
         self._retry = f"\nretry: {self.config.sse_retry_ms}\ndata: \n\n".encode()
+        self._unstored: deque[tuple[str, int, bytes, bool]] = deque()
+        """Events of broken streams (nobody got them) a shared store did not take: (session,
+        stream, data, final), in order, stored once it answers (a resumption, at any worker,
+        gets them then)."""
+        self._unstored_at: float | None = None  # when to offer them again (None: at once)
 
     @abc.abstractmethod
     def _pump(self, now: float) -> None:
@@ -118,9 +128,45 @@ class ResponseWriter(Endpoint):
             if now is not None and final:
                 self._pump(now)  # a request that waited behind this response
         elif stream is not None:  # its stream broke: keep the event for a resumption
-            self._append(legacy, stream, data, final)
+            if self._unstored or self._append(legacy, stream, data, final) is None:
+                self._keep_unstored(legacy.id, stream, data, final)
             if final:
                 self._stream_done(legacy, stream)
+
+    def _keep_unstored(self, session_id: str, stream: int, data: bytes, final: bool) -> None:
+        """Keep an event nobody got that the store did not take (behind any kept before:
+        in order), at most ``_UNSTORED`` of them (the oldest go: lost, as before)."""
+        if not self._unstored:
+            self._unstored_at = None  # (set when the timer is handled)
+        self._unstored.append((session_id, stream, data, final))
+        if len(self._unstored) > _UNSTORED:
+            self._unstored.popleft()
+
+    def _unstored_deadline(self) -> float | None:
+        """When the kept events are offered to the store again (none kept: ``None``)."""
+        if not self._unstored:
+            return None
+        return AT_ONCE if self._unstored_at is None else self._unstored_at
+
+    def _store_unstored(self, now: float) -> None:
+        """Offer the kept events to the store, in order, when their time came; on a failure
+        the rest wait ``_UNSTORED_RETRY`` seconds more."""
+        if not self._unstored:
+            return
+        if self._unstored_at is None:  # kept since the last call: offered in a while
+            self._unstored_at = now + _UNSTORED_RETRY
+            return
+        if now < self._unstored_at:
+            return
+        while self._unstored:
+            session_id, stream, data, final = self._unstored[0]
+            try:
+                self.event_store.append(session_id, stream, data, final)
+            except StoreUnavailable:
+                self._unstored_at = now + _UNSTORED_RETRY
+                return
+            self._unstored.popleft()
+        self._unstored_at = None
 
     def _emit(self, ex: Exchange, data: bytes, legacy: Legacy | None, status: int, now: float | None) -> None:
         """Write one message on ``ex`` (the response that ends it when ``now`` is given):

@@ -12,7 +12,7 @@ writes into) and under :class:`~.http.HttpServer` (the requests).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -100,8 +100,10 @@ class SessionRouter(ResponseWriter):
             event_id: str | None = item.event_id
             if item.abandoned:  # its worker died: answer for it, for this and any later resumption
                 request_id = self._follow_request.get(key)
+                why = ("the session store lost this request's stream" if item.lost
+                       else "the server process running this request stopped")
                 data = b"" if request_id is None else jsonrpc.encode_error(
-                    request_id, jsonrpc.INTERNAL_ERROR, "the server process running this request stopped")
+                    request_id, jsonrpc.INTERNAL_ERROR, why)
                 event_id, final = self._append(legacy, item.stream, data, True), True
             if data:
                 self.http.send(ex.id, sse_event(data, event_id))
@@ -137,6 +139,11 @@ class SessionRouter(ResponseWriter):
         for event_id, data in events:
             if data:
                 self.http.send(req.exchange, sse_event(data, event_id))
+        kept_final = False
+        for session_id, kept_stream, data, final in self._unstored:
+            if session_id == legacy.id and kept_stream == stream:  # what the store has not taken yet
+                self.http.send(req.exchange, sse_event(data, None))
+                kept_final = kept_final or final
         legacy.stream_of[req.exchange] = stream
         previous = legacy.live.get(stream)
         if previous is not None:  # a stale connection of the same stream: the new one takes over
@@ -145,7 +152,7 @@ class SessionRouter(ResponseWriter):
         legacy.live[stream] = req.exchange
         if stream == 0:
             legacy.get_exchange = req.exchange
-        finished = replay.finished or stream in legacy.finished_streams
+        finished = replay.finished or stream in legacy.finished_streams or kept_final
         if finished:
             self.http.end(req.exchange, now=now)
             self._exchanges.pop(req.exchange, None)
@@ -209,7 +216,10 @@ class SessionRouter(ResponseWriter):
         if legacy is not None:
             if legacy.owner != owner:
                 return None
-            if self.session_store.shared and not self.session_store.touch(session_id):
+            # (one never saved, its store down at its initialize, is not missing there: it
+            # was never there; the request saves it)
+            store = self.session_store
+            if store.shared and legacy.saved is not None and not store.touch(session_id):
                 self._end_session(legacy, now, "the session ended", forget=False)  # by another worker
                 return None
             return legacy
@@ -274,6 +284,8 @@ class SessionRouter(ResponseWriter):
             self._follow_request.pop(key, None)
         self._inboxes.pop(legacy.id, None)
         if forget:
+            if self._unstored:
+                self._unstored = deque(event for event in self._unstored if event[0] != legacy.id)
             try:
                 self.session_store.delete(legacy.id)
                 self.event_store.forget(legacy.id)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .events import ServerEvent
     from .handshake import Handshake
     from .stores import TaskStore
-    from .tasks import TaskRecord
+    from .tasks import TaskEnd, TaskRecord
 
 __all__ = ["Listen", "Outlet", "Request", "SessionPort"]
 
@@ -149,6 +149,10 @@ class SessionPort(Protocol):
 
     def drop_task(self, task_id: str) -> None:
         """Forget the task ``task_id``."""
+        ...
+
+    def keep_task_end(self, end: TaskEnd, retry_at: float) -> None:
+        """A task's end the task store did not take: offered to it again from ``retry_at``."""
         ...
 
     def reject(self, request: Request, code: int, message: str, data: object = None) -> None:

@@ -13,6 +13,7 @@ they relate to. The per-method logic lives in ``methods.py``; legality is the ta
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -48,7 +49,8 @@ from .handshake import Handshake
 from .phases import Phase, Trigger
 from .questions import Questions, answer_event
 from .results import completion_result, error_tool_result, prompt_result, read_result, tool_result
-from .tasks import TaskRecord
+from .stores import StoreUnavailable
+from .tasks import MAX_TASK_ENDS, TASK_END_RETRY, TaskEnd, TaskRecord
 from .wire import CancelParams, Params, RequestMeta
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ class ServerSession:
         self._tasks: dict[str, tasks.TaskRecord] = {}
         self._task_expiries: Deadlines[str] = Deadlines()
         self._task_store: TaskStore | None = None
+        self._task_ends: deque[TaskEnd] = deque()  # ends the task store did not take, oldest first
+        self._task_ends_at: float | None = None  # when they are offered to it again
         self._by_key: dict[tuple[int | None, RequestId], int] = {}
         self._channel_ids = channel_ids
         self._questions = Questions(first_request_id)
@@ -149,6 +153,30 @@ class ServerSession:
         """Forget the task ``task_id``."""
         del self._tasks[task_id]
         self._task_expiries.set(task_id, None)
+
+    def keep_task_end(self, end: TaskEnd, retry_at: float) -> None:
+        """A task's end the task store did not take: offered to it again from ``retry_at``
+        until it does (at most ``MAX_TASK_ENDS`` kept: the oldest go), so that the task
+        does not look ``working`` at every other worker until its TTL."""
+        self._task_ends.append(end)
+        if len(self._task_ends) > MAX_TASK_ENDS:
+            self._task_ends.popleft()
+        if self._task_ends_at is None:
+            self._task_ends_at = retry_at
+        self.timed()
+
+    def _store_task_ends(self, now: float) -> None:
+        store = self._task_store
+        while self._task_ends and store is not None:
+            task_id, status, wall, result, error = self._task_ends[0]
+            try:
+                store.end_task(task_id, status, wall, result=result, error=error)
+            except StoreUnavailable:
+                self._task_ends_at = now + TASK_END_RETRY
+                return
+            self._task_ends.popleft()
+        self._task_ends.clear()
+        self._task_ends_at = None
 
     # ---------------------------------------------------------------- input
 
@@ -244,11 +272,17 @@ class ServerSession:
             self._fail_outbound(rid, FailureReason.TIMEOUT, "the client did not answer in time")
         if self._tasks:
             tasks.expire(self, now)
+        if self._task_ends_at is not None and now >= self._task_ends_at:
+            self._store_task_ends(now)
 
     def next_deadline(self) -> float | None:
-        """When the first question to the client times out, or a task expires; changes nothing."""
-        question, task = self._questions.next_deadline(), self._task_expiries.first()
-        return question if task is None else task if question is None else min(question, task)
+        """When the first question to the client times out, a task expires, or the task
+        ends the store did not take are offered again; changes nothing."""
+        earliest = None
+        for deadline in (self._questions.next_deadline(), self._task_expiries.first(), self._task_ends_at):
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     # ---------------------------------------------------------------- answers from the driver
 

@@ -94,6 +94,9 @@ class Relayed(msgspec.Struct, frozen=True, kw_only=True):
     resumption of the stream is dropped."""
     abandoned: bool = False
     """The worker producing the stream is gone (no ``data``): nothing more will come."""
+    lost: bool = False
+    """With ``abandoned``: the store lost the stream instead (its events and producer are
+    gone: restarted empty, evicted), so nothing more can come through it."""
 
 
 class SessionStore(Protocol):

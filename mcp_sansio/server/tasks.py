@@ -84,6 +84,12 @@ TRANSITIONS: Final[Mapping[tuple[TaskState, TaskTrigger], TaskState]] = {
 changes again, and a move from it is ignored (a late answer, a cancellation after the end)."""
 _TERMINAL: Final = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELLED})
 _TERMINAL_NAMES: Final = frozenset(state.value for state in _TERMINAL)
+TaskEnd = tuple[str, str, float, bytes | None, bytes | None]
+"""A task's end for the task store: its id, terminal status, wall time, result, error."""
+MAX_TASK_ENDS: Final = 1024
+"""Task ends a session keeps while the task store does not take them."""
+TASK_END_RETRY: Final = 1.0
+"""Seconds between offers of those ends to the store."""
 _encode: Final = msgspec.json.Encoder().encode
 _decode_ask: Final = msgspec.json.Decoder(dict[str, object]).decode
 WORKER_LOST: Final = "the server process running this task stopped"
@@ -223,13 +229,13 @@ def finish(session: SessionPort, rec: Call, now: float, result: object = None,
         task.move(TaskTrigger.COMPLETE, wall)
     store = session.task_store
     if store is not None:
+        end: TaskEnd = (
+            (task.task_id, TaskState.FAILED.value, wall, None, _encode(task.error)) if error is not None
+            else (task.task_id, TaskState.COMPLETED.value, wall, _encode(result), None))
         try:
-            if error is not None:
-                store.end_task(task.task_id, TaskState.FAILED.value, wall, error=_encode(task.error))
-            else:
-                store.end_task(task.task_id, TaskState.COMPLETED.value, wall, result=_encode(result))
-        except StoreUnavailable:
-            pass  # the store's TTL ends it (a tasks/get meanwhile sees it working)
+            store.end_task(end[0], end[1], wall, result=end[3], error=end[4])
+        except StoreUnavailable:  # offered again until it takes it (else: working until its TTL)
+            session.keep_task_end(end, now + TASK_END_RETRY)
 
 
 def running(session: SessionPort) -> bool:

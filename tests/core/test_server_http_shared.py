@@ -258,12 +258,13 @@ class _Down(MemorySessionStore):
         super().save(record)
 
 
-def test_a_request_the_store_cannot_serve_gets_503() -> None:
+def test_a_request_the_store_cannot_serve_gets_503_naming_the_store_not_its_address() -> None:
     server = HttpServer(MCPServer("s"), secret=b"k" * 32, entropy=b"e" * 32, config=HttpConfig.loopback(),
                         sessions=_Down())
     answer = RawHttp(server).request(body={"jsonrpc": "2.0", "id": 2, "method": "ping"},
                                      headers={"mcp-session-id": "abc"})
-    assert answer is not None and answer.status == 503 and b"redis://x is down" in answer.body
+    assert answer is not None and answer.status == 503 and answer.headers["retry-after"] == "1"
+    assert b"session store did not answer" in answer.body and b"redis://" not in answer.body
 
 
 def test_a_session_the_store_cannot_save_is_served_here_and_saved_later() -> None:
@@ -549,3 +550,55 @@ def test_what_a_session_changes_after_it_was_saved_is_saved_again() -> None:
     _post(worker, session_id, {"jsonrpc": "2.0", "id": 4, "method": "ping"})
     saved = sessions.load(session_id)
     assert saved is not None and saved.log_level == "error"
+
+
+def test_events_of_a_broken_stream_the_store_could_not_keep_are_kept_and_stored_once_it_answers() -> None:
+    class Failing(MemoryEventStore):
+        down = False
+
+        def append(self, session_id: str, stream: int, data: bytes, final: bool = False,
+                   request_id: int | str | None = None) -> str:
+            if self.down:
+                raise StoreUnavailable("down")
+            return super().append(session_id, stream, data, final, request_id)
+
+    sessions, events = MemorySessionStore(), Failing()
+    sessions.shared = events.shared = True
+    app = MCPServer("s")
+    one, two = Worker(app, sessions, events, b"1" * 32), Worker(app, sessions, events, b"2" * 32)
+    gate = one.loop.future()
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        ctx.report_progress(1, 3)
+        ctx.close_sse_stream()  # the client's connection drops here
+        await gate
+        ctx.report_progress(2, 3)
+        return "done"
+
+    session_id = _open(one)
+    conn, _ = _post(one, session_id, {**SLOW, "params": {"name": "slow", "_meta": {"progressToken": "t"}}})
+    one.runner.pump()
+    one.loop.run_ready()
+    first = conn.read()
+    assert first is not None and first.complete
+    events.down = True
+    gate.set_result(None)
+    one.loop.run_ready()
+    one.runner.pump()  # the progress and the answer reach nobody, and no store
+    assert one.server.next_deadline() == 0.0
+    one.server.handle_timeout(10.0)  # (offered again in a second)
+    assert one.server.next_deadline() == 11.0
+    one.server.handle_timeout(11.0)  # still down: a second more
+    assert one.server.next_deadline() == 12.0
+    _, here = _resume(one, session_id, first.last_id)  # the worker keeping them has them at once
+    assert here is not None and here.complete
+    assert [e.get("params", {}).get("progress") or e["result"]["content"][0]["text"]
+            for e in here.events if e] == [2, "done"]
+    events.down = False
+    one.server.handle_timeout(12.0)
+    assert one.server.next_deadline() != 13.0
+    _, resumed = _resume(two, session_id, first.last_id)
+    assert resumed is not None and resumed.complete  # every event once, in order, the answer last
+    assert [e.get("params", {}).get("progress") or e["result"]["content"][0]["text"]
+            for e in resumed.events if e] == [2, "done"]

@@ -234,3 +234,23 @@ def test_a_call_whose_task_the_store_cannot_keep_goes_on_and_answers_directly() 
     a.respond(event.call, "direct", now=2.0)
     [answer] = take(a)
     assert answer["result"]["content"][0]["text"] == "direct"
+
+
+def test_a_task_end_the_store_cannot_keep_is_offered_to_it_until_it_does() -> None:
+    shared = Shared()
+    a, b = _workers(shared)
+    call, task_id = _start(a)
+    shared.down = True
+    a.respond(call, "finished", now=2.0)  # its end reaches no store ...
+    shared.down = False
+    assert _get(b, task_id)["result"]["status"] == "working"  # (... and its worker beats on)
+    assert a.session.next_deadline() == 3.0
+    shared.down = True
+    a.session.handle_timeout(3.0)  # still down: a second more
+    assert a.session.next_deadline() == 4.0
+    shared.down = False
+    a.session.handle_timeout(4.0)
+    done = _get(b, task_id)["result"]
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "finished"}]
+    assert a.session.next_deadline() != 5.0

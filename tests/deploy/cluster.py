@@ -92,11 +92,12 @@ class Proc:
         self.output.close()
 
 
-def redis_server() -> Proc:
+def redis_server(port: int | None = None, options: Sequence[str] = ()) -> Proc:
+    """A fresh redis-server on loopback (``port``: that one, as a restart takes its old port)."""
     require("redis-server")
-    port = free_port()
+    port = port or free_port()
     proc = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no"], port)
+                 "--appendonly", "no", *options], port)
     proc.wait_ready()
     return proc
 
@@ -109,14 +110,16 @@ def worker_env(store: str) -> dict[str, str]:
     return env
 
 
-def serve_worker(store: str, port: int | None = None, driver: str = "asyncio", app: str = APP) -> Proc:
+def serve_worker(store: str, port: int | None = None, driver: str = "asyncio", app: str = APP,
+                 options: Sequence[str] = ()) -> Proc:
     port = port or free_port()
     args = [sys.executable, "-m", "mcp_sansio_cli", "serve", app, "--http", str(port), "--store", store,
-            "--driver", driver]
+            "--driver", driver, *options]
     return Proc(args, port, worker_env(store))
 
 
 def uvicorn_workers(store: str, workers: int = 3) -> Proc:
+    """``uvicorn deployed_app:asgi`` (``workers`` 1: one process, no supervisor)."""
     port = free_port()
     args = [sys.executable, "-m", "uvicorn", "deployed_app:asgi", "--host", "127.0.0.1", "--port", str(port),
             "--workers", str(workers), "--log-level", "warning", "--no-access-log"]

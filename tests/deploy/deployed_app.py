@@ -9,6 +9,7 @@ test sees where the balancer sent each request.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import anyio
@@ -32,16 +33,28 @@ def add(a: int, b: int) -> int:
 
 
 @app.tool()
-async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False) -> str:
+async def count(ctx: Context, n: int = 5, delay: float = 0.1, poll: bool = False, done: str = "") -> str:
     """Report progress ``n`` times, ``delay`` seconds apart (``poll``: end the SSE stream
-    after the first, so that the client resumes it, SEP-1699)."""
+    after the first, so that the client resumes it, SEP-1699; ``done``: a file written as
+    it returns)."""
     for step in range(1, n + 1):
         ctx.report_progress(step, n, f"{os.getpid()}")
         if poll and step == 1:
             ctx.close_sse_stream()
         if delay:
             await anyio.sleep(delay)
+    if done:
+        Path(done).write_text("done")  # noqa: ASYNC240  (a few bytes, once)
     return f"counted {n} at {os.getpid()}"
+
+
+@app.tool()
+def steps(ctx: Context, n: int = 5, delay: float = 0.1) -> str:
+    """``count`` as a plain ``def`` (a handler thread on every driver, the blocking one too)."""
+    for step in range(1, n + 1):
+        ctx.report_progress(step, n, f"{os.getpid()}")
+        time.sleep(delay)
+    return f"stepped {n} at {os.getpid()}"
 
 
 @app.tool()
@@ -52,9 +65,10 @@ async def ask(ctx: Context) -> str:
 
 
 @app.tool(task_support="optional")
-async def job(ctx: Context, seconds: float = 1.0, mark: str = "") -> str:
+async def job(ctx: Context, seconds: float = 1.0, mark: str = "", done: str = "") -> str:
     """A task (tasks extension) that works ``seconds``; its status message names its worker.
-    ``mark``: a file the handler writes when it is cancelled."""
+    ``mark``: a file the handler writes when it is cancelled; ``done``: one it writes as it
+    returns."""
     ctx.start_task(str(os.getpid()))
     try:
         await anyio.sleep(seconds)
@@ -63,6 +77,8 @@ async def job(ctx: Context, seconds: float = 1.0, mark: str = "") -> str:
             # a few bytes, once, while cancelled (no await is possible here)
             Path(mark).write_text(f"cancelled at {os.getpid()}")  # noqa: ASYNC240
         raise
+    if done:
+        Path(done).write_text("done")  # noqa: ASYNC240  (a few bytes, once)
     return f"done at {os.getpid()}"
 
 

@@ -4,9 +4,12 @@ become ``StoreUnavailable`` (or nothing, for a follow) instead of stalling."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -14,7 +17,7 @@ from peer_servers import free_port
 
 from mcp_sansio.server.stores import Follow, SessionRecord, StoreUnavailable, TaskMessage, TaskSnapshot
 from mcp_sansio.types import ClientCapabilities, Implementation
-from mcp_sansio_base.redis_store import RedisStore, open_store
+from mcp_sansio_base.redis_store import HEARTBEAT_TTL, RedisStore, open_store
 
 from .cluster import Proc, redis_server
 
@@ -138,7 +141,7 @@ def test_a_valkey_url_names_the_same_protocol(redis_proc: Proc) -> None:
 def test_a_store_url_carries_its_settings() -> None:
     store = open_store("redis://u:pw@h:1/0?session_ttl=60&event_ttl=30&max_events=5&timeout=0.1&prefix=x:")
     assert (store.session_ttl, store.event_ttl, store.max_events, store.prefix) == (60, 30, 5, "x:")
-    assert store.url == "redis://u:pw@h:1/0"
+    assert store.url == "redis://u:***@h:1/0" and "pw" not in repr(store)
     store.close()
 
 
@@ -262,3 +265,103 @@ def test_task_calls_to_a_store_that_does_not_answer_fail_fast() -> None:
     assert down.task_messages(0.1) == []  # (the relay asks again)
     assert time.monotonic() - started < 5.0
     down.close()
+
+
+def test_a_relay_call_to_a_store_that_refuses_waits_out_its_wait_instead_of_returning_at_once() -> None:
+    down = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.2)
+    want = Follow(session_id="s8", stream=1, after="1.1-0")
+    for relay_call in (lambda: down.follow([want], 0.2), lambda: down.follow([], 0.2),
+                       lambda: down.task_messages(0.2)):
+        started = time.monotonic()
+        assert relay_call() == []
+        assert time.monotonic() - started >= 0.2  # (a relay asking again at once would spin)
+    down.close()
+
+
+def test_a_stalled_store_is_asked_again_once_the_relay_finds_it_answering_not_by_every_request() -> None:
+    proc = redis_server()
+    store = RedisStore(f"redis://127.0.0.1:{proc.port}/0", timeout=0.3)
+    raw = redis.Redis(port=proc.port)
+    try:
+        store.save(record("b1"))
+        raw.config_set("maxmemory", "1")  # it answers, refusing writes: that is no outage
+        with pytest.raises(StoreUnavailable, match="maxmemory"):
+            store.save(record("b2"))
+        assert store.load("b1") == record("b1")
+        raw.config_set("maxmemory", "0")
+        os.kill(proc.pid, signal.SIGSTOP)
+        with pytest.raises(StoreUnavailable, match="Timeout"):
+            store.load("b1")  # one call waits out the timeout ...
+        started = time.monotonic()
+        for _ in range(10):
+            with pytest.raises(StoreUnavailable, match="Timeout"):
+                store.load("b1")  # ... the next ones fail at once (10 timeouts: 3 s)
+        assert time.monotonic() - started < 0.3
+        os.kill(proc.pid, signal.SIGCONT)
+        assert store.follow([], 0.05) == []  # the relay's heartbeat gets through
+        assert store.load("b1") == record("b1")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        raw.close()
+        store.close()
+        proc.stop()
+
+
+def test_ids_no_redis_stream_can_hold_are_unknown_not_a_store_failure(store: RedisStore) -> None:
+    priming = store.append("s9", 3, b"")
+    assert store.replay("s9", priming) is not None
+    for forged in ("3." + "9" * 30 + "-0", "3.1-" + "9" * 30, "3.18446744073709551616-0", "3.\u00b2-0",
+                   "3.\u0661-0", "9" * 40 + ".1-0", "3.-0", "3.1-"):
+        assert store.replay("s9", forged) is None, forged
+
+
+def test_a_store_password_is_masked_wherever_the_url_is_shown() -> None:
+    for url, shown in (("redis://u:pw@h:1/0", "redis://u:***@h:1/0"),
+                       ("redis://:pw@h:1/0", "redis://:***@h:1/0"),
+                       ("unix:///run/redis.sock?db=1&password=pw", "unix:///run/redis.sock?db=1&password=***")):
+        assert open_store(url).url == shown
+    for url in ("http://u:pw@h:1/0", "redis://u:p/wd@h:1/0", "redis://u:pwd@h:1/0?timeout=x",
+                "redis://u:p/w#x?y@h:1/0"):  # (unencoded, where the password ends is unsure: all goes)
+        with pytest.raises(ValueError) as refused:
+            open_store(url)
+        assert "pw" not in str(refused.value) and "wd" not in str(refused.value), refused.value
+    with pytest.raises(ValueError, match=r"redis://\*\*\*@h:1/0 is no store URL"):
+        open_store("redis://u:p/w#x?y@h:1/0")
+
+
+def test_a_unix_socket_url_names_a_store(tmp_path: Path) -> None:
+    socket_path = tmp_path / "redis.sock"
+    proc = redis_server(options=["--unixsocket", str(socket_path)])
+    try:
+        store = open_store(f"unix://{socket_path}?prefix=unix:")
+        store.save(record("u1"))
+        assert store.load("u1") == record("u1")
+        assert redis.Redis(port=proc.port).exists("unix:s:u1")
+        store.close()
+    finally:
+        proc.stop()
+
+
+def test_a_worker_beats_on_while_redis_is_full_and_its_relay_reads_on() -> None:
+    proc = redis_server()
+    store = RedisStore(f"redis://127.0.0.1:{proc.port}/0", timeout=0.5)
+    raw = redis.Redis(port=proc.port)
+    try:
+        assert store.follow([], 0.05) == []  # the heartbeat starts
+        priming = store.append("f1", 2, b"")
+        raw.config_set("maxmemory", "1")  # full, noeviction: every SET, XADD, HSET is refused
+        with pytest.raises(StoreUnavailable, match="maxmemory"):
+            store.append("f1", 2, b'{"refused":1}')
+        beat = f"mcp:w:{store.worker}"
+        ends = time.monotonic() + HEARTBEAT_TTL + 1.0
+        while time.monotonic() < ends:  # longer than a heartbeat lives unless renewed
+            assert store.follow([Follow(session_id="f1", stream=2, after=priming)], 0.25) == []
+        assert raw.exists(beat), "renewed (EXPIRE) though SET is refused: alive, not taken for dead"
+        raw.config_set("maxmemory", "0")
+        later = store.append("f1", 2, b'{"late":1}', True)
+        (got,) = store.follow([Follow(session_id="f1", stream=2, after=priming)], 0.25)
+        assert (got.event_id, got.data, got.final) == (later, b'{"late":1}', True)
+    finally:
+        raw.close()
+        store.close()
+        proc.stop()

@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
+from peer_servers import free_port
 
+from mcp_sansio import ClientConfig
 from mcp_sansio_base.serving import server_secret
+from mcp_sansio_sync import connect_http
 
-from .cluster import APP
+from .cluster import APP, Proc, redis_server, worker_env
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -46,3 +50,23 @@ def test_the_secret_comes_from_the_environment_when_none_is_given(monkeypatch: p
     assert server_secret(b"given" * 4) == b"given" * 4
     monkeypatch.delenv("MCP_SANSIO_SECRET")
     assert len(server_secret(None)) == 32
+
+
+def test_a_store_url_with_a_password_comes_from_the_environment_not_the_command_line() -> None:
+    store_proc = redis_server(options=["--requirepass", "pass/word+of-the-store"])
+    url = f"redis://:pass%2Fword%2Bof-the-store@127.0.0.1:{store_proc.port}/0"
+    env = worker_env(url)  # MCP_SANSIO_STORE, and no --store
+    port = free_port()
+    proc = Proc([sys.executable, "-m", "mcp_sansio_cli", "serve", APP, "--http", str(port)], port, env)
+    try:
+        proc.wait_ready()
+        with connect_http(f"http://127.0.0.1:{proc.port}/mcp", config=ClientConfig(protocol="2025-11-25")):
+            raw = redis.Redis(port=store_proc.port, password="pass/word+of-the-store")
+            assert raw.keys("mcp:s:*"), "the session is in the store the environment names"
+            raw.close()
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as cmdline:
+            assert b"of-the-store" not in cmdline.read()
+        assert b"of-the-store" not in serve("--help").stdout
+    finally:
+        proc.stop()
+        store_proc.stop()
