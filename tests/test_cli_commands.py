@@ -204,6 +204,23 @@ def test_bad_args_json_is_refused_before_anything_starts(project: Path, tmp_path
                                            "({\"name\": value, ...}), not '[1, 2]'\n")
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("--url", "not-a-url", "argument --url: invalid URL: the URL has no scheme ('not-a-url'"),
+    ("--url", "ftp://host/mcp", "argument --url: invalid URL: the scheme must be http or https, not 'ftp'"),
+    ("--timeout", "-1", "argument --timeout: must be a positive number of seconds, not '-1'"),
+    ("--timeout", "soon", "argument --timeout: must be a positive number of seconds, not 'soon'"),
+])
+def test_a_bad_url_or_timeout_is_a_command_line_error_before_anything_starts(
+        project: Path, tmp_path: Path, option: str, value: str, says: str) -> None:
+    mark = tmp_path / "started"
+    target = [] if option == "--url" else ["--stdio", f"sh -c 'touch {mark}; exec {DEMO_SPEC}'"]
+    for command in (["inspect"], ["call", "echo"], ["prompt", "greeting"], ["read", "demo://readme"]):
+        run = cli(project, *command, *target, option, value)
+        assert run.status == 2, run
+        assert says in run.stderr.splitlines()[-1]
+    assert not mark.exists()
+
+
 def test_call_without_a_target_says_how_to_give_one(project: Path) -> None:
     run = cli(project, "call", "echo")
     assert run.status == 2
