@@ -221,6 +221,18 @@ def test_a_bad_url_or_timeout_is_a_command_line_error_before_anything_starts(
     assert not mark.exists()
 
 
+@pytest.mark.parametrize("target", [("echo", "--stdio", DEMO_SPEC), ("mcp__demo__echo",)])
+def test_a_tool_that_reported_an_error_also_says_so_in_one_line_on_stderr(
+        project: Path, target: tuple[str, ...]) -> None:
+    # The result went to stdout alone: redirected, the call failed (status 1) without a word.
+    run = cli(project, "call", *target, "--args", "{}")
+    assert run.status == 1
+    assert run.stdout == "Invalid arguments for tool echo: Object missing required field `message`\n"
+    assert run.stderr.splitlines()[-1] == (
+        f"mcp-sansio: error: tool {target[0]!r} reported an error: Invalid arguments for tool echo: Object "
+        "missing required field `message`")
+
+
 def test_call_without_a_target_says_how_to_give_one(project: Path) -> None:
     run = cli(project, "call", "echo")
     assert run.status == 2
