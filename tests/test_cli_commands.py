@@ -221,6 +221,13 @@ def test_a_bad_url_or_timeout_is_a_command_line_error_before_anything_starts(
     assert not mark.exists()
 
 
+def test_auth_with_a_bad_url_is_a_command_line_error(project: Path) -> None:
+    for action in ("login", "logout", "status"):
+        run = cli(project, "auth", action, "--url", "not-a-url")
+        assert run.status == 2
+        assert run.stderr == "mcp-sansio: error: invalid --url: invalid URL: the URL has no scheme\n"
+
+
 @pytest.mark.parametrize("target", [("echo", "--stdio", DEMO_SPEC), ("mcp__demo__echo",)])
 def test_a_tool_that_reported_an_error_also_says_so_in_one_line_on_stderr(
         project: Path, target: tuple[str, ...]) -> None:
