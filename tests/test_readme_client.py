@@ -65,3 +65,9 @@ def test_the_cli_examples_on_server_py_run_as_printed(directory: Path) -> None:
     assert '"text":"hi"' in outputs[1]
     assert outputs[2].endswith("user: Say hello to Ada.\n")
     assert outputs[3].startswith("mcp-sansio demo server\n")
+
+
+def test_the_readme_installs_extras_from_the_checkout() -> None:
+    # mcp-sansio is not on PyPI: "pip install 'mcp-sansio[otel]'" found no distribution.
+    assert "pip install 'mcp-sansio" not in README
+    assert "pip install '.[otel]'" in README and "pip install '.[redis]'" in README
