@@ -143,3 +143,10 @@ def test_a_finding_over_http_is_replayed_with_client(capsys: pytest.CaptureFixtu
                   stats=Stats(), findings=[finding]))
     out = capsys.readouterr().out
     assert "  replay: mcp-sansio replay mcp-sansio-fuzz/t.jsonl --client 'node c.mjs'\n" in out
+
+
+def test_the_python_api_refuses_a_budget_too_short_for_one_scenario() -> None:
+    from mcp_sansio_fuzz import ClientFuzzer, Options
+
+    with pytest.raises(ValueError, match="a budget of 10 s runs no scenario: each may take 15 s"):
+        ClientFuzzer(f"{sys.executable} {CLIENTS / 'sansio_client.py'}", Options(seed=1, budget=10)).run()

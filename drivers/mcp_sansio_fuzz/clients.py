@@ -377,7 +377,13 @@ class ClientFuzzer:
 
         Raises:
             TargetUnavailable: the client cannot be started.
+            ValueError: the budget is too short for one scenario (a report of nothing would
+                pass for a clean run).
         """
+        need = self.scenario_time(self.timeout)
+        if self.options.budget * BUDGET_USED < need:
+            raise ValueError(f"a budget of {self.options.budget:g} s runs no scenario: each may take "
+                             f"{need:g} s (twice the client timeout, plus 5 s)")
         start = time.monotonic()
         end = start + self.options.budget * BUDGET_USED
         rng = Rng(self.options.seed)
@@ -389,7 +395,6 @@ class ClientFuzzer:
             [names.pop(order.below(len(names))) for _ in range(len(names))] if not self.scenarios else names
         )
         found: list[ReportedFinding] = []
-        need = self.scenario_time(self.timeout)
         for name in names:
             if end - time.monotonic() < need:
                 self.stats.covered[name] = 0
