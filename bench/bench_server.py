@@ -278,8 +278,11 @@ def main() -> None:
     parser.add_argument("--only", help="run only the rows whose transport starts with this")
     parser.add_argument("--baseline", help="a source tree to run a (before) twin of each of our rows from")
     options = parser.parse_args()
-    table = [r for r in with_async_add(rows(options.calls))
-             if options.only is None or r[0].startswith(options.only)]
+    every = list(with_async_add(rows(options.calls)))
+    table = [r for r in every if options.only is None or r[0].startswith(options.only)]
+    if not table:
+        parser.error(f"--only {options.only!r} starts no transport; the transports: "
+                     f"{', '.join(dict.fromkeys(r[0] for r in every))}")
     if options.baseline:
         table = with_baseline(table, options.baseline)
     best: dict[tuple[str, str], float] = {}

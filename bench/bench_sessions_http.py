@@ -105,6 +105,8 @@ def main() -> None:
     sizes = [int(n) for n in options.sessions.split(",")]
     servers = {name: cmd for name, cmd in SERVERS.items()
                if not options.only or name.startswith(options.only)}
+    if not servers:
+        parser.error(f"--only {options.only!r} starts no server name; the servers: {', '.join(SERVERS)}")
     os.environ["BENCH_ASYNC_ADD"] = "1"  # our tool as an async def: the transport's cost, no thread handoff
     results: dict[tuple[str, int], dict[str, float]] = {}
     for size in sizes:

@@ -69,6 +69,8 @@ def main() -> None:
     parser.add_argument("--only", help="run only the rows that start with this")
     parser.add_argument("--baseline", help="a source tree to count a (before) twin of each of our rows from")
     options = parser.parse_args()
+    if options.only and not any(row.startswith(options.only) for row in ROWS):
+        parser.error(f"--only {options.only!r} starts no row; the rows: {', '.join(ROWS)}")
     results: dict[str, float] = {}
     for row in ROWS:
         if options.only and not row.startswith(options.only):

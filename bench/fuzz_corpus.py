@@ -330,13 +330,17 @@ def main() -> None:
     parser.add_argument("--peers", default="/work/fuzzpeers/bin")
     parser.add_argument("--no-peers", action="store_true", help="run our fuzzer only")
     args = parser.parse_args()
+    servers = corpus()
+    unknown = [name for name in args.only if name not in servers]
+    if unknown:
+        parser.error(f"--only {unknown[0]!r} is no server of the corpus; the servers: {', '.join(servers)}")
     peers = Path(args.peers)
     print(
         f"| server (budget {args.budget:g}s) | ours: findings | first | reproducer steps | mcp-fuzzer "
         "| mcp-toolproof |"
     )
     print("|---|---|---|---|---|---|")
-    for name, server in corpus().items():
+    for name, server in servers.items():
         if args.only and name not in args.only:
             continue
         if not server.command:

@@ -204,6 +204,42 @@ def test_bad_args_json_is_refused_before_anything_starts(project: Path, tmp_path
                                            "({\"name\": value, ...}), not '[1, 2]'\n")
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("--url", "not-a-url", "argument --url: invalid URL: the URL has no scheme ('not-a-url'"),
+    ("--url", "ftp://host/mcp", "argument --url: invalid URL: the scheme must be http or https, not 'ftp'"),
+    ("--timeout", "-1", "argument --timeout: must be a positive number of seconds, not '-1'"),
+    ("--timeout", "soon", "argument --timeout: must be a positive number of seconds, not 'soon'"),
+])
+def test_a_bad_url_or_timeout_is_a_command_line_error_before_anything_starts(
+        project: Path, tmp_path: Path, option: str, value: str, says: str) -> None:
+    mark = tmp_path / "started"
+    target = [] if option == "--url" else ["--stdio", f"sh -c 'touch {mark}; exec {DEMO_SPEC}'"]
+    for command in (["inspect"], ["call", "echo"], ["prompt", "greeting"], ["read", "demo://readme"]):
+        run = cli(project, *command, *target, option, value)
+        assert run.status == 2, run
+        assert says in run.stderr.splitlines()[-1]
+    assert not mark.exists()
+
+
+def test_auth_with_a_bad_url_is_a_command_line_error(project: Path) -> None:
+    for action in ("login", "logout", "status"):
+        run = cli(project, "auth", action, "--url", "not-a-url")
+        assert run.status == 2
+        assert run.stderr == "mcp-sansio: error: invalid --url: invalid URL: the URL has no scheme\n"
+
+
+@pytest.mark.parametrize("target", [("echo", "--stdio", DEMO_SPEC), ("mcp__demo__echo",)])
+def test_a_tool_that_reported_an_error_also_says_so_in_one_line_on_stderr(
+        project: Path, target: tuple[str, ...]) -> None:
+    # The result went to stdout alone: redirected, the call failed (status 1) without a word.
+    run = cli(project, "call", *target, "--args", "{}")
+    assert run.status == 1
+    assert run.stdout == "Invalid arguments for tool echo: Object missing required field `message`\n"
+    assert run.stderr.splitlines()[-1] == (
+        f"mcp-sansio: error: tool {target[0]!r} reported an error: Invalid arguments for tool echo: Object "
+        "missing required field `message`")
+
+
 def test_call_without_a_target_says_how_to_give_one(project: Path) -> None:
     run = cli(project, "call", "echo")
     assert run.status == 2

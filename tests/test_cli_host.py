@@ -142,9 +142,12 @@ def test_config_adds_a_file_of_another_format(workspace: Workspace, tmp_path: Pa
     assert row["state"] == "connected"
 
 
-def test_a_missing_config_file_fails_with_one_line(workspace: Workspace) -> None:
-    run = cli(workspace, "servers", "--config", "/nonexistent/mcp.json")
-    assert (run.status, run.stderr) == (1, "mcp-sansio: error: /nonexistent/mcp.json: no such file\n")
+def test_a_missing_config_file_is_a_command_line_error_in_one_line(workspace: Workspace) -> None:
+    # Status 2 as the README gives any command line that cannot work (nothing was started).
+    for command in (["servers"], ["tools"], ["inspect", "vs"], ["call", "mcp__vs__echo"]):
+        run = cli(workspace, *command, "--config", "/nonexistent/mcp.json")
+        assert run.status == 2
+        assert run.stderr == "mcp-sansio: error: --config /nonexistent/mcp.json: no such file\n"
 
 
 def test_the_stdio_form_of_call_still_works(workspace: Workspace) -> None:

@@ -257,6 +257,15 @@ def test_an_unstartable_server_exits_2(tmp_path: Path) -> None:
     assert cli("fuzz", "unconfigured-name", cwd=tmp_path).returncode == 2
 
 
+def test_an_era_the_server_does_not_speak_is_refused_with_its_answer(tmp_path: Path) -> None:
+    # It quoted the server's stderr instead ("Starting default (STDIO) server..." for the
+    # reference server), which says nothing about why.
+    done = cli("fuzz", "--stdio", server("none"), "--era", "2026-07-28", "--budget", "5s", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == ("mcp-sansio: error: the server did not open a session (2026-07-28: "
+                           "server/discover answered error -32601: no method server/discover)\n")
+
+
 def test_a_configured_server_is_fuzzed_by_name(tmp_path: Path) -> None:
     (tmp_path / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"planted": {"command": sys.executable, "args": [str(PLANTED), "code"]}}})

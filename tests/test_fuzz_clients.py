@@ -117,3 +117,36 @@ def test_hostile_mode_over_http_gives_the_client_a_url(tmp_path: Path) -> None:
     assert report["transport"] == "client-http"
     assert report["outcomes"]["duplicate-answer"] == "handled"
     assert report["outcomes"]["session-expiry"].startswith("refused")  # it gave up: no endless re-initialize
+
+
+def test_a_budget_too_short_for_one_scenario_is_refused_saying_how_long_it_must_be(tmp_path: Path) -> None:
+    # It ran nothing and said "no findings", status 0: a CI job that passed without fuzzing.
+    client = f"{sys.executable} {CLIENTS / 'sansio_client.py'}"
+    done = cli("fuzz", "--client", client, "--budget", "10s", "--json", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == ("mcp-sansio: error: --budget 10s runs no scenario: each may take 15s (twice "
+                           "--client-timeout, plus 5s); give --budget 16s or more\n")
+    assert json.loads(done.stdout)["error"].startswith("--budget 10s runs no scenario")
+    done = cli("fuzz", "--client", client, "--budget", "10s", "--client-timeout", "1",
+               "--scenario", "not-json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{client} (client, seed 0): " in " ".join(done.stdout.split())  # no "None" for the era
+
+
+def test_a_finding_over_http_is_replayed_with_client(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_sansio_cli.fuzz_cmd import _print
+    from mcp_sansio_fuzz.model import Report, ReportedFinding, Stats
+
+    finding = ReportedFinding(rule="client-crashed", level="ROBUSTNESS", method="invalid-utf8", message="m",
+                              spec="s", trace="mcp-sansio-fuzz/t.jsonl", steps=1, time=0.1)
+    _print(Report(target="node c.mjs", transport="client-http", version=None, seed=0, duration=1.0,
+                  stats=Stats(), findings=[finding]))
+    out = capsys.readouterr().out
+    assert "  replay: mcp-sansio replay mcp-sansio-fuzz/t.jsonl --client 'node c.mjs'\n" in out
+
+
+def test_the_python_api_refuses_a_budget_too_short_for_one_scenario() -> None:
+    from mcp_sansio_fuzz import ClientFuzzer, Options
+
+    with pytest.raises(ValueError, match="a budget of 10 s runs no scenario: each may take 15 s"):
+        ClientFuzzer(f"{sys.executable} {CLIENTS / 'sansio_client.py'}", Options(seed=1, budget=10)).run()

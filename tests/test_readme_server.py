@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ from pair import Pair
 
 from mcp_sansio import ClientConfig, MCPServer, ResponseReceived
 from mcp_sansio.types import CallToolResult
+from mcp_sansio_asgi import AsgiApp
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 SECTION = README.split("## Serving MCP", 1)[1].split("\n## ", 1)[0]
@@ -60,3 +62,25 @@ def test_the_authorization_example_protects_the_app_and_scopes_its_tool() -> Non
     assert isinstance(app, MCPServer) and app.auth is not None
     assert app.auth.required_scopes == ("mcp",)
     assert app.registry.tools["write"].scopes == ("files:write",)
+
+
+def test_every_name_the_readme_places_in_a_module_is_there() -> None:
+    # "`HttpConfig` is in `mcp_sansio.server.http`": the README named HttpConfig, HttpLimits,
+    # WebSocketConfig and FlowLimits without saying where, and `mcp_sansio.server` has none of them.
+    names_in = r"((?:`\w+`(?:,\s+|\s+and\s+)?)+)\s+(?:is\s+|are\s+)?in\s+`(mcp_sansio[\w.]*)`"
+    placed = re.findall(names_in, README)
+    found = {(name, module) for names, module in placed for name in re.findall(r"`(\w+)`", names)}
+    assert {("HttpConfig", "mcp_sansio.server.http"), ("HttpLimits", "mcp_sansio.server.http11"),
+            ("WebSocketServer", "mcp_sansio.server.websocket")} <= found
+    assert [(name, module) for name, module in sorted(found)
+            if not hasattr(importlib.import_module(module), name)] == []
+
+
+def test_the_uvicorn_recipe_builds_a_shared_store_app() -> None:
+    deploying = README.split("## Deploying several workers", 1)[1].split("\n## ", 1)[0]
+    recipe = re.findall(r"```python\n(.*?)```", deploying, re.S)[0]
+    namespace: dict[str, object] = {}
+    exec(BLOCKS[0], namespace)  # app.py: the example server
+    exec(recipe, namespace)  # the store connects on first use
+    assert isinstance(namespace["asgi"], AsgiApp)
+    assert namespace["asgi"].config.allowed_hosts == ("mcp.example.com",)

@@ -156,8 +156,8 @@ class AsgiApp:
             loopback names in ``Host`` and ``Origin`` (DNS-rebinding protection, as for a
             loopback bind); behind a public name give ``HttpConfig(allowed_hosts=(...),
             allowed_origins=(...))``, or ``None`` for either to accept any.
-        secret: the key sealing ``requestState`` and naming sessions; give every worker
-            the same one (default: random, this process only).
+        secret: the key sealing ``requestState``; give every worker the same one
+            (default: ``$MCP_SANSIO_SECRET``, else random, this process only).
         sessions: where handshake-era sessions are kept (default: this process).
         events: where resumable stream events are kept (default: this process).
         store: both at once, shared by every worker: a URL (``redis://``, ``rediss://``,
@@ -166,6 +166,10 @@ class AsgiApp:
         handler_threads: how many plain ``def`` handlers run at once, each in a worker
             thread (default 40, ``DEFAULT_HANDLER_THREADS``); ``async def`` ones run on
             the loop.
+
+    Raises:
+        ValueError: no ``secret`` given and ``$MCP_SANSIO_SECRET`` is set but empty or
+            shorter than 16 bytes; ``store`` is a URL of no known store.
     """
 
     def __init__(self, app: MCPServer, *, config: HttpConfig | None = None, secret: bytes | None = None,

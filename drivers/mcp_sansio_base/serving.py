@@ -52,8 +52,8 @@ from mcp_sansio.server.stores import EventStore, SessionStore, TaskStore
 from mcp_sansio.server.websocket import WebSocketConfig, WebSocketServer
 from mcp_sansio.urls import is_loopback_host
 
-__all__ = ["SECRET_ENV", "STORE_ENV", "SharedStore", "http_endpoint", "is_loopback", "open_shared",
-           "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
+__all__ = ["SECRET_ENV", "STORE_ENV", "SharedStore", "environment_secret", "http_endpoint", "is_loopback",
+           "open_shared", "peer_host", "protocol_stdout", "server_entropy", "server_secret", "shared_tasks",
            "stdio_endpoint", "websocket_endpoint"]
 
 _log = logging.getLogger("mcp_sansio.serve")
@@ -64,6 +64,7 @@ STORE_ENV: Final = "MCP_SANSIO_STORE"
 """The environment variable ``mcp-sansio serve --http`` reads its store's URL from when
 ``--store`` is not given (a password in it stays off the command line, which every local
 user reads)."""
+_MIN_SECRET: Final = 16  # bytes, as the server core requires
 
 
 class SharedStore(SessionStore, EventStore, Protocol):
@@ -71,13 +72,36 @@ class SharedStore(SessionStore, EventStore, Protocol):
 
 
 
+def environment_secret() -> bytes | None:
+    """``$MCP_SANSIO_SECRET`` (UTF-8), or ``None`` when it is not set.
+
+    Raises:
+        ValueError: it is set but empty (what a compose file or a shell makes of an unset
+            ``${MCP_SANSIO_SECRET}``: each worker would draw its own secret), or shorter
+            than 16 bytes.
+    """
+    env = os.environ.get(SECRET_ENV)
+    if env is None:
+        return None
+    secret = env.encode()
+    if not secret:
+        raise ValueError(f"${SECRET_ENV} is set but empty: give every worker the same secret of at least "
+                         f"16 bytes, or unset it for a secret of this process alone")
+    if len(secret) < _MIN_SECRET:
+        raise ValueError(f"${SECRET_ENV} holds {len(secret)} bytes; the secret needs at least {_MIN_SECRET}")
+    return secret
+
+
 def server_secret(secret: bytes | None) -> bytes:
     """``secret``, else ``$MCP_SANSIO_SECRET`` (UTF-8), else 32 fresh random bytes (good for
-    this process only)."""
+    this process only).
+
+    Raises:
+        ValueError: ``$MCP_SANSIO_SECRET`` is set but empty or too short (:func:`environment_secret`).
+    """
     if secret is not None:
         return secret
-    env = os.environ.get(SECRET_ENV)
-    return env.encode() if env else secrets.token_bytes(32)
+    return environment_secret() or secrets.token_bytes(32)
 
 
 def open_shared(store: str | SharedStore | None) -> SharedStore | None:

@@ -18,7 +18,7 @@ The conventions (``docs/gen-ai/mcp.md``, status development; now kept in the
   ``mcp.client.session.duration`` and ``mcp.server.session.duration`` (seconds, buckets
   ``BUCKETS``).
 
-Only ``opentelemetry-api`` is used (``pip install 'mcp-sansio[otel]'``), imported lazily.
+Only ``opentelemetry-api`` is used (the ``otel`` extra), imported lazily.
 A connection looks once, when it is made, for a configured provider (the global ones, or
 those given to :func:`instrument`); without the API or a provider its telemetry is
 ``None`` and each call costs one ``is None`` test.

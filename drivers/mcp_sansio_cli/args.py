@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from typing import Final
+
+from mcp_sansio import LocalProtocolError
+from mcp_sansio.urls import parse_url
 
 __all__ = [
     "EXIT_FAILURE",
@@ -62,7 +66,7 @@ def output_options() -> argparse.ArgumentParser:
 def request_options() -> argparse.ArgumentParser:
     """The parent parser of ``--timeout``."""
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    parser.add_argument("--timeout", type=_seconds, help="seconds per request (default 60)")
     return parser
 
 
@@ -71,8 +75,29 @@ def target_options() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--stdio", metavar="CMD", help='a server command line, e.g. "python server.py"')
-    target.add_argument("--url", help="a server URL (Streamable HTTP, falling back to HTTP+SSE)")
+    target.add_argument("--url", type=_server_url,
+                        help="a server URL (Streamable HTTP, falling back to HTTP+SSE)")
     return parser
+
+
+def _seconds(raw: str) -> float:
+    """``--timeout``: a positive, finite number of seconds (argparse reports it, status 2)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {raw!r}")
+    return value
+
+
+def _server_url(raw: str) -> str:
+    """``--url``: an absolute http(s) URL, checked before anything starts (status 2)."""
+    try:
+        parse_url(raw)
+    except LocalProtocolError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} ({raw!r}; e.g. http://127.0.0.1:8000/mcp)") from exc
+    return raw
 
 
 def config_options() -> argparse.ArgumentParser:

@@ -17,7 +17,7 @@ from mcp_sansio.errors import LocalProtocolError
 from mcp_sansio.urls import parse_url
 from mcp_sansio_oauth import FileTokenStore, OAuth, StoredToken
 
-from .args import EXIT_FAILURE, CliError, output_options
+from .args import EXIT_FAILURE, CliError, UsageError, output_options
 from .output import print_json
 
 __all__ = ["add_parser", "run"]
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the ``auth`` subcommand; return the exit status.
 
     Raises:
-        CliError: the URL is not an http(s) URL.
+        UsageError: the URL is not an http(s) URL (status 2).
         McpSansioError: signing in failed, or the token directory is unsafe (``UnsafeTokenStore``).
     """
     return asyncio.run(_run(args))
@@ -53,7 +53,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         url = str(parse_url(args.url))
     except LocalProtocolError as exc:
-        raise CliError(f"invalid --url: {exc}") from exc
+        raise UsageError(f"invalid --url: {exc}") from exc
     store = FileTokenStore(args.token_dir)
     if args.auth_action == "logout":
         store.delete(url)

@@ -21,7 +21,7 @@ from typing import Final
 
 from mcp_sansio import ClientConfig, ConnectionClosed, McpSansioError, NotificationReceived, RequestError
 from mcp_sansio.jsonrpc import METHOD_NOT_FOUND
-from mcp_sansio.types import CallToolResult, Prompt, Resource, ResourceTemplate, Tool
+from mcp_sansio.types import CallToolResult, Prompt, Resource, ResourceTemplate, TextContent, Tool
 from mcp_sansio_asyncio import AsyncClient, connect_stdio
 
 from . import host
@@ -157,7 +157,7 @@ async def _configured(command: str, args: argparse.Namespace) -> int:
             timing.lap(f"start servers, tools/call {args.tool}, close")
             timing.print()
         print_result(result, args.json)
-        return EXIT_FAILURE if result.is_error else 0
+        return _tool_status(args.tool, result)
     if command == "prompt":
         print_prompt(await host.get_prompt(args, args.arguments), args.json)
         return 0
@@ -196,11 +196,21 @@ async def _direct(command: str, args: argparse.Namespace) -> int:
             timing.lap("close")
             activity.end()
             print_result(result, args.json)
-            return EXIT_FAILURE if result.is_error else 0
+            return _tool_status(args.tool, result)
     finally:
         activity.end()
         timing.print()
     return 0
+
+
+def _tool_status(tool: str, result: CallToolResult) -> int:
+    """0, or 1 with the one line on stderr every failure gets when the tool reported an error,
+    quoting its first text (the result itself is on stdout, where a redirect hides it)."""
+    if not result.is_error:
+        return 0
+    text = next((block.text for block in result.content if isinstance(block, TextContent)), "")
+    report_error(f"tool {tool!r} reported an error" + (f": {text}" if text.strip() else ""))
+    return EXIT_FAILURE
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -32,7 +33,7 @@ from mcp_sansio.fuzz.rules import RULES
 from mcp_sansio.fuzz.trace import TraceError, load_trace
 from mcp_sansio.hostconfig import ConfigError, HttpServerConfig, expand_server, load_documents, merge_scopes
 from mcp_sansio_fuzz import Fuzzer, Options, Report, Stats, Target, execute, load_schema
-from mcp_sansio_fuzz.clients import ClientFuzzer, run_scenario
+from mcp_sansio_fuzz.clients import BUDGET_USED, ClientFuzzer, run_scenario
 from mcp_sansio_fuzz.connections import TargetUnavailable
 from mcp_sansio_fuzz.replay import replay_memory
 
@@ -308,6 +309,11 @@ def _fuzz_client(args: argparse.Namespace) -> int:
     unknown = [name for name in args.scenario if name not in SCENARIOS]
     if unknown:
         raise TargetUnavailable(f"no scenario {unknown[0]!r} (there are: {', '.join(SCENARIOS)})")
+    need = ClientFuzzer.scenario_time(args.client_timeout)
+    if args.budget * BUDGET_USED < need:
+        raise TargetUnavailable(
+            f"--budget {args.budget:g}s runs no scenario: each may take {need:g}s (twice --client-timeout, "
+            f"plus 5s); give --budget {math.ceil(need / BUDGET_USED)}s or more")
     fuzzer = ClientFuzzer(
         args.client,
         options,
@@ -343,8 +349,10 @@ def _print(report: Report) -> None:
     console = Console()
     stats = report.stats
     out = sys.stdout
+    version = [report.version] if report.version else []  # a client target has none
+    about = ", ".join([report.transport, *version, f"seed {report.seed}"])
     console.print(
-        f"[bold]{report.target}[/] ({report.transport}, {report.version}, seed {report.seed}): "
+        f"[bold]{report.target}[/] ({about}): "
         f"{stats.requests} messages in {stats.cases} cases, {report.duration:.1f}s"
     )
     if not report.findings:
@@ -364,7 +372,7 @@ def _print(report: Report) -> None:
         for f in group:
             table.add_row(f.rule, f.level, f.method or "-", f.message, f"{f.time:.1f}s", str(f.steps))
         console.print(table)
-    flag = {"http": "--url", "client": "--client"}.get(report.transport, "--stdio")
+    flag = {"http": "--url", "client": "--client", "client-http": "--client"}.get(report.transport, "--stdio")
     for f in report.findings:
         console.print(f"[bold]{f.rule}[/]: {f.spec}")
         if f.trace:

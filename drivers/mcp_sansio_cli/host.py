@@ -101,9 +101,13 @@ async def _configured(
     """The manager of the configured servers (none started), warnings shown.
 
     Raises:
+        UsageError: a ``--config`` file does not exist.
         CliError: the configuration cannot be read, or one of ``names`` is not in it.
     """
     configs = [Path(path) for path in args.config]
+    missing = [path for path in configs if not path.is_file()]
+    if missing:  # the command line names it: nothing can start (status 2)
+        raise UsageError(f"--config {missing[0]}: no such file")
     entries, warnings = load_entries(configs, Path.cwd(), Path.home(), os.environ)
     for warning in warnings:
         sys.stderr.write(f"mcp-sansio: warning: {warning}\n")

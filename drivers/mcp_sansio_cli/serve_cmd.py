@@ -29,7 +29,7 @@ from mcp_sansio.server import MCPServer
 from mcp_sansio.server.http import HttpConfig
 from mcp_sansio.server.http_headers import LOOPBACK_HOSTS, check_origins
 from mcp_sansio.server.websocket import WebSocketConfig
-from mcp_sansio_base.serving import STORE_ENV, is_loopback, open_shared
+from mcp_sansio_base.serving import STORE_ENV, environment_secret, is_loopback, open_shared
 
 from .serve_auth import AuthOptionError, add_auth_arguments, auth_settings, resource_metadata_url
 
@@ -154,10 +154,17 @@ def _load_module(name: str) -> Any:
 
 
 def _secret(path: str | None) -> bytes | None:
-    """The secret in ``path`` (surrounding whitespace dropped), or ``None`` (the driver
-    then reads ``$MCP_SANSIO_SECRET``)."""
+    """The secret in ``path`` (surrounding whitespace dropped), else ``$MCP_SANSIO_SECRET``'s,
+    else ``None`` (the driver then draws one for this process), checked before anything starts.
+
+    Raises:
+        ServeError: the file cannot be read, or the secret is empty or shorter than 16 bytes.
+    """
     if path is None:
-        return None
+        try:
+            return environment_secret()
+        except ValueError as exc:
+            raise ServeError(str(exc)) from exc
     try:
         secret = Path(path).read_bytes().strip()
     except OSError as exc:
@@ -186,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``serve`` with parsed ``args``; the exit status (0 when stdin closed or on Ctrl-C,
     1 when the address cannot be bound, 2 when there is no server to run)."""
     try:
+        secret = _secret(args.secret_file)  # first: an app module may build an AsgiApp, which reads it too
         app = load_app(args.target, args.module)
         auth = auth_settings(args)
     except (ServeError, AuthOptionError) as exc:
@@ -204,8 +212,7 @@ def run(args: argparse.Namespace) -> int:
     serve = importlib.import_module(f"{module}.serve")
     try:
         options = _bind_options(args)
-        secret = _secret(args.secret_file)
-    except (LocalProtocolError, ServeError) as exc:
+    except LocalProtocolError as exc:
         print(f"mcp-sansio serve: error: {exc}", file=sys.stderr)
         return _EXIT_USAGE
     if args.store is not None and args.http is None:

@@ -43,7 +43,10 @@ from .connections import TargetUnavailable, rss_of, session_members
 from .hostile_http import serve_hostile
 from .model import Options, Report, ReportedFinding, Stats
 
-__all__ = ["ClientFuzzer", "run_scenario"]
+__all__ = ["BUDGET_USED", "ClientFuzzer", "run_scenario"]
+
+BUDGET_USED: Final = 0.97
+"""The share of ``Options.budget`` the scenarios may use (the rest: the report)."""
 
 _OUTPUT_TAIL: Final = 8192
 _MAX_CLIENT_LINE: Final = 64 << 20
@@ -362,14 +365,27 @@ class ClientFuzzer:
         self.outcomes: dict[str, str] = {}  # scenario -> what the client did
         self.transport = transport
 
+    @staticmethod
+    def scenario_time(timeout: float) -> float:
+        """The time one scenario may take with a client whose per-request timeout is
+        ``timeout`` (twice that, plus 5 s): a scenario starts only while that much of the
+        budget (``BUDGET_USED`` of it) is left."""
+        return 2 * timeout + 5.0
+
     def run(self) -> Report:
         """Every scenario the budget allows; findings shrunk by halving each scenario's size.
 
         Raises:
             TargetUnavailable: the client cannot be started.
+            ValueError: the budget is too short for one scenario (a report of nothing would
+                pass for a clean run).
         """
+        need = self.scenario_time(self.timeout)
+        if self.options.budget * BUDGET_USED < need:
+            raise ValueError(f"a budget of {self.options.budget:g} s runs no scenario: each may take "
+                             f"{need:g} s (twice the client timeout, plus 5 s)")
         start = time.monotonic()
-        end = start + self.options.budget * 0.97
+        end = start + self.options.budget * BUDGET_USED
         rng = Rng(self.options.seed)
         names = list(
             self.scenarios or [n for n, s in SCENARIOS.items() if transport_fits(s.http_only, self.transport)]
@@ -379,7 +395,6 @@ class ClientFuzzer:
             [names.pop(order.below(len(names))) for _ in range(len(names))] if not self.scenarios else names
         )
         found: list[ReportedFinding] = []
-        need = 2 * self.timeout + 5.0
         for name in names:
             if end - time.monotonic() < need:
                 self.stats.covered[name] = 0
@@ -438,7 +453,7 @@ class ClientFuzzer:
         if size is None or finding.rule in ("client-memory",):
             return size
         for _ in range(3):
-            if end - time.monotonic() < 2 * (2 * self.timeout + 5.0):
+            if end - time.monotonic() < 2 * self.scenario_time(self.timeout):
                 break
             smaller = max(1, size // 2)
             _, again = run_scenario(

@@ -187,7 +187,7 @@ class Fuzzer:
                 self.surface.capabilities = caps if isinstance(caps, dict) else {}
                 self._discover(planner)
                 return planner
-            problems.append(f"{version}: {conn.stderr_tail().strip()[-300:] or 'no answer'}")
+            problems.append(f"{version}: {_refusal(opening[0], records, conn.stderr_tail())}")
             conn.close()
         raise TargetUnavailable("the server did not open a session (" + "; ".join(problems) + ")")
 
@@ -528,8 +528,8 @@ def _shift(records: Sequence[Record], by: int) -> list[Record]:
     ]
 
 
-def _result_of(step: CaseStep, records: Sequence[Record]) -> object:
-    """The result that answered ``step`` in ``records``, if any (an id of the wrong JSON
+def _answer_of(step: CaseStep, records: Sequence[Record]) -> dict[str, object] | None:
+    """The message that answered ``step`` in ``records``, if any (an id of the wrong JSON
     type still matches: the oracles blame it, and the run goes on)."""
     if step.id is None:
         return None
@@ -539,8 +539,25 @@ def _result_of(step: CaseStep, records: Sequence[Record]) -> object:
         found, rid = answer_id(record.data)
         if found and (id_key(rid) == id_key(step.id) or loose_id(rid) == loose_id(step.id)):
             message = msgspec.json.decode(record.data)
-            return message.get("result") if isinstance(message, dict) else None
+            return message if isinstance(message, dict) else None
     return None
+
+
+def _result_of(step: CaseStep, records: Sequence[Record]) -> object:
+    """The result that answered ``step`` in ``records``, if any."""
+    answer = _answer_of(step, records)
+    return None if answer is None else answer.get("result")
+
+
+def _refusal(step: CaseStep, records: Sequence[Record], stderr: str) -> str:
+    """Why the opening ``step`` opened no session: the server's error answer, else the
+    end of its stderr, else "no answer"."""
+    answer = _answer_of(step, records)
+    error = None if answer is None else answer.get("error")
+    if isinstance(error, dict):
+        code, message = error.get("code"), " ".join(str(error.get("message", "")).split())[:200]
+        return f"{step.method} answered error {code}: {message}"
+    return stderr.strip()[-300:] or "no answer"
 
 
 def _opening_of(steps: list[CaseStep]) -> Callable[[CaseStep], bool]:

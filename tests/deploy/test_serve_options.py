@@ -4,6 +4,7 @@ a reason when they cannot work, and the secret every worker shares read from a f
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,10 @@ from mcp_sansio_sync import connect_http
 from .cluster import APP, Proc, redis_server, worker_env
 
 
-def serve(*args: str) -> subprocess.CompletedProcess[bytes]:
+def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "mcp_sansio_cli", "serve", APP, *args], capture_output=True,
-                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+                          timeout=60, check=False, stdin=subprocess.DEVNULL,
+                          env=None if env is None else {**os.environ, **env})
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -70,3 +72,20 @@ def test_a_store_url_with_a_password_comes_from_the_environment_not_the_command_
     finally:
         proc.stop()
         store_proc.stop()
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("", "$MCP_SANSIO_SECRET is set but empty: give every worker the same secret of at least 16 bytes"),
+    ("short", "$MCP_SANSIO_SECRET holds 5 bytes; the secret needs at least 16"),
+])
+def test_an_empty_or_short_secret_in_the_environment_is_refused_before_serving(
+        value: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The README's compose file passes ${MCP_SANSIO_SECRET}: unset on the host, every worker got ""
+    # and silently drew a secret of its own, so a retry answered by another worker was refused.
+    done = serve(env={"MCP_SANSIO_SECRET": value})  # stdio: with stdin empty it would end at once, status 0
+    assert done.returncode == 2
+    assert done.stderr.decode() == f"mcp-sansio serve: error: {message}" + (
+        ", or unset it for a secret of this process alone\n" if not value else "\n")
+    monkeypatch.setenv("MCP_SANSIO_SECRET", value)
+    with pytest.raises(ValueError, match="MCP_SANSIO_SECRET"):
+        server_secret(None)
