@@ -394,7 +394,8 @@ def test_a_hanging_key_set_never_blocks_the_event_loop(tiny: TinyAuthServer, tar
     import socket
     import threading
 
-    hanging = socket.create_server(("127.0.0.1", 0))  # connections wait in its backlog, unanswered
+    hanging = socket.create_server(("127.0.0.1", 0))  # connections are accepted, never answered
+    hanging.settimeout(30)
     try:
         jwks = f"http://127.0.0.1:{hanging.getsockname()[1]}/jwks"
         with serving(target, jwks, tiny.url) as served:
@@ -402,11 +403,15 @@ def test_a_hanging_key_set_never_blocks_the_event_loop(tiny: TinyAuthServer, tar
             verdicts: list[int] = []
             waiting = threading.Thread(target=lambda: verdicts.append(post(served, INIT, token)[0]))
             waiting.start()
-            time.sleep(0.3)  # the verification is under way in a worker thread
-            started = time.monotonic()
-            status, _, _ = post(served, INIT)
-            assert status == 401 and time.monotonic() - started < 2.0  # the loop still serves
-            waiting.join(30)
+            # the key set is fetched on first use: its connection arriving means the
+            # verification is under way in a worker thread (a fixed sleep could end before
+            # that on a loaded machine, and the next request would then prove nothing)
+            fetch, _ = hanging.accept()
+            with fetch:
+                started = time.monotonic()
+                status, _, _ = post(served, INIT)
+                assert status == 401 and time.monotonic() - started < 2.0  # the loop still serves
+                waiting.join(30)
             assert verdicts == [503]  # the fetch timed out (5 s): unavailable, not a hang
     finally:
         hanging.close()
