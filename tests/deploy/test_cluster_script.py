@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from mcp_sansio import ClientConfig
+from mcp_sansio.types import TextContent
 from mcp_sansio_sync import connect_http
 
 
@@ -23,8 +24,8 @@ def test_the_readme_cluster_recipe_runs_as_a_script_and_stops_when_its_input_clo
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else url
         with connect_http(url, config=ClientConfig(protocol="2025-11-25")) as client:
-            result = client.call_tool("add", {"a": 2, "b": 40})
-            assert result.content[0].text == "42"  # type: ignore[union-attr]
+            [content] = client.call_tool("add", {"a": 2, "b": 40}).content
+            assert isinstance(content, TextContent) and content.text == "42"
         proc.stdin.close()
         assert proc.wait(60) == 0
     finally:
