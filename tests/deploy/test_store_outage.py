@@ -259,43 +259,12 @@ def test_the_store_password_shows_in_no_error_log_or_answer(tmp_path: Path) -> N
         store_proc.stop()
 
 
-def test_a_stream_relayed_from_another_worker_that_the_store_lost_ends_with_an_error_not_a_hang(
-        tmp_path: Path) -> None:
-    store_proc = redis_server()
-    store = f"redis://127.0.0.1:{store_proc.port}/0"
-    done = tmp_path / "done"
-    try:
-        with worker(store, "asyncio") as runs, worker(store, "asyncio") as relays:
-            session = open_session(runs.port)
-            first = post(runs.port, call("count", {"n": 2, "delay": 1.0, "poll": True, "done": str(done)}, 2,
-                                         True), session)  # its stream ends after the first progress
-            last_id = [line for line in first.body.decode().splitlines() if line.startswith("id: ")][-1][4:]
-
-            conn = http.client.HTTPConnection("127.0.0.1", relays.port, timeout=30)
-            conn.request("GET", "/mcp", headers={
-                "accept": "text/event-stream", "mcp-session-id": session,
-                "mcp-protocol-version": "2025-11-25", "last-event-id": last_id})
-            resumed = conn.getresponse()  # the other worker follows the stream in the store
-            assert resumed.status == 200
-            store_proc.kill()  # the rest of the call, its answer too, is never stored
-            deadline = time.monotonic() + 30
-            while not done.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            store_proc = redis_server(store_proc.port)  # back, empty: the stream is gone
-            rest = resumed.read()  # (a read timeout of 30 s: before, it waited for ever)
-            conn.close()
-            answer = json.loads(rest.decode().rstrip().rpartition("data: ")[2])
-            # (the store restarted in time for the call's answer: it is relayed)
-            assert answer["id"] == 2 and ("result" in answer or answer["error"] == {
-                "code": -32603, "message": "the session store lost this request's stream"}), answer
-    finally:
-        store_proc.stop()
-
-
-@pytest.mark.parametrize("kind", ["asyncio", "trio", "asgi"])  # (count is async: not on the blocking driver)
-def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_can(
-        kind: str, tmp_path: Path) -> None:
-    store_proc = redis_server(options=["--dir", str(tmp_path)])
+def _resumed_across_a_store_restart(kind: str, tmp_path: Path, keep: bool) -> dict[str, Any]:
+    """The answer a client gets by resuming, at a second worker, a call's stream (run by a
+    ``kind`` worker) while the store is killed and restarted, with the stream so far
+    (``keep``) or empty, once the call ended reaching nobody and no store."""
+    options = ["--dir", str(tmp_path)] if keep else []
+    store_proc = redis_server(options=options)
     store = f"redis://127.0.0.1:{store_proc.port}/0"
     done = tmp_path / "done"
     try:
@@ -304,7 +273,8 @@ def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_
             first = post(runs.port, call("count", {"n": 2, "delay": 1.0, "poll": True, "done": str(done)}, 2,
                                          True), session)  # its stream ends after the first progress
             last_id = [line for line in first.body.decode().splitlines() if line.startswith("id: ")][-1][4:]
-            redis.Redis(port=store_proc.port).save()  # the stream so far, kept for the restart
+            if keep:
+                redis.Redis(port=store_proc.port).save()  # the stream so far, kept for the restart
 
             conn = http.client.HTTPConnection("127.0.0.1", relays.port, timeout=30)
             conn.request("GET", "/mcp", headers={
@@ -316,14 +286,29 @@ def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_
             deadline = time.monotonic() + 30
             while not done.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            store_proc = redis_server(store_proc.port, ["--dir", str(tmp_path)])  # back, with its data
+            store_proc = redis_server(store_proc.port, options)  # back, with its data or empty
             rest = resumed.read()  # (a read timeout of 30 s: before, it waited for ever)
             conn.close()
-            answer = json.loads(rest.decode().rstrip().rpartition("data: ")[2])
-            text = answer["result"]["content"][0]["text"]
-            assert answer["id"] == 2 and text.startswith("counted 2 at "), answer
+            answer: dict[str, Any] = json.loads(rest.decode().rstrip().rpartition("data: ")[2])
+            return answer
     finally:
         store_proc.stop()
+
+
+def test_a_stream_relayed_from_another_worker_that_the_store_lost_ends_with_an_error_not_a_hang(
+        tmp_path: Path) -> None:
+    answer = _resumed_across_a_store_restart("asyncio", tmp_path, keep=False)
+    # (the store restarted in time for the call's answer: it is relayed)
+    assert answer["id"] == 2 and ("result" in answer or answer["error"] == {
+        "code": -32603, "message": "the session store lost this request's stream"}), answer
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "trio", "asgi"])  # (count is async: not on the blocking driver)
+def test_the_answer_of_a_broken_stream_the_store_could_not_keep_is_kept_once_it_can(
+        kind: str, tmp_path: Path) -> None:
+    answer = _resumed_across_a_store_restart(kind, tmp_path, keep=True)
+    text = answer["result"]["content"][0]["text"]
+    assert answer["id"] == 2 and text.startswith("counted 2 at "), answer
 
 
 @pytest.mark.parametrize("kind", ["asyncio", "trio", "asgi"])  # (job is async: not on the blocking driver)
